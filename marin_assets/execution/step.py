@@ -1,0 +1,188 @@
+"""The vocabulary of an experiment: steps and the placeholders their configs hold.
+
+An :class:`ExecutorStep` couples a name, a function and a frozen dataclass config. Config fields
+may hold placeholders that the executor replaces with concrete values just before the function
+runs:
+
+* ``versioned(value)`` -- a value that enters the step's version (hash);
+* ``output_path_of(step, "sub")`` / ``InputName`` / ``step / "sub"`` -- a path inside an earlier
+  step's output; the earlier step becomes a dependency and its version enters ours;
+* ``InputName.hardcoded(path)`` -- a fixed path that enters the version as a string;
+* ``this_output_path("sub")`` / ``OutputName`` -- a path inside this step's own output;
+* ``this_partition()`` -- the partition key, for steps partitioned by data drop.
+
+This module has no Dagster import and no I/O: it only describes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+# A step name becomes part of a path (``<prefix>/<name>-<hash>``), so it is restricted to
+# path-safe components: no traversal, no absolute paths, no control characters.
+_NAME_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]{0,127}$")
+MAX_NAME_LENGTH = 512
+
+
+def validate_step_name(name: str) -> str:
+    """Return ``name`` if it is a safe relative path of name components, else raise ValueError."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"step name must be a non-empty string, got {name!r}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"step name is longer than {MAX_NAME_LENGTH} characters: {name[:40]!r}...")
+    for part in name.split("/"):
+        if part in ("", ".", "..") or not _NAME_COMPONENT.match(part):
+            raise ValueError(
+                f"unsafe step name {name!r}: each '/'-separated part must match "
+                f"{_NAME_COMPONENT.pattern} (no '..', no leading '/', no control characters)"
+            )
+    return name
+
+
+def validate_partition_key(key: str) -> str:
+    """Return ``key`` if it can be used as a single path component, else raise ValueError."""
+    if not isinstance(key, str) or not _NAME_COMPONENT.match(key) or key in (".", ".."):
+        raise ValueError(
+            f"unsafe partition key {key!r}: must match {_NAME_COMPONENT.pattern} "
+            "(one path component, no traversal, no control characters)"
+        )
+    return key
+
+
+@dataclass(frozen=True)
+class VersionedValue(Generic[T]):
+    """A config value that is part of the step's version."""
+
+    value: T
+
+
+def versioned(value: T) -> VersionedValue[T]:
+    """Mark ``value`` as part of the step's version: changing it changes the output path."""
+    if isinstance(value, VersionedValue):
+        raise ValueError("value is already versioned")
+    return VersionedValue(value)
+
+
+@dataclass(frozen=True)
+class InputName:
+    """A path inside the output of ``step`` (or a hardcoded path when ``step`` is None).
+
+    ``block_on_step=False`` (see :meth:`nonblocking`) keeps the dependency in the version but
+    does not wait for the step to finish -- e.g. reading a checkpoint of a running training job.
+    ``all_partitions=True`` (see :meth:`partitions`) lets an unpartitioned consumer read every
+    partition of a partitioned step; it resolves to a list of paths, one per partition.
+    """
+
+    step: ExecutorStep | None
+    name: str | None = None
+    block_on_step: bool = True
+    all_partitions: bool = False
+
+    def cd(self, name: str) -> InputName:
+        """Return the path ``name`` below this one."""
+        joined = f"{self.name.rstrip('/')}/{name}" if self.name else name
+        return replace(self, name=joined)
+
+    def __truediv__(self, other: str) -> InputName:
+        return self.cd(other)
+
+    def nonblocking(self) -> InputName:
+        """Depend on the step's version without waiting for it to finish."""
+        return replace(self, block_on_step=False)
+
+    def partitions(self) -> InputName:
+        """Consume every partition of a partitioned step (resolves to a sorted list of paths)."""
+        return replace(self, all_partitions=True)
+
+    @staticmethod
+    def hardcoded(path: str) -> InputName:
+        """A fixed path (not produced by a step); it enters the version as a string."""
+        return InputName(step=None, name=path)
+
+
+def output_path_of(step: ExecutorStep, name: str | None = None) -> InputName:
+    """The path ``name`` inside ``step``'s output (the whole output when ``name`` is None)."""
+    return InputName(step=step, name=name)
+
+
+@dataclass(frozen=True)
+class OutputName:
+    """A path inside the output of the step whose config holds it."""
+
+    name: str | None = None
+
+
+def this_output_path(name: str | None = None) -> OutputName:
+    """The path ``name`` inside the current step's output (the output itself when None)."""
+    return OutputName(name=name)
+
+
+@dataclass(frozen=True)
+class PartitionKeyName:
+    """Placeholder for the partition key a partitioned step is running for."""
+
+
+def this_partition() -> PartitionKeyName:
+    """The partition key of the current run of a partitioned step."""
+    return PartitionKeyName()
+
+
+@dataclass(frozen=True)
+class ExecutorStep(Generic[T]):
+    """One unit of an experiment.
+
+    Attributes:
+        name: path-like name; the output lives at ``<prefix>/<name>-<hash>``.
+        fn: called with the resolved config. A Ray remote function runs on Ray.
+        config: frozen dataclass whose fields may hold the placeholders of this module.
+        description: shown in the experiment record and as the Dagster asset description.
+        override_output_path: fixed output path (relative paths are under the prefix).
+        pip_dependency_groups: optional-dependency groups of this project, or pip requirements,
+            installed in the Ray runtime env of the step.
+        resources: an accelerator config (``marin_resources.accelerators``) -- the step runs as a
+            Ray task requesting these resources. Does not enter the version.
+        partitioned_by: name of a dynamic partition set (e.g. ``"drops"``); the step then runs once
+            per partition into ``<output>/<partition>/``. Does not enter the version.
+    """
+
+    name: str
+    fn: Callable[[T], Any]
+    config: T
+    description: str | None = None
+    override_output_path: str | None = None
+    pip_dependency_groups: list[str] | None = None
+    resources: Any = None
+    partitioned_by: str | None = None
+
+    def __post_init__(self) -> None:
+        validate_step_name(self.name)
+        if self.partitioned_by is not None:
+            validate_partition_key(self.partitioned_by)
+
+    # Steps are compared by identity: two distinct objects with equal fields are merged by the
+    # executor through their version, not through ``==`` (configs may hold unhashable lists).
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def cd(self, name: str) -> InputName:
+        """The path ``name`` inside this step's output."""
+        return output_path_of(self, name)
+
+    def __truediv__(self, other: str) -> InputName:
+        return self.cd(other)
+
+    def nonblocking(self) -> InputName:
+        """This step's output, depended on without waiting for it."""
+        return output_path_of(self).nonblocking()
+
+    def partitions(self) -> InputName:
+        """All partitions of this (partitioned) step's output."""
+        return output_path_of(self).partitions()

@@ -1,0 +1,93 @@
+"""Small, storage-agnostic file helpers over fsspec (local folders, gs://, memory://)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+
+def join_path(base: str, sub: str | None) -> str:
+    """Join ``sub`` below ``base`` with '/' (local paths and URLs alike)."""
+    if not sub:
+        return base
+    return f"{base.rstrip('/')}/{sub.lstrip('/')}"
+
+
+def filesystem(path: str) -> tuple[fsspec.AbstractFileSystem, str]:
+    """The fsspec filesystem serving ``path`` and the path as that filesystem names it."""
+    fs, fs_path = fsspec.core.url_to_fs(path)
+    return fs, fs_path
+
+
+def is_local(path: str) -> bool:
+    """True when ``path`` lives on the local filesystem."""
+    return isinstance(filesystem(path)[0], LocalFileSystem)
+
+
+def read_bytes(path: str) -> bytes | None:
+    """The content of ``path``, or None when it does not exist."""
+    fs, p = filesystem(path)
+    try:
+        return fs.cat_file(p)
+    except FileNotFoundError:
+        return None
+
+
+def read_text(path: str) -> str | None:
+    """The UTF-8 text of ``path``, or None when it does not exist."""
+    data = read_bytes(path)
+    return None if data is None else data.decode("utf-8")
+
+
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see either the old or the whole new content.
+
+    Local files are written to a temporary sibling and renamed; object stores replace an object
+    in one request, which is atomic already.
+    """
+    fs, p = filesystem(path)
+    if isinstance(fs, LocalFileSystem):
+        directory = os.path.dirname(p)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}-{os.path.basename(p)}")
+        try:
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, p)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    else:
+        fs.pipe_file(p, data)
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    """Atomically write UTF-8 ``text`` to ``path``."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def exists(path: str) -> bool:
+    """True when ``path`` exists."""
+    fs, p = filesystem(path)
+    return bool(fs.exists(p))
+
+
+def makedirs(path: str) -> None:
+    """Create the directory ``path`` (no-op on object stores, which have no directories)."""
+    fs, p = filesystem(path)
+    fs.makedirs(p, exist_ok=True)
+
+
+def list_dir(path: str) -> list[dict[str, Any]]:
+    """Entries directly below ``path`` (empty when it does not exist)."""
+    fs, p = filesystem(path)
+    try:
+        return list(fs.ls(p, detail=True))
+    except FileNotFoundError:
+        return []

@@ -1,0 +1,297 @@
+"""Versions, output paths and config instantiation (Marin's algorithm, no I/O).
+
+The version of a step is ``{"name", "config", "dependencies"}``: ``config`` maps the dotted path
+of every versioned field to its value (``DEP[i]/sub`` for a dependency), ``dependencies`` holds the
+full version dict of each dependency in order. The hash is the first 6 hex characters of the md5
+of the version dict's JSON with sorted keys; the output path is ``<prefix>/<name>-<hash>``.
+
+Two deliberate additions to Marin:
+
+* a hardcoded path under the prefix enters the version relative to the prefix, so the same
+  experiment hashes identically on any bucket or local folder;
+* an unpartitioned step that consumes every partition of a partitioned step records the sorted
+  partition keys it read (``consumed_partitions``), so adding a data drop gives it a new path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import pathlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from marin_assets.execution.step import (
+    ExecutorStep,
+    InputName,
+    OutputName,
+    PartitionKeyName,
+    VersionedValue,
+    validate_partition_key,
+)
+from marin_assets.execution.storage import join_path
+
+HASH_LENGTH = 6
+
+
+def _json_default(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, pathlib.PurePath):
+        return str(obj)
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj, key=repr)
+    if isinstance(obj, tuple):
+        return list(obj)
+    raise TypeError(f"cannot put a {type(obj).__name__} into a step version: {obj!r}")
+
+
+def version_json(version: Mapping[str, Any]) -> str:
+    """Canonical JSON of a version dict (sorted keys) -- the text that is hashed."""
+    return json.dumps(version, sort_keys=True, default=_json_default)
+
+
+def hash_version(version: Mapping[str, Any]) -> str:
+    """The 6-hex-character hash of a version dict."""
+    return hashlib.md5(version_json(version).encode("utf-8")).hexdigest()[:HASH_LENGTH]
+
+
+def relative_to_prefix(path: str, prefix: str) -> str | None:
+    """``path`` relative to ``prefix`` when it lies below it, else None."""
+    root = prefix.rstrip("/") + "/"
+    if path.startswith(root):
+        return path[len(root) :]
+    return None
+
+
+@dataclass
+class _Collected:
+    """What a walk over one config found."""
+
+    config_version: dict[str, Any] = field(default_factory=dict)
+    dependencies: list[ExecutorStep] = field(default_factory=list)
+    pseudo_dependencies: list[ExecutorStep] = field(default_factory=list)
+    all_partition_inputs: list[ExecutorStep] = field(default_factory=list)
+
+
+def _walk_config(obj: Any, prefix: str, collected: _Collected, output_prefix: str) -> None:
+    """Record versioned values and dependencies of ``obj`` under the dotted path ``prefix``."""
+    if obj is None:
+        return
+    if isinstance(obj, ExecutorStep):
+        obj = InputName(step=obj)
+    if isinstance(obj, InputName):
+        if obj.step is None:
+            name = obj.name or ""
+            rel = relative_to_prefix(name, output_prefix)
+            collected.config_version[prefix] = rel if rel is not None else name
+            return
+        if obj.block_on_step:
+            deps, tag = collected.dependencies, "DEP"
+        else:
+            deps, tag = collected.pseudo_dependencies, "PSEUDO_DEP"
+        if obj.step not in deps:
+            deps.append(obj.step)
+        if obj.all_partitions and obj.step not in collected.all_partition_inputs:
+            collected.all_partition_inputs.append(obj.step)
+        index = deps.index(obj.step)
+        value = f"{tag}[{index}]" + (f"/{obj.name}" if obj.name else "")
+        if obj.all_partitions:
+            value += "/*"
+        collected.config_version[prefix] = value
+        return
+    if isinstance(obj, VersionedValue):
+        collected.config_version[prefix] = obj.value
+        return
+    if isinstance(obj, (OutputName, PartitionKeyName)):
+        return
+    child_prefix = f"{prefix}." if prefix else ""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            _walk_config(getattr(obj, f.name), child_prefix + f.name, collected, output_prefix)
+    elif isinstance(obj, (list, tuple)):
+        for i, item in enumerate(obj):
+            _walk_config(item, f"{prefix}[{i}]", collected, output_prefix)
+    elif isinstance(obj, dict):
+        for key, item in obj.items():
+            _walk_config(item, child_prefix + str(key), collected, output_prefix)
+
+
+@dataclass
+class ResolvedStep:
+    """A step with its version, hash and output path computed for one prefix."""
+
+    step: ExecutorStep
+    version: dict[str, Any]
+    hash: str
+    output_path: str
+    dependencies: list[ResolvedStep]
+    pseudo_dependencies: list[ResolvedStep]
+    all_partition_inputs: list[ResolvedStep]
+
+    @property
+    def name(self) -> str:
+        return self.step.name
+
+    @property
+    def partitioned_by(self) -> str | None:
+        return self.step.partitioned_by
+
+    def partition_output_path(self, partition: str | None) -> str:
+        """Where this step writes for ``partition`` (its output path when unpartitioned)."""
+        if self.partitioned_by is None:
+            if partition is not None:
+                raise ValueError(f"step {self.name} is not partitioned, got partition {partition!r}")
+            return self.output_path
+        if partition is None:
+            raise ValueError(f"step {self.name} is partitioned by {self.partitioned_by!r}: a partition key is required")
+        return join_path(self.output_path, validate_partition_key(partition))
+
+
+class StepGraph:
+    """All steps reachable from a list of steps, with versions and output paths.
+
+    Steps whose versions are identical are merged: the first one seen is canonical and every
+    dependency on a duplicate points at it, so it runs once.
+    """
+
+    def __init__(
+        self,
+        steps: Iterable[ExecutorStep],
+        prefix: str,
+        partitions: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        self.prefix = prefix.rstrip("/") if prefix not in ("/",) else prefix
+        self.partitions = {k: sorted(validate_partition_key(p) for p in v) for k, v in (partitions or {}).items()}
+        self._by_step: dict[ExecutorStep, ResolvedStep] = {}
+        self._by_version: dict[str, ResolvedStep] = {}
+        self.roots: list[ResolvedStep] = []
+        for step in steps:
+            resolved = self._resolve(step, stack=())
+            if resolved not in self.roots:
+                self.roots.append(resolved)
+
+    def partition_keys(self, partition_set: str) -> list[str]:
+        """The known keys of ``partition_set`` (sorted)."""
+        return list(self.partitions.get(partition_set, []))
+
+    def _resolve(self, step: ExecutorStep, stack: tuple[ExecutorStep, ...]) -> ResolvedStep:
+        if step in self._by_step:
+            return self._by_step[step]
+        if step in stack:
+            cycle = " -> ".join(s.name for s in (*stack, step))
+            raise ValueError(f"dependency cycle: {cycle}")
+        collected = _Collected()
+        _walk_config(step.config, "", collected, self.prefix)
+        deps = [self._resolve(d, (*stack, step)) for d in collected.dependencies]
+        pseudo = [self._resolve(d, (*stack, step)) for d in collected.pseudo_dependencies]
+        all_parts = [self._resolve(d, (*stack, step)) for d in collected.all_partition_inputs]
+        version: dict[str, Any] = {
+            "name": step.name,
+            "config": collected.config_version,
+            "dependencies": [d.version for d in deps],
+        }
+        if pseudo:
+            version["pseudo_dependencies"] = [d.version for d in pseudo]
+        if all_parts:
+            consumed: dict[str, list[str]] = {}
+            for dep in all_parts:
+                if dep.partitioned_by is None:
+                    raise ValueError(f"step {step.name} reads all partitions of {dep.name}, which is not partitioned")
+                consumed[f"{dep.name}-{dep.hash}"] = self.partition_keys(dep.partitioned_by)
+            version["consumed_partitions"] = consumed
+        key = version_json(version)
+        if key in self._by_version:
+            # Identical version (same name, config and dependencies): merge into the first one.
+            merged = self._by_version[key]
+            self._by_step[step] = merged
+            return merged
+        digest = hash_version(version)
+        if step.override_output_path:
+            override = step.override_output_path
+            output_path = override if "://" in override or override.startswith("/") else join_path(self.prefix, override)
+        else:
+            output_path = join_path(self.prefix, f"{step.name}-{digest}")
+        resolved = ResolvedStep(step, version, digest, output_path, deps, pseudo, all_parts)
+        self._by_step[step] = resolved
+        self._by_version[key] = resolved
+        return resolved
+
+    def resolved(self, step: ExecutorStep) -> ResolvedStep:
+        """The resolved (possibly merged) form of ``step``."""
+        return self._by_step[step]
+
+    def topological(self) -> list[ResolvedStep]:
+        """Every distinct step, dependencies before dependents, in a stable order."""
+        order: list[ResolvedStep] = []
+        seen: set[int] = set()
+
+        def visit(node: ResolvedStep) -> None:
+            if id(node) in seen:
+                return
+            seen.add(id(node))
+            for dep in (*node.dependencies, *node.pseudo_dependencies):
+                visit(dep)
+            order.append(node)
+
+        for root in self.roots:
+            visit(root)
+        return order
+
+
+def instantiate_config(config: Any, node: ResolvedStep, partition: str | None, graph: StepGraph) -> Any:
+    """Replace every placeholder in ``config`` by a concrete value for ``node`` (and ``partition``)."""
+
+    def input_path(inp: InputName) -> Any:
+        if inp.step is None:
+            name = inp.name or ""
+            if "://" in name or name.startswith("/"):
+                return name
+            return join_path(graph.prefix, name)
+        dep = graph.resolved(inp.step)
+        if inp.all_partitions:
+            if dep.partitioned_by is None:
+                raise ValueError(f"{node.name}: .partitions() used on unpartitioned step {dep.name}")
+            return [
+                join_path(dep.partition_output_path(key), inp.name)
+                for key in graph.partition_keys(dep.partitioned_by)
+            ]
+        if dep.partitioned_by is None:
+            return join_path(dep.output_path, inp.name)
+        if dep.partitioned_by != node.partitioned_by:
+            raise ValueError(
+                f"step {node.name} reads partitioned step {dep.name} (partitioned by "
+                f"{dep.partitioned_by!r}) but is not partitioned the same way; use .partitions()"
+            )
+        return join_path(dep.partition_output_path(partition), inp.name)
+
+    def walk(obj: Any) -> Any:
+        if isinstance(obj, ExecutorStep):
+            return input_path(InputName(step=obj))
+        if isinstance(obj, InputName):
+            return input_path(obj)
+        if isinstance(obj, OutputName):
+            return join_path(node.partition_output_path(partition), obj.name)
+        if isinstance(obj, PartitionKeyName):
+            if partition is None:
+                raise ValueError(f"step {node.name} uses this_partition() but runs without a partition")
+            return partition
+        if isinstance(obj, VersionedValue):
+            return walk(obj.value)
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            updates = {f.name: walk(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
+            return dataclasses.replace(obj, **updates)
+        if isinstance(obj, list):
+            return [walk(x) for x in obj]
+        if isinstance(obj, tuple):
+            return tuple(walk(x) for x in obj)
+        if isinstance(obj, dict):
+            return {k: walk(v) for k, v in obj.items()}
+        return obj
+
+    return walk(config)
