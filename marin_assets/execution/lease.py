@@ -190,14 +190,22 @@ class StepLease:
     def _content(self) -> bytes:
         self._seq += 1
         return json.dumps(
-            {"owner": self.owner, "host": socket.gethostname(), "pid": os.getpid(), "heartbeat": time.time(), "seq": self._seq}
+            {
+                "owner": self.owner,
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "heartbeat": time.time(),
+                "seq": self._seq,
+            }
         ).encode("utf-8")
 
     @staticmethod
     def _parse(data: bytes) -> LeaseHolder | None:
         try:
             raw = json.loads(data)
-            return LeaseHolder(str(raw["owner"]), str(raw["host"]), int(raw["pid"]), float(raw["heartbeat"]), int(raw["seq"]))
+            return LeaseHolder(
+                str(raw["owner"]), str(raw["host"]), int(raw["pid"]), float(raw["heartbeat"]), int(raw["seq"])
+            )
         except (ValueError, KeyError, TypeError):
             return None
 

@@ -214,7 +214,9 @@ class StepGraph:
         digest = hash_version(version)
         if step.override_output_path:
             override = step.override_output_path
-            output_path = override if "://" in override or override.startswith("/") else join_path(self.prefix, override)
+            output_path = (
+                override if "://" in override or override.startswith("/") else join_path(self.prefix, override)
+            )
         else:
             output_path = join_path(self.prefix, f"{step.name}-{digest}")
         resolved = ResolvedStep(step, version, digest, output_path, deps, pseudo, all_parts)
@@ -258,8 +260,7 @@ def instantiate_config(config: Any, node: ResolvedStep, partition: str | None, g
             if dep.partitioned_by is None:
                 raise ValueError(f"{node.name}: .partitions() used on unpartitioned step {dep.name}")
             return [
-                join_path(dep.partition_output_path(key), inp.name)
-                for key in graph.partition_keys(dep.partitioned_by)
+                join_path(dep.partition_output_path(key), inp.name) for key in graph.partition_keys(dep.partitioned_by)
             ]
         if dep.partitioned_by is None:
             return join_path(dep.output_path, inp.name)

@@ -1,0 +1,50 @@
+"""The step engine: Marin's executor semantics as a library (no Dagster import).
+
+Steps, versions and output paths (``step``, ``versioning``), status and info files (``status``),
+leases (``lease``), the runner (``runner``), dry runs (``dry_run``) and the command line
+(``executor_main``).
+"""
+
+from marin_assets.execution.executor_main import executor_main
+from marin_assets.execution.runner import (
+    ExecutionReport,
+    Executor,
+    ExecutorError,
+    ExecutorOptions,
+    StepFailedError,
+    StepOutcome,
+    run_steps,
+)
+from marin_assets.execution.step import (
+    ExecutorStep,
+    InputName,
+    OutputName,
+    VersionedValue,
+    output_path_of,
+    this_output_path,
+    this_partition,
+    versioned,
+)
+from marin_assets.execution.versioning import ResolvedStep, StepGraph, hash_version
+
+__all__ = [
+    "ExecutionReport",
+    "Executor",
+    "ExecutorError",
+    "ExecutorOptions",
+    "ExecutorStep",
+    "InputName",
+    "OutputName",
+    "ResolvedStep",
+    "StepFailedError",
+    "StepGraph",
+    "StepOutcome",
+    "VersionedValue",
+    "executor_main",
+    "hash_version",
+    "output_path_of",
+    "run_steps",
+    "this_output_path",
+    "this_partition",
+    "versioned",
+]

@@ -1,0 +1,381 @@
+"""Run a graph of steps: skip finished ones, lease the rest, record status (no Dagster import).
+
+Unit of work: a step, or one partition of a partitioned step. For each unit the runner
+
+1. skips it when its ``.executor_status`` is SUCCESS (``cached``);
+2. refuses it when FAILED, unless ``force_run_failed``;
+3. takes its lease -- when another runner holds a live lease it waits for that runner to finish
+   (or for the lease to go stale, then takes over);
+4. writes RUNNING and ``.executor_info``, calls the step function (in process, or on Ray when
+   the function is a Ray remote function or the step declares ``resources``), writes the
+   returned metadata and finally SUCCESS -- or FAILED with the traceback.
+
+Dependents of a failed unit are marked DEP_FAILED and not run; the run ends with an
+:class:`ExecutorError` that lists the failed steps.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import logging
+import re
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, StepLease, backend_for
+from marin_assets.execution.status import (
+    INFO_FILE,
+    LEASE_FILE,
+    METADATA_FILE,
+    STATUS_DEP_FAILED,
+    STATUS_FAILED,
+    STATUS_RUNNING,
+    STATUS_SUCCESS,
+    read_status,
+    write_json,
+    write_status,
+)
+from marin_assets.execution.storage import filesystem, is_local, join_path
+from marin_assets.execution.versioning import ResolvedStep, StepGraph, instantiate_config
+
+logger = logging.getLogger("marin.executor")
+
+Unit = tuple[ResolvedStep, str | None]
+
+
+class StepFailedError(RuntimeError):
+    """A step function raised, or the step was FAILED before and not forced."""
+
+
+class ExecutorError(RuntimeError):
+    """The run finished with failed steps; ``failed`` lists ``(name, output path, error)``."""
+
+    def __init__(self, failed: list[tuple[str, str, str]]) -> None:
+        self.failed = failed
+        lines = "\n".join(
+            f"  - {name} ({path}): {error.strip().splitlines()[-1] if error.strip() else '?'}"
+            for name, path, error in failed
+        )
+        super().__init__(f"{len(failed)} step(s) failed:\n{lines}")
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """How the runner behaves.
+
+    Attributes:
+        force_run_failed: re-run steps whose status is FAILED instead of raising.
+        max_concurrent: how many units run at once (threads; Ray steps run on Ray).
+        heartbeat_s / stale_s: lease heartbeat period and the age after which a lease is stale.
+        poll_s: how often a waiting runner looks at a step another runner is computing.
+        run_id: recorded in every status file this run writes.
+    """
+
+    force_run_failed: bool = False
+    max_concurrent: int = 4
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
+    stale_s: float = DEFAULT_STALE_S
+    poll_s: float = 0.5
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+
+@dataclass
+class StepOutcome:
+    """What happened to one unit."""
+
+    name: str
+    output_path: str
+    partition: str | None
+    action: str  # "ran" | "cached" | "waited" | "failed" | "dep_failed"
+    seconds: float = 0.0
+    error: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ExecutionReport:
+    """Outcomes of a run, in completion order."""
+
+    run_id: str
+    outcomes: list[StepOutcome] = field(default_factory=list)
+
+    def by_action(self, action: str) -> list[StepOutcome]:
+        """Outcomes with the given action."""
+        return [o for o in self.outcomes if o.action == action]
+
+    @property
+    def failed(self) -> list[StepOutcome]:
+        return [o for o in self.outcomes if o.action in ("failed", "dep_failed")]
+
+
+def function_name(fn: Callable[..., Any]) -> str:
+    """``module.qualname`` of a step function (unwrapping Ray remote functions)."""
+    inner = getattr(fn, "_function", fn)
+    return f"{getattr(inner, '__module__', '?')}.{getattr(inner, '__qualname__', repr(inner))}"
+
+
+def is_ray_remote_function(fn: Any) -> bool:
+    """True for a function decorated with ``@ray.remote`` (checked without importing Ray)."""
+    return type(fn).__name__ == "RemoteFunction" and type(fn).__module__.startswith("ray.")
+
+
+def _config_for_info(config: Any) -> Any:
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return dataclasses.asdict(config)
+    return config
+
+
+def launch_step_function(node: ResolvedStep, config: Any) -> Any:
+    """Call the step function: on Ray when it is a remote function or declares resources."""
+    step = node.step
+    if step.resources is None and not is_ray_remote_function(step.fn):
+        return step.fn(config)
+    import ray
+    from marin_resources.runtime_env import runtime_env_for
+
+    from marin_resources.ray_cluster import ensure_ray
+
+    ensure_ray()
+    runtime_env = runtime_env_for(step.pip_dependency_groups)
+    if step.resources is not None:
+        fn = getattr(step.fn, "_function", step.fn)
+        return step.resources.launch(fn, config, runtime_env=runtime_env or None)
+    remote = step.fn.options(runtime_env=runtime_env) if runtime_env else step.fn
+    return ray.get(remote.remote(config))
+
+
+class Executor:
+    """Runs units of a :class:`StepGraph` with status files and leases."""
+
+    def __init__(
+        self, options: ExecutorOptions | None = None, launch: Callable[[ResolvedStep, Any], Any] = launch_step_function
+    ) -> None:
+        self.options = options or ExecutorOptions()
+        self.launch = launch
+
+    # ----------------------------------------------------------------- planning
+    @staticmethod
+    def units(graph: StepGraph, run_only: Sequence[str] | None = None) -> list[Unit]:
+        """Units to consider, dependencies first; ``run_only`` keeps matching steps and their deps."""
+        nodes = graph.topological()
+        if run_only:
+            patterns = [re.compile(p) for p in run_only]
+            keep: set[int] = set()
+
+            def add(node: ResolvedStep) -> None:
+                if id(node) in keep:
+                    return
+                keep.add(id(node))
+                for dep in node.dependencies:
+                    add(dep)
+
+            for node in nodes:
+                if any(p.search(node.name) for p in patterns):
+                    add(node)
+            if not keep:
+                raise ValueError(f"--run_only {list(run_only)} matches no step; steps are: {[n.name for n in nodes]}")
+            nodes = [n for n in nodes if id(n) in keep]
+        units: list[Unit] = []
+        for node in nodes:
+            if node.partitioned_by is None:
+                units.append((node, None))
+            else:
+                units.extend((node, key) for key in graph.partition_keys(node.partitioned_by))
+        return units
+
+    @staticmethod
+    def unit_dependencies(unit: Unit, graph: StepGraph) -> list[Unit]:
+        """Units that must be SUCCESS before ``unit`` runs."""
+        node, partition = unit
+        deps: list[Unit] = []
+        for dep in node.dependencies:
+            if dep.partitioned_by is None:
+                deps.append((dep, None))
+            elif dep in node.all_partition_inputs:
+                deps.extend((dep, key) for key in graph.partition_keys(dep.partitioned_by))
+            else:
+                deps.append((dep, partition))
+        return deps
+
+    # ----------------------------------------------------------------- one unit
+    def _lease(self, output_path: str) -> StepLease:
+        lease_path = join_path(output_path, LEASE_FILE)
+        if is_local(lease_path):
+            lease_path = filesystem(lease_path)[1]
+        return StepLease(lease_path, backend_for(lease_path), self.options.heartbeat_s, self.options.stale_s)
+
+    def execute_unit(self, unit: Unit, graph: StepGraph) -> StepOutcome:
+        """Bring one unit to SUCCESS (run it, wait for another runner, or find it cached).
+
+        Raises StepFailedError when the step fails, was FAILED before (without force), or a
+        dependency is not SUCCESS.
+        """
+        node, partition = unit
+        output_path = node.partition_output_path(partition)
+        label = node.name if partition is None else f"{node.name}[{partition}]"
+        start = time.monotonic()
+        status = read_status(output_path)
+        if status is not None and status.status == STATUS_SUCCESS:
+            return StepOutcome(node.name, output_path, partition, "cached")
+        self._check_not_failed(label, output_path, status)
+        for dep_node, dep_partition in self.unit_dependencies(unit, graph):
+            dep_path = dep_node.partition_output_path(dep_partition)
+            dep_status = read_status(dep_path)
+            if dep_status is None or dep_status.status != STATUS_SUCCESS:
+                raise StepFailedError(
+                    f"{label}: dependency {dep_node.name} at {dep_path} is "
+                    f"{dep_status.status if dep_status else 'not started'}, not SUCCESS"
+                )
+
+        lease = self._lease(output_path)
+        announced = False
+        while not lease.try_acquire():
+            if not announced:
+                holder = lease.holder()
+                logger.info(
+                    "%s: waiting for another runner (%s pid %s) to finish %s",
+                    label,
+                    holder.host if holder else "?",
+                    holder.pid if holder else "?",
+                    output_path,
+                )
+                announced = True
+            time.sleep(self.options.poll_s)
+            status = read_status(output_path)
+            if status is not None and status.status == STATUS_SUCCESS:
+                return StepOutcome(node.name, output_path, partition, "waited", time.monotonic() - start)
+            if status is not None and status.status == STATUS_FAILED:
+                raise StepFailedError(f"{label}: another runner failed computing {output_path}:\n{status.error or ''}")
+        try:
+            # Re-read under the lease: the previous holder may have finished just before releasing.
+            status = read_status(output_path)
+            if status is not None and status.status == STATUS_SUCCESS:
+                return StepOutcome(node.name, output_path, partition, "cached" if not announced else "waited")
+            self._check_not_failed(label, output_path, status)
+            return self._run_locked(node, partition, output_path, graph, label, start)
+        finally:
+            lease.release()
+
+    def _check_not_failed(self, label: str, output_path: str, status: Any) -> None:
+        if status is not None and status.status == STATUS_FAILED and not self.options.force_run_failed:
+            detail = (status.error or "").strip().splitlines()
+            raise StepFailedError(
+                f"{label}: previous run FAILED at {output_path} ({detail[-1] if detail else 'no error recorded'}); "
+                "fix the cause and re-run with --force_run_failed"
+            )
+
+    def _run_locked(
+        self, node: ResolvedStep, partition: str | None, output_path: str, graph: StepGraph, label: str, start: float
+    ) -> StepOutcome:
+        run_id = self.options.run_id
+        write_status(output_path, STATUS_RUNNING, run_id=run_id)
+        config = instantiate_config(node.step.config, node, partition, graph)
+        write_json(
+            join_path(output_path, INFO_FILE),
+            {
+                "name": node.name,
+                "partition": partition,
+                "fn": function_name(node.step.fn),
+                "description": node.step.description,
+                "config": _config_for_info(config),
+                "version": node.version,
+                "hash": node.hash,
+                "output_path": output_path,
+                "dependencies": [d.output_path for d in node.dependencies],
+                "pseudo_dependencies": [d.output_path for d in node.pseudo_dependencies],
+                "pip_dependency_groups": node.step.pip_dependency_groups,
+                "resources": repr(node.step.resources) if node.step.resources is not None else None,
+                "run_id": run_id,
+            },
+        )
+        logger.info("%s: running %s -> %s", label, function_name(node.step.fn), output_path)
+        try:
+            result = self.launch(node, config)
+        except BaseException as exc:  # noqa: BLE001 - also KeyboardInterrupt: record, then re-raise
+            error = traceback.format_exc()
+            write_status(output_path, STATUS_FAILED, run_id=run_id, error=error)
+            logger.error("%s: FAILED after %.1fs: %s", label, time.monotonic() - start, exc)
+            if not isinstance(exc, Exception):
+                raise
+            raise StepFailedError(f"{label} failed: {exc}") from exc
+        metadata = result if isinstance(result, dict) else {}
+        if metadata:
+            write_json(join_path(output_path, METADATA_FILE), metadata)
+        write_status(output_path, STATUS_SUCCESS, run_id=run_id)
+        seconds = time.monotonic() - start
+        logger.info("%s: SUCCESS in %.1fs", label, seconds)
+        return StepOutcome(node.name, output_path, partition, "ran", seconds, metadata=metadata)
+
+    # ----------------------------------------------------------------- whole graph
+    def run(self, graph: StepGraph, run_only: Sequence[str] | None = None) -> ExecutionReport:
+        """Run every unit (dependencies first, up to ``max_concurrent`` at once).
+
+        Raises ExecutorError listing the failed steps when any failed.
+        """
+        units = self.units(graph, run_only)
+        report = ExecutionReport(self.options.run_id)
+        key = lambda u: (id(u[0]), u[1])  # noqa: E731
+        pending = {key(u): u for u in units}
+        deps = {key(u): [key(d) for d in self.unit_dependencies(u, graph)] for u in units}
+        done: set[tuple[int, str | None]] = set()
+        failed: set[tuple[int, str | None]] = set()
+        failures: list[tuple[str, str, str]] = []
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, self.options.max_concurrent)) as pool:
+            running: dict[concurrent.futures.Future[StepOutcome], tuple[int, str | None]] = {}
+            while pending or running:
+                progressed = True
+                while progressed:
+                    progressed = False
+                    for k, unit in list(pending.items()):
+                        # Units outside this run (e.g. excluded by run_only) only need their status.
+                        blocking = [d for d in deps[k] if d in pending or d in {rk for rk in running.values()}]
+                        if any(d in failed for d in deps[k]):
+                            node, partition = unit
+                            out = node.partition_output_path(partition)
+                            write_status(out, STATUS_DEP_FAILED, run_id=self.options.run_id)
+                            report.outcomes.append(StepOutcome(node.name, out, partition, "dep_failed"))
+                            failed.add(k)
+                            del pending[k]
+                            progressed = True
+                        elif not blocking and len(running) < max(1, self.options.max_concurrent):
+                            running[pool.submit(self.execute_unit, unit, graph)] = k
+                            del pending[k]
+                if not running:
+                    if pending:  # only reachable on a dependency on a unit that is neither pending nor done
+                        raise RuntimeError(f"scheduler stuck with {len(pending)} pending units")
+                    break
+                finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in finished:
+                    k = running.pop(future)
+                    try:
+                        outcome = future.result()
+                        done.add(k)
+                    except Exception as exc:  # noqa: BLE001 - recorded and reported at the end
+                        node, partition = next(u for u in units if key(u) == k)
+                        out = node.partition_output_path(partition)
+                        outcome = StepOutcome(node.name, out, partition, "failed", error=str(exc))
+                        failures.append(
+                            (node.name if partition is None else f"{node.name}[{partition}]", out, str(exc))
+                        )
+                        failed.add(k)
+                    report.outcomes.append(outcome)
+        if failures:
+            raise ExecutorError(failures)
+        return report
+
+
+def run_steps(
+    steps: Iterable[Any],
+    prefix: str,
+    options: ExecutorOptions | None = None,
+    partitions: dict[str, Sequence[str]] | None = None,
+    run_only: Sequence[str] | None = None,
+) -> ExecutionReport:
+    """Resolve ``steps`` under ``prefix`` and run them (the library form of ``executor_main``)."""
+    graph = StepGraph(steps, prefix, partitions)
+    return Executor(options).run(graph, run_only)
