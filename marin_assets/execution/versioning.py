@@ -20,7 +20,7 @@ import enum
 import hashlib
 import json
 import pathlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,12 +74,14 @@ class _Collected:
     """What a walk over one config found."""
 
     config_version: dict[str, Any] = field(default_factory=dict)
-    dependencies: list[ExecutorStep] = field(default_factory=list)
-    pseudo_dependencies: list[ExecutorStep] = field(default_factory=list)
-    all_partition_inputs: list[ExecutorStep] = field(default_factory=list)
+    dependencies: list[ResolvedStep] = field(default_factory=list)
+    pseudo_dependencies: list[ResolvedStep] = field(default_factory=list)
+    all_partition_inputs: list[ResolvedStep] = field(default_factory=list)
 
 
-def _walk_config(obj: Any, prefix: str, collected: _Collected, output_prefix: str) -> None:
+def _walk_config(
+    obj: Any, prefix: str, collected: _Collected, output_prefix: str, resolve: Callable[[ExecutorStep], ResolvedStep]
+) -> None:
     """Record versioned values and dependencies of ``obj`` under the dotted path ``prefix``."""
     if obj is None:
         return
@@ -95,11 +97,14 @@ def _walk_config(obj: Any, prefix: str, collected: _Collected, output_prefix: st
             deps, tag = collected.dependencies, "DEP"
         else:
             deps, tag = collected.pseudo_dependencies, "PSEUDO_DEP"
-        if obj.step not in deps:
-            deps.append(obj.step)
-        if obj.all_partitions and obj.step not in collected.all_partition_inputs:
-            collected.all_partition_inputs.append(obj.step)
-        index = deps.index(obj.step)
+        # Dependencies are identified by their canonical (merged) node, so two identical
+        # upstream steps count as one dependency.
+        dep = resolve(obj.step)
+        if not any(d is dep for d in deps):
+            deps.append(dep)
+        if obj.all_partitions and not any(d is dep for d in collected.all_partition_inputs):
+            collected.all_partition_inputs.append(dep)
+        index = next(i for i, d in enumerate(deps) if d is dep)
         value = f"{tag}[{index}]" + (f"/{obj.name}" if obj.name else "")
         if obj.all_partitions:
             value += "/*"
@@ -113,16 +118,16 @@ def _walk_config(obj: Any, prefix: str, collected: _Collected, output_prefix: st
     child_prefix = f"{prefix}." if prefix else ""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         for f in dataclasses.fields(obj):
-            _walk_config(getattr(obj, f.name), child_prefix + f.name, collected, output_prefix)
+            _walk_config(getattr(obj, f.name), child_prefix + f.name, collected, output_prefix, resolve)
     elif isinstance(obj, (list, tuple)):
         for i, item in enumerate(obj):
-            _walk_config(item, f"{prefix}[{i}]", collected, output_prefix)
+            _walk_config(item, f"{prefix}[{i}]", collected, output_prefix, resolve)
     elif isinstance(obj, dict):
         for key, item in obj.items():
-            _walk_config(item, child_prefix + str(key), collected, output_prefix)
+            _walk_config(item, child_prefix + str(key), collected, output_prefix, resolve)
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: one node per distinct version
 class ResolvedStep:
     """A step with its version, hash and output path computed for one prefix."""
 
@@ -187,10 +192,8 @@ class StepGraph:
             cycle = " -> ".join(s.name for s in (*stack, step))
             raise ValueError(f"dependency cycle: {cycle}")
         collected = _Collected()
-        _walk_config(step.config, "", collected, self.prefix)
-        deps = [self._resolve(d, (*stack, step)) for d in collected.dependencies]
-        pseudo = [self._resolve(d, (*stack, step)) for d in collected.pseudo_dependencies]
-        all_parts = [self._resolve(d, (*stack, step)) for d in collected.all_partition_inputs]
+        _walk_config(step.config, "", collected, self.prefix, lambda dep: self._resolve(dep, (*stack, step)))
+        deps, pseudo, all_parts = collected.dependencies, collected.pseudo_dependencies, collected.all_partition_inputs
         version: dict[str, Any] = {
             "name": step.name,
             "config": collected.config_version,

@@ -1,0 +1,224 @@
+"""Turn executor steps into Dagster software-defined assets.
+
+One asset per step: the asset key comes from the step name (``tokenized/web`` ->
+``["tokenized", "web"]``), the code version is the step's hash, deps come from the step's
+InputNames, and the group is the experiment. Materializing an asset runs the step through the
+same engine as ``executor_main`` (same status and lease files), so the UI and the command line
+never disagree; a step that was already SUCCESS records a materialization marked as cached.
+
+This module is glue only: no stage logic lives here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from marin_assets.execution.executor_main import PartitionSource, default_prefix, resolve_partitions
+from marin_assets.execution.metadata import TYPE_KEY
+from marin_assets.execution.runner import Executor, ExecutorOptions, function_name
+from marin_assets.execution.status import read_metadata, read_status
+from marin_assets.execution.step import ExecutorStep
+from marin_assets.execution.versioning import ResolvedStep, StepGraph
+
+RUN_ID_TAG = "marin/run_id"
+SOURCE_TAG = "marin/source"
+_INVALID_KEY_CHARS = re.compile(r"[^A-Za-z0-9_]")
+
+
+def asset_key_for(step_name: str) -> dg.AssetKey:
+    """Asset key of a step: its '/'-separated name, with characters Dagster rejects as '_'."""
+    return dg.AssetKey([_INVALID_KEY_CHARS.sub("_", part) for part in step_name.split("/")])
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A named list of steps shown as one asset group.
+
+    Attributes:
+        name: group name in the UI (letters, digits, underscores).
+        steps: the experiment's final steps; everything they depend on is included.
+        description: shown on the job.
+        partitions: partition-set name -> keys, or a callable ``prefix -> keys`` (e.g. drops
+            discovered in the landing zone) used for versions of steps that read all partitions.
+        heartbeat_s / stale_s: lease settings for materializations.
+    """
+
+    name: str
+    steps: Sequence[ExecutorStep]
+    description: str | None = None
+    partitions: Mapping[str, PartitionSource] = field(default_factory=dict)
+    heartbeat_s: float = 30.0
+    stale_s: float = 90.0
+
+
+def to_dagster_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Map step metadata (plain JSON plus ``execution.metadata`` markers) to Dagster values."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict) and TYPE_KEY in value:
+            kind, inner = value[TYPE_KEY], value.get("value")
+            if kind == "markdown":
+                out[key] = dg.MetadataValue.md(str(inner))
+            elif kind == "path":
+                out[key] = dg.MetadataValue.path(str(inner))
+            else:
+                out[key] = dg.MetadataValue.json(inner)
+        elif isinstance(value, bool):
+            out[key] = dg.MetadataValue.bool(value)
+        elif isinstance(value, int):
+            out[key] = dg.MetadataValue.int(value)
+        elif isinstance(value, float):
+            out[key] = dg.MetadataValue.float(value)
+        elif isinstance(value, str):
+            out[key] = dg.MetadataValue.text(value)
+        elif value is None:
+            out[key] = dg.MetadataValue.null()
+        else:
+            out[key] = dg.MetadataValue.json(value)
+    return out
+
+
+class GraphCache:
+    """Resolved graphs per (prefix, partition keys): resolving is cheap but not free for 1k steps."""
+
+    def __init__(self, experiment: Experiment) -> None:
+        self.experiment = experiment
+        self._graphs: dict[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], StepGraph] = {}
+
+    def get(self, prefix: str, partitions: Mapping[str, Sequence[str]]) -> StepGraph:
+        key = (prefix, tuple(sorted((k, tuple(sorted(v))) for k, v in partitions.items())))
+        if key not in self._graphs:
+            self._graphs[key] = StepGraph(self.experiment.steps, prefix, {k: list(v) for k, v in partitions.items()})
+        return self._graphs[key]
+
+
+def _partition_keys_at_runtime(
+    context: dg.AssetExecutionContext, graph_partitions: Mapping[str, PartitionSource], prefix: str
+) -> dict[str, list[str]]:
+    """Partition keys from the Dagster instance (the source of truth in the UI), else the experiment's sources."""
+    keys = resolve_partitions(graph_partitions, prefix)
+    for name in list(keys) or []:
+        instance_keys = context.instance.get_dynamic_partitions(name)
+        if instance_keys:
+            keys[name] = sorted(set(instance_keys))
+    return keys
+
+
+def _make_compute(
+    experiment: Experiment,
+    step: ExecutorStep,
+    cache: GraphCache,
+    partitions_defs: Mapping[str, dg.PartitionsDefinition],
+) -> Callable[..., dg.MaterializeResult]:
+    def compute(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        prefix = _resource_prefix(context.resources.marin_storage)
+        partition_keys = _partition_keys_at_runtime(context, experiment.partitions, prefix)
+        for name in partitions_defs:
+            partition_keys.setdefault(name, sorted(context.instance.get_dynamic_partitions(name)))
+        graph = cache.get(prefix, partition_keys)
+        node = graph.resolved(step)
+        partition = context.partition_key if step.partitioned_by else None
+        run_tag = context.run.tags.get(RUN_ID_TAG)
+        options = ExecutorOptions(
+            run_id=run_tag or context.run_id[:12], heartbeat_s=experiment.heartbeat_s, stale_s=experiment.stale_s
+        )
+        outcome = Executor(options).execute_unit((node, partition), graph)
+        status = read_status(outcome.output_path)
+        computed_here = outcome.action == "ran" or (
+            run_tag is not None and status is not None and status.run_id == run_tag
+        )
+        metadata = to_dagster_metadata(read_metadata(outcome.output_path))
+        metadata.update(
+            {
+                "dagster/uri": dg.MetadataValue.path(outcome.output_path),
+                "marin/cached": dg.MetadataValue.bool(not computed_here),
+                "marin/action": dg.MetadataValue.text(
+                    outcome.action if not computed_here or outcome.action == "ran" else "ran (executor_main)"
+                ),
+                "marin/hash": dg.MetadataValue.text(node.hash),
+                "marin/version": dg.MetadataValue.json(node.version),
+                "marin/seconds": dg.MetadataValue.float(round(outcome.seconds, 3)),
+            }
+        )
+        if computed_here:
+            context.log.info(f"{node.name}: computed {outcome.output_path}")
+        else:
+            context.log.info(f"{node.name}: already SUCCESS at {outcome.output_path}; recorded as cached")
+        return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(node.hash))
+
+    return compute
+
+
+def _resource_prefix(storage: Any) -> str:
+    prefix = getattr(storage, "prefix", None) or default_prefix()
+    return prefix if "://" in prefix else os.path.abspath(prefix)
+
+
+def _static_metadata(node: ResolvedStep) -> dict[str, Any]:
+    step = node.step
+    meta: dict[str, Any] = {
+        "marin/step": node.name,
+        "marin/hash": node.hash,
+        "marin/fn": function_name(step.fn),
+        "marin/version": dg.MetadataValue.json(node.version),
+    }
+    if step.partitioned_by is None:
+        meta["dagster/uri"] = dg.MetadataValue.path(node.output_path)
+    else:
+        meta["marin/output_path_pattern"] = f"{node.output_path}/<{step.partitioned_by}>"
+    if step.resources is not None:
+        meta["marin/resources"] = repr(step.resources)
+    if step.pip_dependency_groups:
+        meta["marin/pip_dependency_groups"] = ", ".join(step.pip_dependency_groups)
+    return meta
+
+
+def build_step_assets(
+    experiment: Experiment,
+    partitions_defs: Mapping[str, dg.PartitionsDefinition] | None = None,
+    prefix: str | None = None,
+) -> list[dg.AssetsDefinition]:
+    """One asset per distinct step of ``experiment`` (merged duplicates become one asset)."""
+    partitions_defs = dict(partitions_defs or {})
+    prefix = prefix or default_prefix()
+    partitions = resolve_partitions(experiment.partitions, prefix)
+    graph = StepGraph(experiment.steps, prefix, partitions)
+    cache = GraphCache(experiment)
+    assets: list[dg.AssetsDefinition] = []
+    seen_keys: dict[dg.AssetKey, str] = {}
+    for node in graph.topological():
+        key = asset_key_for(node.name)
+        if key in seen_keys:
+            raise ValueError(
+                f"steps {seen_keys[key]!r} and {node.name!r} map to the same asset key {key.to_user_string()}"
+            )
+        seen_keys[key] = node.name
+        deps = []
+        for dep in (*node.dependencies, *node.pseudo_dependencies):
+            mapping = dg.AllPartitionMapping() if dep in node.all_partition_inputs else None
+            deps.append(dg.AssetDep(asset_key_for(dep.name), partition_mapping=mapping))
+        partitions_def = None
+        if node.partitioned_by is not None:
+            partitions_def = partitions_defs.setdefault(
+                node.partitioned_by, dg.DynamicPartitionsDefinition(name=node.partitioned_by)
+            )
+        assets.append(
+            dg.asset(
+                key=key,
+                deps=deps,
+                code_version=node.hash,
+                group_name=experiment.name,
+                description=node.step.description or f"Step {node.name}",
+                metadata=_static_metadata(node),
+                partitions_def=partitions_def,
+                kinds={"ray"} if (node.step.resources is not None) else None,
+                required_resource_keys={"marin_storage"},
+            )(_make_compute(experiment, node.step, cache, partitions_defs))
+        )
+    return assets

@@ -1,0 +1,72 @@
+"""Record a command-line (``executor_main``) run in the Dagster instance.
+
+``executor_main`` computes the steps itself (with its own concurrency); afterwards this observer
+materializes the same assets in a real Dagster run tagged with the engine's run id. Each asset
+then finds its step SUCCESS and records a materialization -- marked as computed when the
+command-line run computed it, as cached otherwise -- so the run and its lineage show in the UI.
+
+Recording happens only when ``$DAGSTER_HOME`` is set (the README's commands set it), because
+without it Dagster would use a throwaway instance.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import dagster as dg
+
+from marin_assets.dagster_bridge.assets import RUN_ID_TAG, SOURCE_TAG, Experiment, asset_key_for, build_step_assets
+from marin_assets.execution.runner import Executor
+from marin_assets.execution.versioning import StepGraph
+
+logger = logging.getLogger("marin.executor")
+
+
+def record_cli_run(
+    graph: StepGraph, run_id: str, run_only: Sequence[str] | None = None, description: str | None = None, **_: Any
+) -> list[str]:
+    """Materialize the graph's assets in the Dagster instance; returns the Dagster run ids."""
+    if not os.environ.get("DAGSTER_HOME"):
+        logger.info("DAGSTER_HOME is not set: not recording this run in a Dagster instance")
+        return []
+    from marin_resources.dagster_resources import MarinStorageResource
+
+    instance = dg.DagsterInstance.get()
+    units = Executor.units(graph, list(run_only) if run_only else None)
+    selected_nodes = {id(node): node for node, _ in units}
+    experiment = Experiment(
+        name="executor_main", steps=[n.step for n in graph.roots], description=description, partitions=graph.partitions
+    )
+    assets = build_step_assets(experiment, prefix=graph.prefix)
+    resources = {"marin_storage": MarinStorageResource(prefix=graph.prefix)}
+    tags = {RUN_ID_TAG: run_id, SOURCE_TAG: "executor_main"}
+    run_ids: list[str] = []
+    unpartitioned = [asset_key_for(n.name) for n in selected_nodes.values() if n.partitioned_by is None]
+    partitioned: dict[tuple[str, str], list[dg.AssetKey]] = {}
+    for node, partition in units:
+        if partition is not None:
+            partitioned.setdefault((node.partitioned_by or "", partition), []).append(asset_key_for(node.name))
+    for partition_set, key in partitioned:
+        instance.add_dynamic_partitions(partition_set, [key])
+    # Partitioned assets first (one run per partition key), then the unpartitioned ones.
+    for (_, key), asset_keys in sorted(partitioned.items()):
+        result = dg.materialize(
+            assets,
+            instance=instance,
+            resources=resources,
+            selection=asset_keys,
+            partition_key=key,
+            tags=tags,
+            raise_on_error=False,
+        )
+        run_ids.append(result.run_id)
+    if unpartitioned:
+        result = dg.materialize(
+            assets, instance=instance, resources=resources, selection=unpartitioned, tags=tags, raise_on_error=False
+        )
+        run_ids.append(result.run_id)
+    logger.info("recorded in Dagster instance %s as run(s) %s", os.environ["DAGSTER_HOME"], ", ".join(run_ids))
+    return run_ids
