@@ -1,7 +1,7 @@
 """One Ray per machine: connect to a running cluster or start an embedded local one.
 
 No Dagster import here: the step engine uses these functions directly, and the Dagster
-``RayResource`` (``marin_resources.ray_resource``) wraps them.
+``RayResource`` (``marin_resources.dagster_resources``) wraps them.
 
 Sharing: several processes of one Dagster run (multiprocess executor), ``dagster dev`` and
 ``executor_main`` must not each start their own Ray -- the second ``ray.init(num_cpus=...)`` on a
@@ -66,6 +66,15 @@ def _embedded_num_cpus(config: RayClusterConfig) -> int:
     return max(8, os.cpu_count() or 1)
 
 
+def _free_port() -> int:
+    """A currently free TCP port (tiny race window until Ray binds it; acceptable locally)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def _head_alive(address: str) -> bool:
     host, _, port = address.rpartition(":")
     import socket
@@ -92,11 +101,8 @@ def start_embedded_head(config: RayClusterConfig) -> str:
                 if address and _head_alive(address):
                     return address
             import json
-            import socket
 
-            with socket.socket() as sock:
-                sock.bind(("127.0.0.1", 0))
-                port = sock.getsockname()[1]
+            port = _free_port()
             cmd = [
                 os.path.join(os.path.dirname(sys.executable), "ray"),
                 "start",
@@ -107,6 +113,14 @@ def start_embedded_head(config: RayClusterConfig) -> str:
                 f"--temp-dir={temp_dir}",
                 "--disable-usage-stats",
                 f"--include-dashboard={'true' if config.include_dashboard else 'false'}",
+                # Ray's fixed default ports (client server 10001, dashboard 8265, agent 52365) clash
+                # when two embedded heads with different temp dirs run on one machine (parallel
+                # test sessions); a dashboard agent that cannot bind takes its raylet down with it.
+                f"--ray-client-server-port={_free_port()}",
+                f"--dashboard-port={_free_port()}",
+                f"--dashboard-agent-listen-port={_free_port()}",
+                f"--dashboard-agent-grpc-port={_free_port()}",
+                f"--metrics-export-port={_free_port()}",
             ]
             if config.resources:
                 cmd.append(f"--resources={json.dumps(config.resources)}")
@@ -126,14 +140,83 @@ def start_embedded_head(config: RayClusterConfig) -> str:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def _head_processes(temp_dir: str, address: str | None) -> list[Any]:
+    """Processes of the head started in ``temp_dir`` (and their children, e.g. Ray workers).
+
+    Ray's own daemons carry the temp dir on their command line; the client server only carries the
+    GCS address, and workers (``ray::IDLE``) are children of the raylet.
+    """
+    import psutil
+
+    port = address.rpartition(":")[2] if address else None
+    own = os.getpid()
+    found: dict[int, Any] = {}
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            cmdline = " ".join(proc.info["cmdline"] or [])
+            if proc.info["pid"] == own:
+                continue
+            mine = temp_dir.rstrip("/") + "/" in cmdline or f"--temp-dir={temp_dir.rstrip('/')}" in cmdline
+            if not mine and port and "ray" in cmdline:
+                mine = "--address=" in cmdline and f":{port} " in f"{cmdline} "
+            if mine:
+                found[proc.pid] = proc
+                for child in proc.children(recursive=True):
+                    found.setdefault(child.pid, child)
+    found.pop(own, None)
+    return list(found.values())
+
+
 def stop_embedded_head(temp_dir: str | None = None) -> None:
-    """Stop the machine-local head started by :func:`start_embedded_head` (tests, shutdown)."""
-    temp_dir = temp_dir or default_temp_dir()
+    """Stop the machine-local head started by :func:`start_embedded_head` (tests, shutdown).
+
+    Only the processes of the head in ``temp_dir`` are stopped -- never ``ray stop``, which would
+    kill every Ray cluster of the machine (other test sessions, other users' heads).
+    """
+    import psutil
+
+    temp_dir = os.path.abspath(temp_dir or default_temp_dir())
     address_file = os.path.join(temp_dir, ADDRESS_FILE)
-    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
-    subprocess.run([ray_bin, "stop", "--force"], capture_output=True, timeout=120, check=False)
+    address = None
+    with contextlib.suppress(FileNotFoundError), open(address_file) as handle:
+        address = handle.read().strip() or None
+    with contextlib.suppress(Exception):
+        import ray
+
+        # A driver of this process connected to that head would otherwise hang on a dead GCS.
+        if ray.is_initialized() and address:
+            gcs = ray.get_runtime_context().gcs_address
+            if gcs.rpartition(":")[2] == address.rpartition(":")[2]:
+                ray.shutdown()
+    procs = _head_processes(temp_dir, address)
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=10)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=10)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(address_file)
+
+
+_default_config: RayClusterConfig | None = None
+
+
+def set_default_config(config: RayClusterConfig | None) -> None:
+    """Make ``config`` what :func:`ensure_ray` uses when called without one in this process.
+
+    The Dagster ``RayResource`` sets it so that the step engine's plain ``ensure_ray()`` honours the
+    resource's address/num_cpus/namespace without the engine knowing about Dagster.
+    """
+    global _default_config
+    _default_config = config
+
+
+def get_default_config() -> RayClusterConfig:
+    """The config :func:`ensure_ray` uses when called without one."""
+    return _default_config or RayClusterConfig()
 
 
 def resolve_address(config: RayClusterConfig) -> str:
@@ -149,7 +232,7 @@ def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
     """Connect this process to Ray (once) and return the cluster's resources."""
     import ray
 
-    config = config or RayClusterConfig()
+    config = config or get_default_config()
     if not ray.is_initialized():
         address = resolve_address(config)
         start = time.monotonic()

@@ -1,0 +1,138 @@
+"""Dagster resources: the storage root and the shared Ray cluster.
+
+Thin ``ConfigurableResource`` wrappers over the Dagster-free modules (``storage``, ``ray_cluster``,
+``accelerators``, ``runtime_env``) that the step engine also uses directly.
+
+Why not ``dagster-ray``: its ``LocalRay`` resource calls ``ray.init()`` in every step process, and
+under the multiprocess executor / ``dagster dev`` the second step then attaches to the first step's
+cluster and rejects its ``num_cpus``. Here every process of the machine shares one embedded head
+(``ray_cluster.start_embedded_head``: a detached ``ray start --head`` behind a file lock), and a
+remote cluster (KubeRay) is reached through ``address``/``$RAY_ADDRESS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from marin_resources import ray_cluster
+from marin_resources.accelerators import Accelerator, CpuConfig, accelerator_from_dict
+from marin_resources.runtime_env import redact_runtime_env, runtime_env_for
+from marin_resources.storage import StorageConfig
+
+
+class MarinStorageResource(dg.ConfigurableResource):
+    """Root of Marin outputs (``<prefix>/<step>-<hash>``).
+
+    ``prefix``: local folder or fsspec URL (``gs://bucket/marin``); None means ``$MARIN_PREFIX``,
+    else ``./data`` as an absolute path. Credentials come from the environment (workload identity on
+    GKE), never from resource config.
+    """
+
+    prefix: str | None = Field(default=None, description="Local folder or fsspec URL; None: $MARIN_PREFIX or ./data")
+
+    def storage(self) -> StorageConfig:
+        """The Dagster-free storage config (validated)."""
+        return StorageConfig(prefix=self.prefix)
+
+    def root(self) -> str:
+        """The normalised prefix: absolute path or ``proto://...``."""
+        return self.storage().root
+
+    def url(self, *parts: str) -> str:
+        """``<root>/<parts...>``."""
+        return self.storage().url(*parts)
+
+    def filesystem(self) -> Any:
+        """fsspec filesystem of the root."""
+        return self.storage().filesystem()
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        # Validate early so that a bad prefix fails the step before any work, with a clear message.
+        self.storage().ensure_root()
+
+
+class RayResource(dg.ConfigurableResource):
+    """The Ray cluster steps run on.
+
+    No ``address`` and no ``$RAY_ADDRESS``: the machine-shared embedded local Ray (started by the
+    first process that needs it, then reused by every step process, ``dagster dev`` and
+    ``executor_main``). Otherwise: connect to that address (``ray://head:10001``, ``head:6379``,
+    ``auto``).
+
+    Connecting is lazy (``connect()``/``launch()``), so steps that never touch Ray pay nothing. Setup
+    also makes this config the process default of ``ray_cluster.ensure_ray()``, which the step engine
+    calls.
+    """
+
+    address: str | None = Field(default=None, description="Ray address; None: $RAY_ADDRESS or embedded local Ray")
+    num_cpus: int | None = Field(default=None, description="Logical CPUs of the embedded Ray (None: max(8, cores))")
+    namespace: str = Field(default="marin", description="Ray namespace")
+    include_dashboard: bool = Field(default=False, description="Start the dashboard with the embedded Ray (~1 GB)")
+    runtime_env: dict[str, Any] = Field(default_factory=dict, description="Default runtime_env of the driver/tasks")
+    resources: dict[str, float] = Field(
+        default_factory=dict, description="Custom resources of the embedded Ray (e.g. fake TPU labels in tests)"
+    )
+    temp_dir: str | None = Field(default=None, description="Temp dir of the embedded Ray (None: $MARIN_RAY_TMPDIR)")
+
+    def cluster_config(self) -> ray_cluster.RayClusterConfig:
+        """The Dagster-free config for ``ray_cluster``."""
+        return ray_cluster.RayClusterConfig(
+            address=self.address,
+            num_cpus=self.num_cpus,
+            resources=dict(self.resources),
+            namespace=self.namespace,
+            include_dashboard=self.include_dashboard,
+            temp_dir=self.temp_dir,
+            runtime_env=dict(self.runtime_env),
+        )
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        ray_cluster.set_default_config(self.cluster_config())
+
+    def connect(self) -> dict[str, float]:
+        """Connect this process (starting the shared embedded Ray if needed); return cluster resources."""
+        return ray_cluster.ensure_ray(self.cluster_config())
+
+    def address_in_use(self) -> str:
+        """The GCS address of the cluster this process is connected to (connects first)."""
+        import ray
+
+        self.connect()
+        return ray.get_runtime_context().gcs_address
+
+    def task_runtime_env(self, pip_dependency_groups: list[str] | None = None) -> dict[str, Any]:
+        """This resource's ``runtime_env`` merged with the step's dependency groups (pip lists
+        concatenated, env vars merged with the step's winning)."""
+        merged: dict[str, Any] = {k: v for k, v in self.runtime_env.items() if k not in {"pip", "env_vars"}}
+        step_env = runtime_env_for(pip_dependency_groups)
+        pip = list(self.runtime_env.get("pip") or []) + [r for r in step_env.get("pip", []) if r not in (self.runtime_env.get("pip") or [])]
+        env_vars = {**(self.runtime_env.get("env_vars") or {}), **step_env.get("env_vars", {})}
+        if pip:
+            merged["pip"] = pip
+        if env_vars:
+            merged["env_vars"] = env_vars
+        return merged
+
+    def launch(
+        self,
+        fn: Callable[[Any], Any],
+        config: Any,
+        accelerator: Accelerator | str | dict[str, Any] | None = None,
+        pip_dependency_groups: list[str] | None = None,
+        log: Any = None,
+    ) -> Any:
+        """Run ``fn(config)`` on this Ray with an accelerator request; block and return the result.
+
+        ``accelerator`` is a config from ``marin_resources.accelerators`` or a spec (``"cpu"``,
+        ``"gpu:A100x8"``, ``"tpu:v4-8"``); None is one CPU.
+        """
+        self.connect()
+        acc = accelerator_from_dict(accelerator) if accelerator is not None else CpuConfig()
+        runtime_env = self.task_runtime_env(pip_dependency_groups)
+        if log is not None:
+            log.info(f"launching {getattr(fn, '__name__', fn)} on Ray with {acc} runtime_env={redact_runtime_env(runtime_env)}")
+        return acc.launch(fn, config, runtime_env=runtime_env or None)
