@@ -9,8 +9,6 @@ never disagree; a step that was already SUCCESS records a materialization marked
 This module is glue only: no stage logic lives here.
 """
 
-from __future__ import annotations
-
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -156,7 +154,8 @@ def _make_compute(
 
 
 def _resource_prefix(storage: Any) -> str:
-    prefix = getattr(storage, "prefix", None) or default_prefix()
+    root = getattr(storage, "root", None)
+    prefix = root() if callable(root) else (getattr(storage, "prefix", None) or default_prefix())
     return prefix if "://" in prefix else os.path.abspath(prefix)
 
 

@@ -1,0 +1,154 @@
+"""The Dagster bridge: steps as assets on a real on-disk instance, CLI runs recorded, validation."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from marin_assets.dagster_bridge import Experiment, asset_key_for, build_step_assets
+from marin_assets.execution import StepGraph
+from marin_assets.execution.status import read_status
+from marin_assets.experiments import hello_world
+from marin_resources.dagster_resources import MarinStorageResource
+
+REPO = Path(__file__).resolve().parents[2]
+DAGSTER = str(Path(sys.executable).parent / "dagster")
+
+
+def materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, dict]:
+    out = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        out[mat.asset_key.to_user_string()] = {k: v.value for k, v in mat.metadata.items()}
+    return out
+
+
+def test_each_step_becomes_an_asset_with_hash_code_version_and_deps(prefix):
+    steps = hello_world.build_steps()
+    assets = build_step_assets(Experiment("hello_world", steps), prefix=prefix)
+    graph = StepGraph(steps, prefix)
+    by_key = {a.key: a for a in assets}
+    numbers, stats = (graph.resolved(s) for s in steps)
+    stats_asset = by_key[asset_key_for("hello_world/stats")]
+    assert stats_asset.code_versions_by_key[stats_asset.key] == stats.hash
+    assert set(stats_asset.asset_deps[stats_asset.key]) == {asset_key_for("hello_world/numbers")}
+    assert stats_asset.group_names_by_key[stats_asset.key] == "hello_world"
+    spec_meta = stats_asset.specs_by_key[stats_asset.key].metadata
+    assert spec_meta["dagster/uri"].path == stats.output_path
+    assert spec_meta["marin/version"].data == stats.version
+    assert numbers.output_path != stats.output_path
+
+
+def test_materialize_on_disk_instance_then_second_is_recorded_as_cached(prefix, dagster_home):
+    steps = hello_world.build_steps()
+    assets = build_step_assets(Experiment("hello_world", steps), prefix=prefix)
+    instance = dg.DagsterInstance.get()
+    resources = {"marin_storage": MarinStorageResource(prefix=prefix)}
+    first = dg.materialize(assets, instance=instance, resources=resources)
+    assert first.success
+    meta = materialization_metadata(first)
+    assert meta["hello_world/stats"]["marin/cached"] is False
+    assert meta["hello_world/stats"]["count"] == 1000
+    graph = StepGraph(steps, prefix)
+    for step in steps:
+        assert read_status(graph.resolved(step).output_path).status == "SUCCESS"
+    second = dg.materialize(assets, instance=instance, resources=resources)
+    meta2 = materialization_metadata(second)
+    assert meta2["hello_world/stats"]["marin/cached"] is True
+    assert meta2["hello_world/stats"]["mean"] == meta["hello_world/stats"]["mean"]  # metadata survives caching
+    # Both runs are in the on-disk instance, with materializations for every asset.
+    assert len(instance.get_runs()) == 2
+    latest = instance.get_latest_materialization_event(asset_key_for("hello_world/stats"))
+    assert latest.run_id == second.run_id
+
+
+def _env(prefix: str, dagster_home: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "MARIN_PREFIX": prefix, "DAGSTER_HOME": dagster_home}
+
+
+def test_dagster_cli_materialize_then_api_sees_it_cached(prefix, dagster_home):
+    proc = subprocess.run(
+        [DAGSTER, "asset", "materialize", "-f", "definitions.py", "--select", "hello_world/numbers,hello_world/stats"],
+        cwd=REPO,
+        env=_env(prefix, dagster_home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    graph = StepGraph(hello_world.build_steps(), prefix)
+    stats_path = graph.topological()[-1].output_path
+    assert json.loads(Path(stats_path, "stats.json").read_text())["count"] == 1000
+    instance = dg.DagsterInstance.get()
+    cli_event = instance.get_latest_materialization_event(asset_key_for("hello_world/stats"))
+    assert cli_event.asset_materialization.metadata["marin/cached"].value is False
+    assets = build_step_assets(Experiment("hello_world", hello_world.build_steps()), prefix=prefix)
+    result = dg.materialize(assets, instance=instance, resources={"marin_storage": MarinStorageResource(prefix=prefix)})
+    assert all(m["marin/cached"] for m in materialization_metadata(result).values())
+
+
+def test_executor_main_runs_are_recorded_in_the_dagster_instance(prefix, dagster_home):
+    proc = subprocess.run(
+        [sys.executable, "-m", "marin_assets.experiments.hello_world", "--prefix", prefix],
+        cwd=REPO,
+        env=_env(prefix, dagster_home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    engine_run_id = json.loads(proc.stdout.strip().splitlines()[-1])["run_id"]
+    instance = dg.DagsterInstance.get()
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={"marin/source": "executor_main"}))
+    assert len(runs) == 1 and runs[0].tags["marin/run_id"] == engine_run_id
+    assert runs[0].status == dg.DagsterRunStatus.SUCCESS
+    event = instance.get_latest_materialization_event(asset_key_for("hello_world/stats"))
+    # Computed by the command line, not by the recording run: not marked cached.
+    assert event.asset_materialization.metadata["marin/cached"].value is False
+    assert event.asset_materialization.metadata["marin/action"].value == "ran (executor_main)"
+
+
+def test_dagster_definitions_validate_passes(tmp_path, dagster_home):
+    proc = subprocess.run(
+        [DAGSTER, "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=REPO,
+        env=_env(str(tmp_path / "p"), dagster_home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "Validation successful" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("module", "forbidden"),
+    [
+        ("marin_assets.execution", "dagster"),
+        ("marin_resources.ray_cluster", "dagster"),
+        ("marin_resources.accelerators", "dagster"),
+    ],
+)
+def test_layering_engine_and_resources_do_not_import_dagster(module, forbidden):
+    code = f"import sys, {module}; print('{forbidden}' in sys.modules, any(m.startswith('marin_assets') for m in sys.modules) and '{module}'.startswith('marin_resources'))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_marin_resources_never_imports_marin_assets():
+    offenders = [
+        str(p.relative_to(REPO))
+        for p in (REPO / "marin_resources").rglob("*.py")
+        if "marin_assets"
+        in "".join(
+            line for line in p.read_text().splitlines(keepends=True) if line.lstrip().startswith(("import", "from"))
+        )
+    ]
+    assert offenders == []
