@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Set up the environment and run the main job (the quickstart pipeline) on embedded defaults.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup_env.sh
+export MARIN_PREFIX="${MARIN_PREFIX:-$PWD/data}"
+export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"
+mkdir -p "$DAGSTER_HOME"
+[ -f "$DAGSTER_HOME/dagster.yaml" ] || printf 'telemetry:\n  enabled: false\n' > "$DAGSTER_HOME/dagster.yaml"
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE="${WANDB_MODE:-disabled}" JAX_PLATFORMS="${JAX_PLATFORMS:-cpu}"
+.venv/bin/python -m marin_assets.experiments.quickstart "$@"
+echo
+echo "outputs:          $MARIN_PREFIX"
+echo "dagster instance: $DAGSTER_HOME"
+echo "open the UI:      DAGSTER_HOME=$DAGSTER_HOME .venv/bin/dagster dev -w workspace.yaml  (http://127.0.0.1:3000)"
