@@ -186,9 +186,21 @@ def scan_landing_zone(
     return results
 
 
-def valid_drops(prefix: str, source: str) -> list[str]:
+def valid_drops(prefix: str, source: str, verify_checksums: bool = True) -> list[str]:
     """Sorted ids of the valid, complete drops of ``source``."""
-    return sorted(d.drop_id for d in scan_landing_zone(prefix, source) if d.status == STATUS_VALID)
+    return sorted(
+        (d.drop_id for d in scan_landing_zone(prefix, source, verify_checksums) if d.status == STATUS_VALID),
+        key=drop_sort_key,
+    )
+
+
+def valid_drops_in(source_path: str, verify_checksums: bool = False) -> list[str]:
+    """Sorted ids of the valid, complete drops in ``<prefix>/landing/<source>`` given directly."""
+    out = []
+    for drop_id, drop_path in _child_dirs(source_path):
+        if not drop_id.startswith((".", "_")) and validate_drop(drop_path, drop_id, verify_checksums)[0] == STATUS_VALID:
+            out.append(drop_id)
+    return sorted(out, key=drop_sort_key)
 
 
 def drop_sort_key(drop_id: str) -> tuple:
