@@ -24,11 +24,14 @@ what a single-host slice needs and what a fake local TPU (a Ray started with cus
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
+
+logger = logging.getLogger(__name__)
 
 ConfigT = TypeVar("ConfigT")
 
@@ -184,6 +187,18 @@ def check_feasible(options: Mapping[str, Any], what: str = "task") -> None:
     )
 
 
+def _real_tpu_heads(head_resource: str) -> bool:
+    """True when a node with ``head_resource`` is a TPU host Ray detected itself (it then also has
+    an ``accelerator_type:TPU-...`` label), or when no live node has it (an autoscaler will add
+    real hosts). False for fake TPUs: custom resources on an ordinary node."""
+    import ray
+
+    heads = [n["Resources"] for n in ray.nodes() if n.get("Alive") and n["Resources"].get(head_resource)]
+    if not heads:
+        return True
+    return any(any(k.startswith("accelerator_type:TPU") for k in res) for res in heads)
+
+
 def _run_remote(
     fn: Callable[[ConfigT], Any],
     config: ConfigT,
@@ -264,8 +279,11 @@ class TpuConfig:
     Attributes:
         tpu_type: slice type, e.g. ``v4-8``, ``v5e-16`` / ``v5litepod-16``, ``v5p-32``, ``v6e-8``.
         slice_count: number of slices (multislice when > 1).
-        single_host: run one plain Ray task with the head request instead of Levanter's slice actors
-            (no preemption retries; only for single-host slices, and what a fake local TPU runs).
+        single_host: True: run one plain Ray task with the head request instead of Levanter's slice
+            actors (no preemption retries; single-host slices only). False: always Levanter.
+            None (default): Levanter when the cluster's TPU hosts are real (Ray detected them, or an
+            autoscaler will add them); the plain task when the TPU resources are custom labels only
+            (a fake local TPU), which Levanter cannot drive (it asks each host for its pod name).
         max_retries_preemption: Levanter retries after preemption.
         max_retries_failure: Levanter retries after the function failed.
         num_cpus: CPUs requested with the head task on the ``single_host`` path.
@@ -273,7 +291,7 @@ class TpuConfig:
 
     tpu_type: str = "v4-8"
     slice_count: int = 1
-    single_host: bool = False
+    single_host: bool | None = None
     max_retries_preemption: int = 1_000_000
     max_retries_failure: int = 10
     num_cpus: float = 1
@@ -283,7 +301,7 @@ class TpuConfig:
         object.__setattr__(self, "tpu_type", normalize_tpu_type(self.tpu_type))
         if self.slice_count < 1:
             raise ValueError(f"slice_count must be >= 1, got {self.slice_count}")
-        if self.single_host and (self.slice_count != 1 or self.topology.hosts != 1):
+        if self.single_host is True and (self.slice_count != 1 or self.topology.hosts != 1):
             raise ValueError(
                 f"single_host=True needs one single-host slice; {self.slice_count} x {self.tpu_type} "
                 f"has {self.slice_count * self.topology.hosts} hosts"
@@ -316,14 +334,24 @@ class TpuConfig:
         """
         import ray
 
+        what = f"TPU job ({self.slice_count} x {self.tpu_type})"
         if self.single_host:
-            return _run_remote(fn, config, self.ray_remote_options(), runtime_env, f"TPU task ({self.tpu_type})")
+            return _run_remote(fn, config, self.ray_remote_options(), runtime_env, what)
         if not ray.is_initialized():
             from marin_resources.ray_cluster import ensure_ray
 
             ensure_ray()
         # Levanter's slice actor claims the head resource; check that one exists before it waits.
-        check_feasible({"resources": {self.head_resource: 1}}, f"TPU job ({self.slice_count} x {self.tpu_type})")
+        check_feasible({"resources": {self.head_resource: 1}}, what)
+        if self.single_host is None and not _real_tpu_heads(self.head_resource):
+            if self.slice_count != 1 or self.topology.hosts != 1:
+                raise InfeasibleResourceError(
+                    f"{what}: the nodes with {self.head_resource!r} are not TPU hosts detected by Ray "
+                    "(custom resource labels only), and a multi-host/multislice job needs Levanter's "
+                    "slice actors on real TPU hosts"
+                )
+            logger.info("%s: TPU resources are custom labels (no real TPU host); running one plain task", what)
+            return _run_remote(fn, config, self.ray_remote_options(), runtime_env, what)
         from levanter.infra import ray_tpu
 
         # Levanter wants a zero-argument remote function with max_calls=1 (libtpu must be
@@ -379,7 +407,8 @@ def parse_accelerator(spec: str) -> Accelerator:
             count_text = rest
         elif match := re.fullmatch(r"([A-Za-z][\w-]*?)x(\d+(?:\.\d+)?)", rest):
             gpu_type, count_text = match.group(1), match.group(2)
-        elif re.fullmatch(r"[A-Za-z][\w-]*", rest):
+        elif re.fullmatch(r"[A-Za-z][\w-]*", rest) and not rest.endswith("x"):
+            # A type ending in a lowercase "x" is a count left out ("A100x"), not a GPU model.
             gpu_type = rest
         else:
             raise ValueError(f"bad GPU spec {spec!r}: expected gpu, gpu:N, gpu:TYPE or gpu:TYPExN")

@@ -192,7 +192,7 @@ def stop_embedded_head(temp_dir: str | None = None) -> None:
     for proc in procs:
         with contextlib.suppress(psutil.Error):
             proc.terminate()
-    _, alive = psutil.wait_procs(procs, timeout=10)
+    _, alive = psutil.wait_procs(procs, timeout=3)
     for proc in alive:
         with contextlib.suppress(psutil.Error):
             proc.kill()
