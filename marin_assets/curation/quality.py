@@ -1,0 +1,213 @@
+"""Stage 3: fastText quality classifier (unpartitioned) and per-drop quality attributes.
+
+The classifier trains on the labelled documents of every drop's text output (``metadata.<label
+field>``, e.g. human ratings) -- an unpartitioned step reading ``text_step.partitions()``, so a new
+drop gives it a new version. A deterministic hash of the id splits labelled docs into train and
+held-out sets; held-out accuracy goes into the metadata (and an asset check floors it).
+
+The attributes step scores every document of one drop, co-sharded with the text docs::
+
+    attributes/<shard>.jsonl.gz   {id, attributes: {<attribute>: P(positive label)}}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from marin_assets.curation.io import list_files, map_tasks, read_jsonl_gz, write_json, write_jsonl_gz
+from marin_assets.execution.metadata import table_markdown
+from marin_assets.execution.storage import atomic_write_bytes, join_path, read_bytes
+
+MODEL_FILE = "model.bin"
+_WS = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class QualityModelConfig:
+    """Config of the classifier training step (every field but ``threads`` is versioned by the pipeline).
+
+    Attributes:
+        input_paths: text outputs of the drops to learn from (``text_step.partitions()``).
+        output_path: where ``model.bin`` and ``report.json`` go.
+        label_field: metadata field holding the label.
+        positive_label: the label whose probability becomes the score.
+        holdout_fraction: share of labelled documents kept out of training for the accuracy.
+        epoch, lr, word_ngrams, dim, min_count: fastText hyper-parameters.
+        threads: fastText threads (>= 16: fewer make fastText 0.9.2 NaN on small data).
+    """
+
+    input_paths: list[str]
+    output_path: str
+    label_field: str = "quality_label"
+    positive_label: str = "hq"
+    holdout_fraction: float = 0.2
+    epoch: int = 20
+    lr: float = 0.5
+    word_ngrams: int = 2
+    dim: int = 50
+    min_count: int = 1
+    threads: int = 16
+
+
+def fasttext_line(text: str) -> str:
+    """The single-line, lower-cased form fastText trains and predicts on."""
+    return _WS.sub(" ", text).strip().lower()
+
+
+def _is_holdout(doc_id: str, fraction: float) -> bool:
+    h = int.from_bytes(hashlib.blake2b(doc_id.encode("utf-8"), digest_size=8).digest(), "little")
+    return (h % 10_000) < fraction * 10_000
+
+
+def _labelled(input_paths: list[str], label_field: str) -> list[tuple[str, str, str]]:
+    out = []
+    for drop_path in input_paths:
+        for shard in list_files(join_path(drop_path, "docs"), ".jsonl.gz"):
+            for rec in read_jsonl_gz(shard):
+                label = rec.get("metadata", {}).get(label_field)
+                if isinstance(label, str) and label:
+                    out.append((rec["id"], label, fasttext_line(rec["text"])))
+    return out
+
+
+def train_quality_model(config: QualityModelConfig) -> dict[str, Any]:
+    """Step function: train the classifier, write model.bin + report.json; return metadata."""
+    import fasttext
+
+    start = time.monotonic()
+    data = _labelled(list(config.input_paths), config.label_field)
+    if not data:
+        raise RuntimeError(f"no documents carry metadata.{config.label_field} in {len(config.input_paths)} drops")
+    train = [d for d in data if not _is_holdout(d[0], config.holdout_fraction)]
+    held = [d for d in data if _is_holdout(d[0], config.holdout_fraction)]
+    labels = Counter(label for _, label, _ in data)
+    if len(labels) < 2:
+        raise RuntimeError(f"need two classes to train, got {dict(labels)}")
+    with tempfile.TemporaryDirectory() as tmp:
+        train_file = os.path.join(tmp, "train.txt")
+        with open(train_file, "w", encoding="utf-8") as handle:
+            for _, label, text in train:
+                handle.write(f"__label__{label} {text}\n")
+        model = fasttext.train_supervised(
+            input=train_file,
+            epoch=config.epoch,
+            lr=config.lr,
+            wordNgrams=config.word_ngrams,
+            dim=config.dim,
+            minCount=config.min_count,
+            thread=max(16, config.threads),
+            seed=0,
+            verbose=0,
+        )
+        model_file = os.path.join(tmp, MODEL_FILE)
+        model.save_model(model_file)
+        with open(model_file, "rb") as handle:
+            atomic_write_bytes(join_path(config.output_path, MODEL_FILE), handle.read())
+    correct = 0
+    confusion: Counter[str] = Counter()
+    for _, label, text in held:
+        predicted = model.predict(text, k=1)[0][0].removeprefix("__label__")
+        correct += predicted == label
+        confusion[f"{label}->{predicted}"] += 1
+    accuracy = correct / len(held) if held else float("nan")
+    report = {
+        "labelled": len(data),
+        "train": len(train),
+        "holdout": len(held),
+        "holdout_accuracy": accuracy,
+        "labels": dict(labels),
+        "confusion": dict(confusion),
+        "drops": len(config.input_paths),
+    }
+    write_json(join_path(config.output_path, "report.json"), report)
+    return {
+        **{k: v for k, v in report.items() if k != "confusion"},
+        "holdout_accuracy": round(accuracy, 4),
+        "confusion": table_markdown([{"true->predicted": k, "count": v} for k, v in sorted(confusion.items())]),
+        "seconds": round(time.monotonic() - start, 3),
+    }
+
+
+_MODELS: dict[str, Any] = {}
+
+
+def load_model(model_dir: str) -> Any:
+    """The fastText model below ``model_dir`` (cached per process: Ray workers reuse it)."""
+    import fasttext
+
+    if model_dir not in _MODELS:
+        data = read_bytes(join_path(model_dir, MODEL_FILE))
+        if data is None:
+            raise FileNotFoundError(join_path(model_dir, MODEL_FILE))
+        with tempfile.NamedTemporaryFile(suffix=".bin", delete=False) as handle:
+            handle.write(data)
+            path = handle.name
+        try:
+            _MODELS[model_dir] = fasttext.load_model(path)
+        finally:
+            os.unlink(path)
+    return _MODELS[model_dir]
+
+
+@dataclass(frozen=True)
+class QualityAttributesConfig:
+    """Config of the per-drop scoring step.
+
+    Attributes:
+        input_path: the text stage's output for this drop.
+        model_path: the classifier step's output.
+        output_path: where ``attributes/`` goes.
+        attribute: attribute name of the score.
+        positive_label: label whose probability is the score.
+        use_ray: one Ray task per shard.
+    """
+
+    input_path: str
+    model_path: str
+    output_path: str
+    attribute: str = "quality_hq"
+    positive_label: str = "hq"
+    use_ray: bool = False
+
+
+def score_shard(in_path: str, out_path: str, model_dir: str, attribute: str, positive: str) -> dict[str, Any]:
+    """Score one shard (a Ray task); returns counts and a score histogram."""
+    model = load_model(model_dir)
+    out = []
+    hist = [0] * 10
+    for rec in read_jsonl_gz(in_path):
+        labels, probs = model.predict(fasttext_line(rec["text"]), k=-1)
+        score = 0.0
+        for label, prob in zip(labels, probs, strict=True):
+            if label == f"__label__{positive}":
+                score = float(min(1.0, max(0.0, prob)))
+        out.append({"id": rec["id"], "attributes": {attribute: round(score, 5)}})
+        hist[min(9, int(score * 10))] += 1
+    write_jsonl_gz(out_path, out)
+    return {"documents": len(out), "histogram": hist}
+
+
+def run_quality_attributes(config: QualityAttributesConfig) -> dict[str, Any]:
+    """Step function: score every document of the drop; returns metadata."""
+    start = time.monotonic()
+    shards = list_files(join_path(config.input_path, "docs"), ".jsonl.gz")
+    args = [
+        (s, join_path(config.output_path, f"attributes/{s.rsplit('/', 1)[-1]}"), config.model_path,
+         config.attribute, config.positive_label)
+        for s in shards
+    ]
+    results = map_tasks(score_shard, args, config.use_ray)
+    hist = [sum(r["histogram"][i] for r in results) for i in range(10)]
+    return {
+        "documents": sum(r["documents"] for r in results),
+        "score_histogram": table_markdown([{"score": f"{i / 10:.1f}-{(i + 1) / 10:.1f}", "documents": h}
+                                           for i, h in enumerate(hist)]),
+        "seconds": round(time.monotonic() - start, 3),
+    }
