@@ -1,0 +1,52 @@
+"""StorageConfig: prefix resolution, validation, fsspec access (local and memory://)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from marin_resources.storage import StorageConfig, normalize_prefix
+
+
+def test_default_prefix_is_absolute_data(monkeypatch, tmp_path):
+    monkeypatch.delenv("MARIN_PREFIX", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert StorageConfig().root == str(tmp_path / "data")
+    monkeypatch.setenv("MARIN_PREFIX", "rel/out/")
+    assert StorageConfig().root == str(tmp_path / "rel" / "out")
+    assert StorageConfig(prefix="file://" + str(tmp_path / "x")).root == str(tmp_path / "x")
+
+
+def test_remote_prefix_kept_and_validated():
+    assert normalize_prefix("gs://bucket/marin/") == "gs://bucket/marin"
+    assert StorageConfig(prefix="gs://bucket/marin").protocol == "gs"
+    with pytest.raises(ValueError, match="unknown storage protocol"):
+        normalize_prefix("nosuchproto://x")
+    with pytest.raises(ValueError, match="names no bucket"):
+        normalize_prefix("gs://")
+    with pytest.raises(ValueError, match="empty"):
+        normalize_prefix("  ")
+
+
+def test_local_read_write(tmp_path):
+    storage = StorageConfig(prefix=str(tmp_path / "root"))
+    assert storage.ensure_root() == str(tmp_path / "root")
+    with storage.open("step-abc123/out.txt", "w") as handle:
+        handle.write("hello")
+    assert storage.exists("step-abc123", "out.txt")
+    assert (tmp_path / "root" / "step-abc123" / "out.txt").read_text() == "hello"
+    assert storage.relative(storage.url("step-abc123/out.txt")) == "step-abc123/out.txt"
+    assert storage.relative(str(tmp_path / "elsewhere")) is None
+    assert storage.describe() == {"prefix": str(tmp_path / "root"), "protocol": "file", "local": True}
+
+
+def test_memory_filesystem_round_trip():
+    storage = StorageConfig(prefix="memory://marin-test")
+    storage.ensure_root()
+    with storage.open("a/b.json", "w") as handle:
+        handle.write("{}")
+    assert storage.exists("a/b.json")
+    assert storage.url("a", "b.json") == "memory://marin-test/a/b.json"
+    assert not storage.is_local
+    assert not os.path.exists("marin-test")
