@@ -1,0 +1,158 @@
+"""Dagster sensor on the landing zone: new complete drop -> dynamic partition + one run.
+
+The only Dagster import of the curation package. Each tick:
+
+1. lists ``<prefix>/landing/<source>/`` (cheap: manifests only, no checksums);
+2. for every valid drop not yet handled, verifies its checksums, adds the drop to the dynamic
+   partition set (unless present) and requests a run for that partition with
+   ``run_key = "<source>:<drop>:<manifest fingerprint>"`` -- Dagster drops a second request with
+   the same key, and the cursor remembers the drop, so a drop seen twice starts one run;
+3. logs the reason of every rejected drop once (again only if the reason changes); incomplete
+   drops (no manifest yet) are left alone and picked up when complete.
+
+Run requests come in drop-id order. Dedup of drop N needs the indices of drops < N, so limit
+concurrent curation runs (e.g. a run-queue tag concurrency limit of 1 on ``marin/curation``) or
+rely on the dedup step failing loudly and retrying.
+
+Nothing a drop contains can crash the sensor: validation returns reasons instead of raising, and
+a storage error during listing becomes a ``SkipReason``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import dagster as dg
+
+from marin_assets.curation.landing import (
+    STATUS_INCOMPLETE,
+    STATUS_REJECTED,
+    STATUS_VALID,
+    drop_sort_key,
+    scan_landing_zone,
+    validate_drop,
+)
+from marin_assets.curation.sample_data import DEFAULT_SOURCE
+
+RUN_TAG = "marin/curation"
+
+
+def _load_cursor(raw: str | None) -> dict[str, Any]:
+    try:
+        data = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    return {"seen": dict(data.get("seen", {})), "rejected": dict(data.get("rejected", {}))}
+
+
+def evaluate_landing(
+    prefix: str,
+    source: str,
+    cursor: str | None,
+    has_partition: Callable[[str], bool],
+    log: Any,
+) -> tuple[list[tuple[str, str, bool]], str, list[str]]:
+    """The sensor's decision, without Dagster types (kept separate so it is easy to test/reuse).
+
+    Returns ``(new drops as (drop_id, run_key, needs_partition), new cursor, rejected reasons)``.
+    """
+    state = _load_cursor(cursor)
+    new: list[tuple[str, str, bool]] = []
+    rejected_msgs: list[str] = []
+    drops = scan_landing_zone(prefix, source, verify_checksums=False)
+    for drop in sorted(drops, key=lambda d: drop_sort_key(d.drop_id)):
+        key = drop.drop_id or drop.path
+        if drop.status == STATUS_INCOMPLETE:
+            log.debug(f"drop {key!r} of {source!r} is incomplete ({drop.reason}); waiting")
+            continue
+        status, reason = drop.status, drop.reason
+        if status == STATUS_VALID and key not in state["seen"]:
+            # Checksums only once per drop: hashing every drop on every tick would not scale.
+            status, reason, _ = validate_drop(drop.path, drop.drop_id, verify_checksums=True)
+        if status == STATUS_REJECTED:
+            if state["rejected"].get(key) != reason:
+                msg = f"rejected drop {key!r} of source {source!r}: {reason}"
+                log.warning(msg)
+                rejected_msgs.append(msg)
+                state["rejected"][key] = reason
+            continue
+        if status != STATUS_VALID:
+            continue
+        state["rejected"].pop(key, None)
+        fingerprint = drop.fingerprint
+        if key in state["seen"]:
+            if state["seen"][key] != fingerprint:
+                log.warning(f"drop {key!r} changed after it was picked up; drops are immutable, not re-running")
+            continue
+        state["seen"][key] = fingerprint
+        new.append((key, f"{source}:{key}:{fingerprint}", not has_partition(key)))
+    return new, json.dumps(state, sort_keys=True), rejected_msgs
+
+
+def build_landing_sensor(
+    target: Any,
+    partitions_def: dg.DynamicPartitionsDefinition,
+    prefix_resolver: Callable[[], str],
+    *,
+    source: str = DEFAULT_SOURCE,
+    name: str | None = None,
+    minimum_interval_seconds: int = 30,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+) -> dg.SensorDefinition:
+    """A sensor that turns new complete drops of ``source`` into partitions and runs.
+
+    Args:
+        target: what each run materializes -- a job, an asset selection, or assets.
+        partitions_def: the ``DynamicPartitionsDefinition`` (name ``"drops"``) of the assets.
+        prefix_resolver: returns the storage prefix holding ``landing/`` (called every tick, so
+            it can read a resource/env var at run time rather than at import time).
+        source: landing source folder to watch.
+        name: sensor name (default ``landing_sensor_<source>`` with '-' -> '_').
+    """
+    if not partitions_def.name:
+        raise ValueError("partitions_def must be a named DynamicPartitionsDefinition")
+    sensor_name = name or f"landing_sensor_{source.replace('-', '_').replace('.', '_')}"
+
+    @dg.sensor(
+        name=sensor_name,
+        target=target,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=f"Adds a '{partitions_def.name}' partition and requests a run for each new complete "
+        f"drop in <prefix>/landing/{source}/.",
+    )
+    def _landing_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        try:
+            prefix = prefix_resolver()
+            new, cursor, _ = evaluate_landing(
+                prefix,
+                source,
+                context.cursor,
+                lambda key: context.instance.has_dynamic_partition(partitions_def.name, key),
+                context.log,
+            )
+        except Exception as exc:  # storage hiccups must not kill the sensor
+            context.log.error(f"landing scan failed: {type(exc).__name__}: {exc}")
+            return dg.SkipReason(f"landing scan failed: {type(exc).__name__}: {exc}")
+        to_add = [key for key, _, needs in new if needs]
+        run_requests = [
+            dg.RunRequest(
+                run_key=run_key,
+                partition_key=key,
+                tags={RUN_TAG: source, "marin/drop": key},
+            )
+            for key, run_key, _ in new
+        ]
+        for key, _, _ in new:
+            context.log.info(f"new drop {key!r} of {source!r}: requesting a run")
+        return dg.SensorResult(
+            run_requests=run_requests,
+            dynamic_partitions_requests=[partitions_def.build_add_request(to_add)] if to_add else [],
+            cursor=cursor,
+        )
+
+    return _landing_sensor
