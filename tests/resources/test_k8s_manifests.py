@@ -120,12 +120,12 @@ def _inline_secrets(doc) -> list[tuple]:
             found.append((path, value))
         if key == "env" and isinstance(value, list):
             for item in value:
-                if isinstance(item, dict) and _SECRET_KEYS.search(item.get("name", "").replace("_", "-").lower().split("-")[-1]) and "value" in item:
+                if isinstance(item, dict) and _SECRET_KEYS.search(item.get("name", "").replace("_", "-")) and "value" in item:
                     found.append(((*path, item["name"]), item["value"]))
         if key == "envVars" and isinstance(value, list):
             for item in value:
                 name = str(item).split("=", 1)[0]
-                if "=" in str(item) and _SECRET_KEYS.search(name.replace("_", "-").lower().split("-")[-1]):
+                if "=" in str(item) and _SECRET_KEYS.search(name.replace("_", "-")):
                     found.append(((*path, name), item))
     return found
 
