@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -55,7 +56,7 @@ def test_unsafe_folder_names_rejected(zone):
 
 def test_tampered_and_malformed_manifests(zone):
     drop = f"{zone}/landing/src/drop-001"
-    manifest = json.load(open(f"{drop}/manifest.json"))
+    manifest = json.loads(Path(f"{drop}/manifest.json").read_text())
     with open(f"{drop}/part-00000.jsonl.gz", "r+b") as f:  # flip a byte, same size
         f.seek(20)
         b = f.read(1)

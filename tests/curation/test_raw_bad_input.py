@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import random
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,6 +30,10 @@ def _write_drop(drop_dir, files: dict[str, bytes]):
         entries.append({"path": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
     with open(os.path.join(drop_dir, "manifest.json"), "w") as f:
         json.dump({"drop_id": os.path.basename(drop_dir), "files": entries}, f)
+
+
+def _quarantine(out: str) -> list[dict]:
+    return [json.loads(line) for f in list_files(f"{out}/quarantine", ".jsonl") for line in Path(f).read_text().splitlines()]
 
 
 def _parquet(table) -> bytes:
@@ -85,8 +90,8 @@ def test_bad_input_matrix(bad_drop):
     assert meta["empty_files"] == 1
     assert meta["documents_out"] == len(docs)
     # Quarantine records name the file and line.
-    q = [json.loads(line) for f in list_files(f"{out}/quarantine", ".jsonl") for line in open(f)]
-    assert sum(meta["quarantine_reasons"].values()) == meta["quarantined"] >= len(q) - 0
+    q = _quarantine(out)
+    assert sum(meta["quarantine_reasons"].values()) == meta["quarantined"] >= len(q)
     utf8 = [r for r in q if r["reason"] == "invalid_utf8" and r["file"] == "c_utf8.jsonl"]
     assert utf8 and utf8[0]["line"] == 2
     big = [r for r in q if r["reason"] == "too_large"]
@@ -95,7 +100,7 @@ def test_bad_input_matrix(bad_drop):
     d = next(d for d in docs if d["id"] == "ms-0")
     assert set(d) >= {"id", "text", "source", "added", "metadata"} and d["source"] == "src"
     assert d["metadata"]["landing_file"] == "e_missing.jsonl" and d["metadata"]["landing_line"] == 5
-    prov = json.load(open(f"{out}/provenance.json"))
+    prov = json.loads(Path(f"{out}/provenance.json").read_text())
     assert prov["drop_id"] == "drop-bad" and len(prov["files"]) == 12
 
 
@@ -124,7 +129,7 @@ def test_overlong_line_skipped_without_buffering(bad_drop):
     # With a 1 MB limit the 50 MB line is skipped as it streams in, never parsed.
     meta = run_raw(RawConfig(landing_dir=landing, drop_id="drop-bad", output_path=out, max_doc_bytes=1_000_000))
     assert meta["quarantine_reasons"].get("line_too_long", 0) >= 1
-    q = [json.loads(line) for f in list_files(f"{out}/quarantine", ".jsonl") for line in open(f)]
+    q = _quarantine(out)
     long = [r for r in q if r["reason"] == "line_too_long" and r["file"] == "f_big.jsonl"]
     assert long and long[0]["line"] == 1
     ids = {r["id"] for f in list_files(f"{out}/docs", ".jsonl.gz") for r in read_jsonl_gz(f)}
