@@ -1,0 +1,151 @@
+"""The landing sensor with a real on-disk Dagster instance."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import dagster as dg
+import pytest
+
+from marin_assets.curation.sample_data import SampleConfig, write_drop
+from marin_assets.curation.sensor import build_landing_sensor, evaluate_landing
+
+SOURCE = "sample-html"
+drops_def = dg.DynamicPartitionsDefinition(name="drops")
+
+
+@dg.asset(partitions_def=drops_def)
+def curated(context) -> None:  # a stand-in target: the sensor only needs something partitioned
+    context.log.info(context.partition_key)
+
+
+@pytest.fixture
+def instance(dagster_home):
+    with dg.DagsterInstance.get() as inst:
+        yield inst
+
+
+@pytest.fixture
+def zone(tmp_path):
+    return str(tmp_path / "zone")
+
+
+def _sensor(zone):
+    return build_landing_sensor(dg.AssetSelection.assets(curated), drops_def, lambda: zone, source=SOURCE)
+
+
+def _tick(sensor, instance, cursor=None):
+    context = dg.build_sensor_context(instance=instance, cursor=cursor)
+    result = sensor(context)
+    assert isinstance(result, dg.SensorResult)
+    # What the daemon does with the result: apply partition requests, keep the cursor.
+    for request in result.dynamic_partitions_requests or []:
+        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    return result
+
+
+class _Log:
+    def __init__(self):
+        self.warnings = []
+
+    def warning(self, msg):
+        self.warnings.append(msg)
+
+    def debug(self, msg):
+        pass
+
+
+def _drop(zone, drop_id, docs=10):
+    write_drop(zone, drop_id, SampleConfig(docs_per_drop=docs), SOURCE)
+
+
+def test_new_drop_adds_partition_and_requests_run(zone, instance):
+    sensor = _sensor(zone)
+    assert sensor.name == "landing_sensor_sample_html"
+    empty = _tick(sensor, instance)
+    assert not empty.run_requests
+    _drop(zone, "drop-001")
+    _drop(zone, "drop-002")
+    result = _tick(sensor, instance, empty.cursor)
+    assert [r.partition_key for r in result.run_requests] == ["drop-001", "drop-002"]
+    assert len({r.run_key for r in result.run_requests}) == 2
+    assert result.run_requests[0].tags["marin/drop"] == "drop-001"
+    [add] = result.dynamic_partitions_requests
+    assert list(add.partition_keys) == ["drop-001", "drop-002"]
+    assert instance.get_dynamic_partitions("drops") == ["drop-001", "drop-002"]
+    # Same drops again: no new run, no new partition.
+    again = _tick(sensor, instance, result.cursor)
+    assert not again.run_requests and not again.dynamic_partitions_requests
+    # A later drop: only it.
+    _drop(zone, "drop-003")
+    third = _tick(sensor, instance, again.cursor)
+    assert [r.partition_key for r in third.run_requests] == ["drop-003"]
+
+
+def test_existing_partition_not_added_twice(zone, instance):
+    instance.add_dynamic_partitions("drops", ["drop-001"])
+    _drop(zone, "drop-001")
+    result = _tick(_sensor(zone), instance)
+    assert [r.partition_key for r in result.run_requests] == ["drop-001"]
+    assert not result.dynamic_partitions_requests
+
+
+def test_incomplete_drop_untouched_until_complete(zone, instance):
+    _drop(zone, "drop-001")
+    manifest = os.path.join(zone, "landing", SOURCE, "drop-001", "manifest.json")
+    held = manifest + ".held"
+    os.rename(manifest, held)
+    sensor = _sensor(zone)
+    first = _tick(sensor, instance)
+    assert not first.run_requests and not instance.get_dynamic_partitions("drops")
+    os.rename(held, manifest)
+    second = _tick(sensor, instance, first.cursor)
+    assert [r.partition_key for r in second.run_requests] == ["drop-001"]
+
+
+def test_bad_drops_rejected_without_blocking_others(zone, instance):
+    _drop(zone, "drop-001")
+    _drop(zone, "drop-002")
+    # Bad checksum in drop-002.
+    manifest_path = os.path.join(zone, "landing", SOURCE, "drop-002", "manifest.json")
+    with open(manifest_path) as handle:
+        manifest = json.load(handle)
+    manifest["files"][0]["sha256"] = "0" * 64
+    with open(manifest_path, "w") as handle:
+        json.dump(manifest, handle)
+    # Unsafe names and a garbage manifest.
+    for name in ("bad\x1bname", "x" * 140, "drop-009"):
+        os.makedirs(os.path.join(zone, "landing", SOURCE, name))
+        with open(os.path.join(zone, "landing", SOURCE, name, "manifest.json"), "wb") as handle:
+            handle.write(b"\x00\xff garbage")
+    sensor = _sensor(zone)
+    result = _tick(sensor, instance)
+    assert [r.partition_key for r in result.run_requests] == ["drop-001"]
+    assert instance.get_dynamic_partitions("drops") == ["drop-001"]
+    state = json.loads(result.cursor)
+    assert "sha256" in state["rejected"]["drop-002"]
+    assert "unsafe" in state["rejected"]["bad\x1bname"]
+    assert set(state["rejected"]) == {"drop-002", "bad\x1bname", "x" * 140, "drop-009"}
+    again = _tick(sensor, instance, result.cursor)
+    assert not again.run_requests
+    # Rejections are logged once (with the reason), not on every tick.
+    log = _Log()
+    _, cursor, messages = evaluate_landing(zone, SOURCE, None, lambda key: False, log)
+    assert any("drop-002" in m and "sha256" in m for m in log.warnings) and len(messages) == 4
+    _, _, messages = evaluate_landing(zone, SOURCE, cursor, lambda key: False, (log := _Log()))
+    assert not messages and not log.warnings
+
+
+def test_missing_landing_zone_and_bad_cursor(zone, instance):
+    sensor = _sensor(zone)
+    result = _tick(sensor, instance, cursor="{not json")
+    assert not result.run_requests
+    broken = build_landing_sensor(dg.AssetSelection.assets(curated), drops_def, lambda: 1 / 0, source=SOURCE)
+    skipped = broken(dg.build_sensor_context(instance=instance))
+    assert isinstance(skipped, dg.SkipReason) and "ZeroDivisionError" in skipped.skip_message
+
+
+def test_sensor_loads_in_definitions(zone):
+    defs = dg.Definitions(assets=[curated], sensors=[_sensor(zone)])
+    assert defs.get_sensor_def("landing_sensor_sample_html")
