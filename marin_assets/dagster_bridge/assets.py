@@ -19,7 +19,7 @@ import dagster as dg
 
 from marin_assets.execution.executor_main import PartitionSource, default_prefix, resolve_partitions
 from marin_assets.execution.metadata import TYPE_KEY
-from marin_assets.execution.runner import Executor, ExecutorOptions, function_name
+from marin_assets.execution.runner import Executor, ExecutorOptions, function_name, is_ray_remote_function
 from marin_assets.execution.status import read_metadata, read_status
 from marin_assets.execution.step import ExecutorStep
 from marin_assets.execution.versioning import ResolvedStep, StepGraph
@@ -216,8 +216,10 @@ def build_step_assets(
                 description=node.step.description or f"Step {node.name}",
                 metadata=_static_metadata(node),
                 partitions_def=partitions_def,
-                kinds={"ray"} if (node.step.resources is not None) else None,
-                required_resource_keys={"marin_storage"},
+                kinds={"ray"} if (node.step.resources is not None or is_ray_remote_function(node.step.fn)) else None,
+                # Every step gets the (lazy) "ray" resource: stage functions that shard work on
+                # Ray call ensure_ray() themselves, and the resource's settings must reach it.
+                required_resource_keys={"marin_storage", "ray"},
             )(_make_compute(experiment, node.step, cache, partitions_defs))
         )
     return assets

@@ -32,7 +32,7 @@ def record_cli_run(
     if not os.environ.get("DAGSTER_HOME"):
         logger.info("DAGSTER_HOME is not set: not recording this run in a Dagster instance")
         return []
-    from marin_resources.dagster_resources import MarinStorageResource
+    from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
     instance = dg.DagsterInstance.get()
     units = Executor.units(graph, list(run_only) if run_only else None)
@@ -41,7 +41,7 @@ def record_cli_run(
         name="executor_main", steps=[n.step for n in graph.roots], description=description, partitions=graph.partitions
     )
     assets = build_step_assets(experiment, prefix=graph.prefix)
-    resources = {"marin_storage": MarinStorageResource(prefix=graph.prefix)}
+    resources = {"marin_storage": MarinStorageResource(prefix=graph.prefix), "ray": RayResource()}
     tags = {RUN_ID_TAG: run_id, SOURCE_TAG: "executor_main"}
     run_ids: list[str] = []
     unpartitioned = [asset_key_for(n.name) for n in selected_nodes.values() if n.partitioned_by is None]

@@ -136,15 +136,19 @@ def launch_step_function(node: ResolvedStep, config: Any) -> Any:
     if step.resources is None and not is_ray_remote_function(step.fn):
         return step.fn(config)
     import ray
-    from marin_resources.runtime_env import runtime_env_for
 
     from marin_resources.ray_cluster import ensure_ray
+    from marin_resources.runtime_env import runtime_env_for
 
     ensure_ray()
     runtime_env = runtime_env_for(step.pip_dependency_groups)
     if step.resources is not None:
+        from marin_resources.accelerators import accelerator_from_dict
+
+        # resources may be an accelerator config, a spec string ("tpu:v4-8") or a dict.
+        accelerator = accelerator_from_dict(step.resources)
         fn = getattr(step.fn, "_function", step.fn)
-        return step.resources.launch(fn, config, runtime_env=runtime_env or None)
+        return accelerator.launch(fn, config, runtime_env=runtime_env or None)
     remote = step.fn.options(runtime_env=runtime_env) if runtime_env else step.fn
     return ray.get(remote.remote(config))
 

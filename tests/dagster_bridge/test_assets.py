@@ -15,7 +15,7 @@ from marin_assets.dagster_bridge import Experiment, asset_key_for, build_step_as
 from marin_assets.execution import StepGraph
 from marin_assets.execution.status import read_status
 from marin_assets.experiments import hello_world
-from marin_resources.dagster_resources import MarinStorageResource
+from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
 REPO = Path(__file__).resolve().parents[2]
 DAGSTER = str(Path(sys.executable).parent / "dagster")
@@ -49,7 +49,7 @@ def test_materialize_on_disk_instance_then_second_is_recorded_as_cached(prefix, 
     steps = hello_world.build_steps()
     assets = build_step_assets(Experiment("hello_world", steps), prefix=prefix)
     instance = dg.DagsterInstance.get()
-    resources = {"marin_storage": MarinStorageResource(prefix=prefix)}
+    resources = {"marin_storage": MarinStorageResource(prefix=prefix), "ray": RayResource()}
     first = dg.materialize(assets, instance=instance, resources=resources)
     assert first.success
     meta = materialization_metadata(first)
@@ -89,7 +89,11 @@ def test_dagster_cli_materialize_then_api_sees_it_cached(prefix, dagster_home):
     cli_event = instance.get_latest_materialization_event(asset_key_for("hello_world/stats"))
     assert cli_event.asset_materialization.metadata["marin/cached"].value is False
     assets = build_step_assets(Experiment("hello_world", hello_world.build_steps()), prefix=prefix)
-    result = dg.materialize(assets, instance=instance, resources={"marin_storage": MarinStorageResource(prefix=prefix)})
+    result = dg.materialize(
+        assets,
+        instance=instance,
+        resources={"marin_storage": MarinStorageResource(prefix=prefix), "ray": RayResource()},
+    )
     assert all(m["marin/cached"] for m in materialization_metadata(result).values())
 
 

@@ -1,0 +1,94 @@
+"""Steps that run on a real local Ray: remote functions, fake TPU slices, infeasible requests."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from marin_assets.execution import ExecutorError, ExecutorStep, StepGraph, run_steps, this_output_path, versioned
+from marin_assets.execution.status import read_metadata, read_status
+from marin_resources.accelerators import CpuConfig, GpuConfig, TpuConfig
+from marin_resources.ray_cluster import RayClusterConfig, ensure_ray, stop_embedded_head
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.ray
+
+
+@dataclass(frozen=True)
+class WhereConfig:
+    output_path: str
+    tag: str = "x"
+
+
+def report_placement(config: WhereConfig) -> dict[str, object]:
+    """Record which Ray resources the task was given (and prove it ran in a Ray worker)."""
+    import ray
+
+    ctx = ray.get_runtime_context()
+    resources = ctx.get_assigned_resources()
+    os.makedirs(config.output_path, exist_ok=True)
+    Path(config.output_path, "placed.txt").write_text(repr(sorted(resources)))
+    return {"pid": os.getpid(), "resources": resources, "in_worker": ctx.worker.mode == ray.WORKER_MODE}
+
+
+@pytest.fixture(scope="module")
+def fake_tpu_ray(tmp_path_factory):
+    """A local Ray whose only node advertises a fake v4-8 TPU head (what cannot exist here)."""
+    import ray
+
+    ray.shutdown()
+    temp_dir = f"/tmp/mr-exec-{os.getpid()}"
+    old_path = os.environ.get("PYTHONPATH", "")
+    # Workers started by the head import the test module by name.
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), old_path) if p)
+    ensure_ray(RayClusterConfig(num_cpus=4, resources={"TPU": 4, "TPU-v4-8-head": 1}, temp_dir=temp_dir))
+    yield
+    ray.shutdown()
+    stop_embedded_head(temp_dir)
+    os.environ["PYTHONPATH"] = old_path
+
+
+def test_step_requesting_fake_tpu_head_is_scheduled_on_it(fake_tpu_ray, prefix):
+    step = ExecutorStep(
+        "ray/tpu", report_placement, WhereConfig(this_output_path(), versioned("tpu")), resources=TpuConfig("v4-8")
+    )
+    report = run_steps([step], prefix)
+    assert [o.action for o in report.outcomes] == ["ran"]
+    out = StepGraph([step], prefix).resolved(step).output_path
+    meta = read_metadata(out)
+    assert meta["in_worker"] is True and meta["pid"] != os.getpid()
+    assert meta["resources"]["TPU-v4-8-head"] == 1 and meta["resources"]["TPU"] == 4
+    assert read_status(out).status == "SUCCESS"
+
+
+def test_ray_remote_function_step_runs_in_a_worker(fake_tpu_ray, prefix):
+    import ray
+
+    remote_fn = ray.remote(num_cpus=1)(report_placement)
+    step = ExecutorStep("ray/remote", remote_fn, WhereConfig(this_output_path(), versioned("remote")))
+    run_steps([step], prefix)
+    meta = read_metadata(StepGraph([step], prefix).resolved(step).output_path)
+    assert meta["in_worker"] is True and meta["resources"].get("CPU") == 1
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "resources", [TpuConfig("v5p-8"), GpuConfig(count=1), CpuConfig(num_cpus=64)], ids=["tpu-v5p", "gpu", "64cpu"]
+)
+def test_step_requesting_absent_resource_fails_fast_with_clear_error(fake_tpu_ray, prefix, resources):
+    step = ExecutorStep(
+        "ray/absent", report_placement, WhereConfig(this_output_path(), versioned(repr(resources))), resources=resources
+    )
+    start = time.monotonic()
+    with pytest.raises(ExecutorError) as info:
+        run_steps([step], prefix)
+    assert time.monotonic() - start < 60
+    message = str(info.value)
+    assert "ray/absent" in message
+    assert any(word in message for word in ("TPU-v5p-8-head", "GPU", "CPU")), message
+    out = StepGraph([step], prefix).resolved(step).output_path
+    assert read_status(out).status == "FAILED"
