@@ -204,6 +204,10 @@ class Executor:
                 deps.extend((dep, key) for key in graph.partition_keys(dep.partitioned_by))
             else:
                 deps.append((dep, partition))
+        if node.step.sequential_partitions and partition is not None and node.partitioned_by is not None:
+            keys = graph.partition_keys(node.partitioned_by)
+            if partition in keys and keys.index(partition) > 0:
+                deps.append((node, keys[keys.index(partition) - 1]))
         return deps
 
     # ----------------------------------------------------------------- one unit
@@ -228,13 +232,7 @@ class Executor:
             return StepOutcome(node.name, output_path, partition, "cached")
         self._check_not_failed(label, output_path, status)
         for dep_node, dep_partition in self.unit_dependencies(unit, graph):
-            dep_path = dep_node.partition_output_path(dep_partition)
-            dep_status = read_status(dep_path)
-            if dep_status is None or dep_status.status != STATUS_SUCCESS:
-                raise StepFailedError(
-                    f"{label}: dependency {dep_node.name} at {dep_path} is "
-                    f"{dep_status.status if dep_status else 'not started'}, not SUCCESS"
-                )
+            self._await_dependency(label, dep_node, dep_partition)
 
         lease = self._lease(output_path)
         announced = False
@@ -264,6 +262,28 @@ class Executor:
             return self._run_locked(node, partition, output_path, graph, label, start)
         finally:
             lease.release()
+
+    def _await_dependency(self, label: str, dep_node: ResolvedStep, dep_partition: str | None) -> None:
+        """Return when the dependency is SUCCESS; wait while another runner computes it.
+
+        Raises StepFailedError when it is missing, FAILED, or RUNNING without a live lease.
+        """
+        dep_path = dep_node.partition_output_path(dep_partition)
+        lease: StepLease | None = None
+        while True:
+            dep_status = read_status(dep_path)
+            if dep_status is not None and dep_status.status == STATUS_SUCCESS:
+                return
+            if dep_status is not None and dep_status.status == STATUS_RUNNING:
+                lease = lease or self._lease(dep_path)
+                if lease.is_held_by_other():
+                    time.sleep(self.options.poll_s)
+                    continue
+            dep_label = dep_node.name if dep_partition is None else f"{dep_node.name}[{dep_partition}]"
+            raise StepFailedError(
+                f"{label}: dependency {dep_label} at {dep_path} is "
+                f"{dep_status.status if dep_status else 'not started'}, not SUCCESS; materialize it first"
+            )
 
     def _check_not_failed(self, label: str, output_path: str, status: Any) -> None:
         if status is not None and status.status == STATUS_FAILED and not self.options.force_run_failed:

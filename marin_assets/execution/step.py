@@ -148,6 +148,8 @@ class ExecutorStep(Generic[T]):
             Ray task requesting these resources. Does not enter the version.
         partitioned_by: name of a dynamic partition set (e.g. ``"drops"``); the step then runs once
             per partition into ``<output>/<partition>/``. Does not enter the version.
+        sequential_partitions: partition ``k`` waits for partition ``k-1`` (sorted keys) of the same
+            step -- for incremental steps such as dedup against every earlier drop.
     """
 
     name: str
@@ -158,6 +160,7 @@ class ExecutorStep(Generic[T]):
     pip_dependency_groups: list[str] | None = None
     resources: Any = None
     partitioned_by: str | None = None
+    sequential_partitions: bool = False
 
     def __post_init__(self) -> None:
         validate_step_name(self.name)

@@ -24,7 +24,7 @@ from marin_assets.execution import (
 )
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.lease import StepLease
-from marin_assets.execution.runner import Executor
+from marin_assets.execution.runner import Executor, StepFailedError
 from marin_assets.execution.status import read_status, write_status
 from tests.execution.sample_steps import WriteConfig, diamond, write_value
 
@@ -266,3 +266,22 @@ def test_a_runner_waits_for_a_live_lease_then_reuses_the_result(prefix, tmp_path
     report = Executor(ExecutorOptions(poll_s=0.1, heartbeat_s=0.2, stale_s=5)).run(graph)
     assert [o.action for o in report.outcomes] == ["waited"]
     assert calls(counter) == Counter()
+
+
+def test_sequential_partitions_run_in_key_order(prefix, tmp_path):
+    counter = tmp_path / "counter"
+    step = ExecutorStep(
+        "seq/s",
+        write_value,
+        WriteConfig(this_output_path(), versioned(1), counter_dir=str(counter), sleep_s=0.3),
+        partitioned_by="drops",
+        sequential_partitions=True,
+    )
+    graph = StepGraph([step], prefix, {"drops": ["d3", "d1", "d2"]})
+    report = Executor(ExecutorOptions(max_concurrent=4)).run(graph)
+    assert [o.partition for o in report.outcomes] == ["d1", "d2", "d3"]
+    # A partition whose predecessor was never computed fails clearly instead of running.
+    later = StepGraph([step], prefix, {"drops": ["d1", "d2", "d3", "d35", "d4"]})
+    with pytest.raises(StepFailedError, match=r"dependency seq/s\[d35\] .* not started, not SUCCESS"):
+        Executor().execute_unit((later.resolved(step), "d4"), later)
+    assert read_status(later.resolved(step).partition_output_path("d4")) is None
