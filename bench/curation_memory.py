@@ -1,0 +1,66 @@
+"""Benchmark: peak RSS of each curation stage per 10k documents.
+
+Each stage runs in a fresh child process (in-process mode, no Ray) on a drop of ``--docs``
+pages, and the child's peak RSS (``ru_maxrss``) is reported, with the baseline of a child that
+only imports the modules, so the difference is what the stage itself holds.
+
+Usage: ``.venv/bin/python bench/curation_memory.py [--docs 10000]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import json, resource, sys, time
+from marin_assets.curation import consolidate, dedup, html_to_text, quality, raw  # noqa: F401
+stage, work = sys.argv[1], sys.argv[2]
+t = time.time()
+if stage == "raw":
+    raw.run_raw(raw.RawConfig(f"{work}/landing/bench", "drop-001", f"{work}/raw/drop-001"))
+elif stage == "text":
+    html_to_text.run_html_to_text(html_to_text.HtmlToTextConfig(f"{work}/raw/drop-001", f"{work}/text/drop-001"))
+elif stage == "quality_model":
+    quality.train_quality_model(quality.QualityModelConfig([f"{work}/text/drop-001"], f"{work}/model"))
+elif stage == "quality":
+    quality.run_quality_attributes(quality.QualityAttributesConfig(f"{work}/text/drop-001", f"{work}/model",
+                                                                   f"{work}/quality/drop-001"))
+elif stage == "dedup":
+    dedup.run_dedup(dedup.DedupConfig(f"{work}/text/drop-001", f"{work}/dedup/drop-001", "drop-001"))
+elif stage == "consolidate":
+    consolidate.run_consolidate(consolidate.ConsolidateConfig(f"{work}/text/drop-001", f"{work}/quality/drop-001",
+                                f"{work}/dedup/drop-001", f"{work}/out/drop-001"))
+print(json.dumps({"peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "seconds": time.time() - t}))
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=10_000)
+    args = parser.parse_args()
+    from marin_assets.curation.sample_data import SampleConfig, write_drop
+
+    work = tempfile.mkdtemp(prefix="bench-mem-")
+    write_drop(work, "drop-001", SampleConfig(docs_per_drop=args.docs, files_per_drop=4), "bench")
+    scale = 10_000 / args.docs
+    print(f"{args.docs} pages; peak RSS per stage (child process), scaled to 10k docs where it grows with size")
+    for stage in ("baseline", "raw", "text", "quality_model", "quality", "dedup", "consolidate"):
+        proc = subprocess.run([sys.executable, "-c", CHILD, stage, work], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            print(f"{stage}: failed\n{proc.stderr[-2000:]}")
+            continue
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        if stage == "baseline":
+            base = r["peak_mib"]
+            print(f"{'imports only':14s}: {base:7.1f} MiB")
+            continue
+        print(f"{stage:14s}: {r['peak_mib']:7.1f} MiB peak  (+{r['peak_mib'] - base:6.1f} MiB over imports, "
+              f"~{(r['peak_mib'] - base) * scale:6.1f} MiB per 10k docs)  {r['seconds']:.1f}s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Benchmark: the HTML->text stage vs a plain loop over resiliparse on the same pages.
+
+The stage reads gzipped Dolma shards, extracts, and writes gzipped shards + quarantine; the plain
+loop only calls ``extract_plain_text`` on strings already in memory. Goal: stage >= 0.9x the loop
+(in-process, one core), plus the stage on Ray (all cores) for reference.
+
+Usage: ``.venv/bin/python bench/html_to_text.py [--docs 10000] [--ray]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+from marin_assets.curation.html_to_text import HtmlToTextConfig, extract_text, run_html_to_text
+from marin_assets.curation.io import list_files, read_jsonl_gz
+from marin_assets.curation.raw import RawConfig, run_raw
+from marin_assets.curation.sample_data import SampleConfig, write_drop
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=10_000)
+    parser.add_argument("--ray", action="store_true", help="also time the stage with use_ray=True")
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="bench-html-")
+    write_drop(work, "drop-001", SampleConfig(docs_per_drop=args.docs, files_per_drop=8), "bench")
+    run_raw(RawConfig(f"{work}/landing/bench", "drop-001", f"{work}/raw", docs_per_shard=1000))
+    pages = [r["text"] for f in list_files(f"{work}/raw/docs", ".jsonl.gz") for r in read_jsonl_gz(f)]
+    mb = sum(len(p) for p in pages) / 1e6
+    print(f"{len(pages)} pages, {mb:.1f} MB of HTML")
+
+    t = time.perf_counter()
+    for page in pages:
+        extract_text(page)
+    loop_s = time.perf_counter() - t
+    print(f"plain resiliparse loop : {loop_s:.2f}s  {len(pages) / loop_s:,.0f} pages/s")
+
+    t = time.perf_counter()
+    run_html_to_text(HtmlToTextConfig(f"{work}/raw", f"{work}/text"))
+    stage_s = time.perf_counter() - t
+    print(f"stage (in-process)     : {stage_s:.2f}s  {len(pages) / stage_s:,.0f} pages/s  ratio {loop_s / stage_s:.2f}x")
+
+    if args.ray:
+        import ray
+
+        from marin_resources.ray_cluster import ensure_ray
+
+        ensure_ray()
+        run_html_to_text(HtmlToTextConfig(f"{work}/raw", f"{work}/text-warm", use_ray=True))  # warm workers
+        t = time.perf_counter()
+        run_html_to_text(HtmlToTextConfig(f"{work}/raw", f"{work}/text-ray", use_ray=True))
+        ray_s = time.perf_counter() - t
+        print(f"stage (Ray, {int(ray.cluster_resources().get('CPU', 0))} CPUs): {ray_s:.2f}s  "
+              f"{len(pages) / ray_s:,.0f} pages/s  ratio {loop_s / ray_s:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
