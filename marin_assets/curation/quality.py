@@ -39,7 +39,7 @@ class QualityModelConfig:
         label_field: metadata field holding the label.
         positive_label: the label whose probability becomes the score.
         holdout_fraction: share of labelled documents kept out of training for the accuracy.
-        epoch, lr, word_ngrams, dim, min_count: fastText hyper-parameters.
+        epoch, lr, word_ngrams, dim, min_count, bucket: fastText hyper-parameters.
         threads: fastText threads (>= 16: fewer make fastText 0.9.2 NaN on small data).
     """
 
@@ -53,6 +53,9 @@ class QualityModelConfig:
     word_ngrams: int = 2
     dim: int = 50
     min_count: int = 1
+    # Hash buckets for word n-grams: fastText's default 2M x dim floats is ~400 MB at dim 50;
+    # 200k keeps the model ~40 MB with no accuracy loss on drop-sized data.
+    bucket: int = 200_000
     threads: int = 16
 
 
@@ -102,6 +105,7 @@ def train_quality_model(config: QualityModelConfig) -> dict[str, Any]:
             wordNgrams=config.word_ngrams,
             dim=config.dim,
             minCount=config.min_count,
+            bucket=config.bucket,
             thread=max(16, config.threads),
             seed=0,
             verbose=0,
