@@ -8,16 +8,27 @@ and an asset job ``<experiment>_job``. Resources come from ``marin_resources``: 
 from __future__ import annotations
 
 import dagster as dg
-from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
-from marin_assets.dagster_bridge.assets import Experiment, build_step_assets
-from marin_assets.experiments import hello_world
+from marin_assets.curation.sensor import build_landing_sensor
+from marin_assets.dagster_bridge.assets import Experiment, asset_key_for, build_step_assets, partition_local_steps
+from marin_assets.execution.executor_main import default_prefix
+from marin_assets.execution.versioning import StepGraph
+from marin_assets.experiments import curation, hello_world
+from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
 
 def experiments() -> list[Experiment]:
     """The experiments this code location shows."""
     return [
         Experiment(name="hello_world", steps=hello_world.STEPS, description="Numbers and their statistics"),
+        Experiment(
+            name="curation",
+            steps=list(curation.STEPS.values()),
+            description="Sample HTML drops: raw -> text -> quality -> dedup -> consolidated",
+            partitions=curation.PARTITIONS,
+            checks=curation.build_checks(curation.STEPS),
+            eager_steps=curation.eager_steps(curation.STEPS),
+        ),
     ]
 
 
@@ -26,19 +37,41 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
     partitions_defs: dict[str, dg.PartitionsDefinition] = {}
     assets: list[dg.AssetsDefinition] = []
     jobs = []
-    for experiment in experiment_list if experiment_list is not None else experiments():
-        group_assets = build_step_assets(experiment, partitions_defs)
-        assets.extend(group_assets)
-        jobs.append(
-            dg.define_asset_job(
-                f"{experiment.name}_job",
-                selection=dg.AssetSelection.groups(experiment.name),
-                description=experiment.description,
-            )
+    experiment_list = experiment_list if experiment_list is not None else experiments()
+    for experiment in experiment_list:
+        assets.extend(build_step_assets(experiment, partitions_defs))
+    sensors = []
+    for experiment in experiment_list:
+        partition_sets = {s.partitioned_by for s in StepGraph(experiment.steps, "/").topological() if s.partitioned_by}
+        if len(partition_sets) > 1:
+            raise ValueError(f"experiment {experiment.name} mixes partition sets {sorted(partition_sets)}")
+        partitions_def = partitions_defs[partition_sets.pop()] if partition_sets else None
+        job = dg.define_asset_job(
+            f"{experiment.name}_job",
+            selection=dg.AssetSelection.groups(experiment.name),
+            partitions_def=partitions_def,
+            description=experiment.description,
         )
+        jobs.append(job)
+        if experiment.name == "curation" and isinstance(partitions_def, dg.DynamicPartitionsDefinition):
+            # A new drop: the sensor adds the partition and runs the drop-local assets (raw ->
+            # text -> dedup of that drop). Assets that need every drop (the classifier) and those
+            # downstream of it react by declarative automation (eager) once all inputs exist.
+            graph = StepGraph(experiment.steps, "/")
+            local_keys = [asset_key_for(n.name) for n in partition_local_steps(graph, partitions_def.name)]
+            drop_job = dg.define_asset_job(
+                f"{experiment.name}_drop_job",
+                selection=dg.AssetSelection.assets(*local_keys),
+                partitions_def=partitions_def,
+                description="The drop-local curation assets of one new drop (started by the landing sensor)",
+                tags={"marin/curation": curation.SOURCE},
+            )
+            jobs.append(drop_job)
+            sensors.append(build_landing_sensor(drop_job, partitions_def, default_prefix, source=curation.SOURCE))
     return dg.Definitions(
         assets=assets,
         jobs=jobs,
+        sensors=sensors,
         resources={
             "marin_storage": MarinStorageResource(prefix=dg.EnvVar("MARIN_PREFIX").get_value() or None),
             "ray": RayResource(),

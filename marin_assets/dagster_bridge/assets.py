@@ -35,6 +35,21 @@ def asset_key_for(step_name: str) -> dg.AssetKey:
 
 
 @dataclass(frozen=True)
+class StepCheck:
+    """A data-quality check on a step's output, shown as a Dagster asset check.
+
+    ``fn(output_path, partition, prefix) -> (passed, metadata)`` is plain Python (stage packages
+    own the logic); it runs right after every materialization, cached ones included.
+    """
+
+    step: ExecutorStep
+    name: str
+    fn: Callable[[str, str | None, str], tuple[bool, dict[str, Any]]]
+    description: str | None = None
+    blocking: bool = False
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A named list of steps shown as one asset group.
 
@@ -44,6 +59,9 @@ class Experiment:
         description: shown on the job.
         partitions: partition-set name -> keys, or a callable ``prefix -> keys`` (e.g. drops
             discovered in the landing zone) used for versions of steps that read all partitions.
+        checks: asset checks on some of the steps.
+        eager_steps: steps whose assets materialize by declarative automation
+            (``AutomationCondition.eager()``) as soon as their upstream assets are updated.
         heartbeat_s / stale_s: lease settings for materializations.
     """
 
@@ -51,6 +69,8 @@ class Experiment:
     steps: Sequence[ExecutorStep]
     description: str | None = None
     partitions: Mapping[str, PartitionSource] = field(default_factory=dict)
+    checks: Sequence[StepCheck] = ()
+    eager_steps: Sequence[ExecutorStep] = ()
     heartbeat_s: float = 30.0
     stale_s: float = 90.0
 
@@ -113,6 +133,7 @@ def _make_compute(
     step: ExecutorStep,
     cache: GraphCache,
     partitions_defs: Mapping[str, dg.PartitionsDefinition],
+    checks: Sequence[StepCheck] = (),
 ) -> Callable[..., dg.MaterializeResult]:
     def compute(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         prefix = _resource_prefix(context.resources.marin_storage)
@@ -148,7 +169,23 @@ def _make_compute(
             context.log.info(f"{node.name}: computed {outcome.output_path}")
         else:
             context.log.info(f"{node.name}: already SUCCESS at {outcome.output_path}; recorded as cached")
-        return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(node.hash))
+        check_results = []
+        for check in checks:
+            try:
+                passed, check_meta = check.fn(outcome.output_path, partition, prefix)
+            except Exception as exc:  # noqa: BLE001 - a broken check is a failed check, not a failed asset
+                passed, check_meta = False, {"error": f"{type(exc).__name__}: {exc}"}
+            check_results.append(
+                dg.AssetCheckResult(
+                    check_name=check.name,
+                    passed=bool(passed),
+                    metadata=to_dagster_metadata(check_meta),
+                    severity=dg.AssetCheckSeverity.ERROR,
+                )
+            )
+        return dg.MaterializeResult(
+            metadata=metadata, data_version=dg.DataVersion(node.hash), check_results=check_results
+        )
 
     return compute
 
@@ -178,13 +215,34 @@ def _static_metadata(node: ResolvedStep) -> dict[str, Any]:
     return meta
 
 
+def partition_local_steps(graph: StepGraph, partition_set: str) -> list[ResolvedStep]:
+    """Partitioned steps that need nothing outside their own partition (transitively).
+
+    These can run for a new partition on their own -- e.g. raw -> text -> dedup of a new drop --
+    while steps that read every partition (a classifier) or depend on one wait for all drops.
+    """
+    local: dict[int, bool] = {}
+
+    def is_local(node: ResolvedStep) -> bool:
+        if id(node) not in local:
+            local[id(node)] = (
+                node.partitioned_by == partition_set
+                and not node.all_partition_inputs
+                and all(is_local(d) for d in (*node.dependencies, *node.pseudo_dependencies))
+            )
+        return local[id(node)]
+
+    return [n for n in graph.topological() if is_local(n)]
+
+
 def build_step_assets(
     experiment: Experiment,
-    partitions_defs: Mapping[str, dg.PartitionsDefinition] | None = None,
+    partitions_defs: dict[str, dg.PartitionsDefinition] | None = None,
     prefix: str | None = None,
 ) -> list[dg.AssetsDefinition]:
     """One asset per distinct step of ``experiment`` (merged duplicates become one asset)."""
-    partitions_defs = dict(partitions_defs or {})
+    # Shared across experiments (mutated): one DynamicPartitionsDefinition per partition set.
+    partitions_defs = partitions_defs if partitions_defs is not None else {}
     prefix = prefix or default_prefix()
     partitions = resolve_partitions(experiment.partitions, prefix)
     graph = StepGraph(experiment.steps, prefix, partitions)
@@ -202,6 +260,8 @@ def build_step_assets(
         for dep in (*node.dependencies, *node.pseudo_dependencies):
             mapping = dg.AllPartitionMapping() if dep in node.all_partition_inputs else None
             deps.append(dg.AssetDep(asset_key_for(dep.name), partition_mapping=mapping))
+        node_checks = [c for c in experiment.checks if graph.resolved(c.step) is node]
+        eager = any(graph.resolved(s) is node for s in experiment.eager_steps)
         partitions_def = None
         if node.partitioned_by is not None:
             partitions_def = partitions_defs.setdefault(
@@ -220,6 +280,11 @@ def build_step_assets(
                 # Every step gets the (lazy) "ray" resource: stage functions that shard work on
                 # Ray call ensure_ray() themselves, and the resource's settings must reach it.
                 required_resource_keys={"marin_storage", "ray"},
-            )(_make_compute(experiment, node.step, cache, partitions_defs))
+                automation_condition=dg.AutomationCondition.eager() if eager else None,
+                check_specs=[
+                    dg.AssetCheckSpec(c.name, asset=key, description=c.description, blocking=c.blocking)
+                    for c in node_checks
+                ],
+            )(_make_compute(experiment, node.step, cache, partitions_defs, node_checks))
         )
     return assets
