@@ -40,7 +40,8 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
     experiment_list = experiment_list if experiment_list is not None else experiments()
     for experiment in experiment_list:
         assets.extend(build_step_assets(experiment, partitions_defs))
-    sensors = []
+    sensors: list[dg.SensorDefinition] = []
+    schedules: list[dg.ScheduleDefinition] = []
     for experiment in experiment_list:
         partition_sets = {s.partitioned_by for s in StepGraph(experiment.steps, "/").topological() if s.partitioned_by}
         if len(partition_sets) > 1:
@@ -53,6 +54,20 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
             description=experiment.description,
         )
         jobs.append(job)
+        for step_schedule in experiment.schedules:
+            # Only the listed steps (their upstream assets are inputs, already materialized).
+            keys = [asset_key_for(s.name) for s in step_schedule.steps if s.partitioned_by is None]
+            scheduled_job = dg.define_asset_job(f"{step_schedule.name}_job", selection=dg.AssetSelection.assets(*keys), description=step_schedule.description)
+            jobs.append(scheduled_job)
+            schedules.append(
+                dg.ScheduleDefinition(
+                    name=step_schedule.name,
+                    job=scheduled_job,
+                    cron_schedule=step_schedule.cron,
+                    description=step_schedule.description,
+                    default_status=dg.DefaultScheduleStatus.STOPPED,
+                )
+            )
         if experiment.name == "curation" and isinstance(partitions_def, dg.DynamicPartitionsDefinition):
             # A new drop: the sensor adds the partition and runs the drop-local assets (raw ->
             # text -> dedup of that drop). Assets that need every drop (the classifier) and those
@@ -72,6 +87,7 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
         assets=assets,
         jobs=jobs,
         sensors=sensors,
+        schedules=schedules,
         resources={
             "marin_storage": MarinStorageResource(prefix=dg.EnvVar("MARIN_PREFIX").get_value() or None),
             "ray": RayResource(),

@@ -50,6 +50,20 @@ class StepCheck:
 
 
 @dataclass(frozen=True)
+class StepSchedule:
+    """Re-materialize some steps on a cron schedule (e.g. re-train and re-evaluate nightly).
+
+    Unchanged steps are recorded as cached, so a tick without new data costs seconds; a step whose
+    version changed (a new drop reached the training mixture) is recomputed into its new path.
+    """
+
+    name: str
+    cron: str
+    steps: Sequence[ExecutorStep]
+    description: str | None = None
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A named list of steps shown as one asset group.
 
@@ -60,6 +74,7 @@ class Experiment:
         partitions: partition-set name -> keys, or a callable ``prefix -> keys`` (e.g. drops
             discovered in the landing zone) used for versions of steps that read all partitions.
         checks: asset checks on some of the steps.
+        schedules: cron schedules over some of the steps.
         eager_steps: steps whose assets materialize by declarative automation
             (``AutomationCondition.eager()``) as soon as their upstream assets are updated.
         heartbeat_s / stale_s: lease settings for materializations.
@@ -71,6 +86,7 @@ class Experiment:
     partitions: Mapping[str, PartitionSource] = field(default_factory=dict)
     checks: Sequence[StepCheck] = ()
     eager_steps: Sequence[ExecutorStep] = ()
+    schedules: Sequence[StepSchedule] = ()
     heartbeat_s: float = 30.0
     stale_s: float = 90.0
 
