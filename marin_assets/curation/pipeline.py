@@ -152,6 +152,9 @@ def curation_steps(
         ),
         description="Exact paragraph + MinHash-LSH document dedup against this and all earlier drops.",
         partitioned_by=PARTITION_SET,
+        # Drop N reads the indices of every earlier drop: the engine runs drops in key order and
+        # a Dagster run for drop N waits while another run is still computing drop N-1.
+        sequential_partitions=True,
     )
     consolidated = ExecutorStep(
         name=f"{name_prefix}/consolidated",

@@ -181,10 +181,10 @@ def _make_compute(
                 "marin/seconds": dg.MetadataValue.float(round(outcome.seconds, 3)),
             }
         )
-        if computed_here:
-            context.log.info(f"{node.name}: computed {outcome.output_path}")
-        else:
-            context.log.info(f"{node.name}: already SUCCESS at {outcome.output_path}; recorded as cached")
+        if outcome.action == "ran":
+            # Only real work is logged: on a cached re-run each log line is an event-log write,
+            # and the metadata already says "cached".
+            context.log.info(f"{node.name}: computed {outcome.output_path} in {outcome.seconds:.1f}s")
         check_results = []
         for check in checks:
             try:
