@@ -5,8 +5,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh
 export MARIN_PREFIX="${MARIN_PREFIX:-$PWD/data}"
 export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"
-mkdir -p "$DAGSTER_HOME"
-[ -f "$DAGSTER_HOME/dagster.yaml" ] || printf 'telemetry:\n  enabled: false\n' > "$DAGSTER_HOME/dagster.yaml"
+bash scripts/dagster_home.sh "$DAGSTER_HOME"
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE="${WANDB_MODE:-disabled}" JAX_PLATFORMS="${JAX_PLATFORMS:-cpu}"
 .venv/bin/python -m marin_assets.experiments.quickstart "$@"
 echo
