@@ -231,6 +231,19 @@ def _static_metadata(node: ResolvedStep) -> dict[str, Any]:
     return meta
 
 
+def _partition_mapping(node: ResolvedStep, dep: ResolvedStep) -> dg.PartitionMapping | None:
+    """How a step's partitions map onto a partitioned dependency's (None: Dagster's default)."""
+    if dep.partitioned_by is None:
+        return None
+    specific = sorted({k for d, k in node.specific_partition_inputs if d is dep})
+    same = any(d is dep for d in node.same_partition_inputs) and node.partitioned_by == dep.partitioned_by
+    if any(d is dep for d in node.all_partition_inputs) or (specific and same):
+        return dg.AllPartitionMapping()
+    if specific:
+        return dg.SpecificPartitionsPartitionMapping(specific)
+    return None
+
+
 def partition_local_steps(graph: StepGraph, partition_set: str) -> list[ResolvedStep]:
     """Partitioned steps that need nothing outside their own partition (transitively).
 
@@ -244,6 +257,7 @@ def partition_local_steps(graph: StepGraph, partition_set: str) -> list[Resolved
             local[id(node)] = (
                 node.partitioned_by == partition_set
                 and not node.all_partition_inputs
+                and not node.specific_partition_inputs
                 and all(is_local(d) for d in (*node.dependencies, *node.pseudo_dependencies))
             )
         return local[id(node)]
@@ -274,8 +288,7 @@ def build_step_assets(
         seen_keys[key] = node.name
         deps = []
         for dep in (*node.dependencies, *node.pseudo_dependencies):
-            mapping = dg.AllPartitionMapping() if dep in node.all_partition_inputs else None
-            deps.append(dg.AssetDep(asset_key_for(dep.name), partition_mapping=mapping))
+            deps.append(dg.AssetDep(asset_key_for(dep.name), partition_mapping=_partition_mapping(node, dep)))
         node_checks = [c for c in experiment.checks if graph.resolved(c.step) is node]
         eager = any(graph.resolved(s) is node for s in experiment.eager_steps)
         partitions_def = None

@@ -198,12 +198,7 @@ class Executor:
         node, partition = unit
         deps: list[Unit] = []
         for dep in node.dependencies:
-            if dep.partitioned_by is None:
-                deps.append((dep, None))
-            elif dep in node.all_partition_inputs:
-                deps.extend((dep, key) for key in graph.partition_keys(dep.partitioned_by))
-            else:
-                deps.append((dep, partition))
+            deps.extend((dep, key) for key in node.partitions_needed(dep, partition, graph))
         if node.step.sequential_partitions and partition is not None and node.partitioned_by is not None:
             keys = graph.partition_keys(node.partitioned_by)
             if partition in keys and keys.index(partition) > 0:

@@ -76,12 +76,14 @@ class InputName:
     does not wait for the step to finish -- e.g. reading a checkpoint of a running training job.
     ``all_partitions=True`` (see :meth:`partitions`) lets an unpartitioned consumer read every
     partition of a partitioned step; it resolves to a list of paths, one per partition.
+    ``partition`` (see :meth:`at_partition`) reads one fixed partition; the key enters the version.
     """
 
     step: ExecutorStep | None
     name: str | None = None
     block_on_step: bool = True
     all_partitions: bool = False
+    partition: str | None = None
 
     def cd(self, name: str) -> InputName:
         """Return the path ``name`` below this one."""
@@ -98,6 +100,10 @@ class InputName:
     def partitions(self) -> InputName:
         """Consume every partition of a partitioned step (resolves to a sorted list of paths)."""
         return replace(self, all_partitions=True)
+
+    def at_partition(self, key: str) -> InputName:
+        """Consume one fixed partition of a partitioned step (e.g. a reference drop)."""
+        return replace(self, partition=validate_partition_key(key))
 
     @staticmethod
     def hardcoded(path: str) -> InputName:
@@ -189,3 +195,7 @@ class ExecutorStep(Generic[T]):
     def partitions(self) -> InputName:
         """All partitions of this (partitioned) step's output."""
         return output_path_of(self).partitions()
+
+    def at_partition(self, key: str) -> InputName:
+        """One fixed partition of this (partitioned) step's output."""
+        return output_path_of(self).at_partition(key)

@@ -77,6 +77,8 @@ class _Collected:
     dependencies: list[ResolvedStep] = field(default_factory=list)
     pseudo_dependencies: list[ResolvedStep] = field(default_factory=list)
     all_partition_inputs: list[ResolvedStep] = field(default_factory=list)
+    specific_partition_inputs: list[tuple[ResolvedStep, str]] = field(default_factory=list)
+    same_partition_inputs: list[ResolvedStep] = field(default_factory=list)
 
 
 def _walk_config(
@@ -102,10 +104,17 @@ def _walk_config(
         dep = resolve(obj.step)
         if not any(d is dep for d in deps):
             deps.append(dep)
-        if obj.all_partitions and not any(d is dep for d in collected.all_partition_inputs):
-            collected.all_partition_inputs.append(dep)
+        if obj.all_partitions:
+            if not any(d is dep for d in collected.all_partition_inputs):
+                collected.all_partition_inputs.append(dep)
+        elif obj.partition is not None:
+            if (dep, obj.partition) not in collected.specific_partition_inputs:
+                collected.specific_partition_inputs.append((dep, obj.partition))
+        elif not any(d is dep for d in collected.same_partition_inputs):
+            collected.same_partition_inputs.append(dep)
         index = next(i for i, d in enumerate(deps) if d is dep)
-        value = f"{tag}[{index}]" + (f"/{obj.name}" if obj.name else "")
+        value = f"{tag}[{index}]" + (f"@{obj.partition}" if obj.partition is not None else "")
+        value += f"/{obj.name}" if obj.name else ""
         if obj.all_partitions:
             value += "/*"
         collected.config_version[prefix] = value
@@ -138,6 +147,20 @@ class ResolvedStep:
     dependencies: list[ResolvedStep]
     pseudo_dependencies: list[ResolvedStep]
     all_partition_inputs: list[ResolvedStep]
+    specific_partition_inputs: list[tuple[ResolvedStep, str]] = field(default_factory=list)
+    same_partition_inputs: list[ResolvedStep] = field(default_factory=list)
+
+    def partitions_needed(self, dep: ResolvedStep, partition: str | None, graph: StepGraph) -> list[str | None]:
+        """Which partitions of ``dep`` this step needs when it runs for ``partition``."""
+        if dep.partitioned_by is None:
+            return [None]
+        keys: list[str | None] = []
+        if any(d is dep for d in self.all_partition_inputs):
+            keys.extend(graph.partition_keys(dep.partitioned_by))
+        keys.extend(k for d, k in self.specific_partition_inputs if d is dep and k not in keys)
+        if any(d is dep for d in self.same_partition_inputs) and partition not in keys:
+            keys.append(partition)
+        return keys
 
     @property
     def name(self) -> str:
@@ -222,7 +245,17 @@ class StepGraph:
             )
         else:
             output_path = join_path(self.prefix, f"{step.name}-{digest}")
-        resolved = ResolvedStep(step, version, digest, output_path, deps, pseudo, all_parts)
+        resolved = ResolvedStep(
+            step,
+            version,
+            digest,
+            output_path,
+            deps,
+            pseudo,
+            all_parts,
+            collected.specific_partition_inputs,
+            collected.same_partition_inputs,
+        )
         self._by_step[step] = resolved
         self._by_version[key] = resolved
         return resolved
@@ -267,6 +300,8 @@ def instantiate_config(config: Any, node: ResolvedStep, partition: str | None, g
             ]
         if dep.partitioned_by is None:
             return join_path(dep.output_path, inp.name)
+        if inp.partition is not None:
+            return join_path(dep.partition_output_path(inp.partition), inp.name)
         if dep.partitioned_by != node.partitioned_by:
             raise ValueError(
                 f"step {node.name} reads partitioned step {dep.name} (partitioned by "

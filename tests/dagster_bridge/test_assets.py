@@ -12,7 +12,7 @@ import dagster as dg
 import pytest
 
 from marin_assets.dagster_bridge import Experiment, asset_key_for, build_step_assets
-from marin_assets.execution import StepGraph
+from marin_assets.execution import ExecutorStep, StepGraph
 from marin_assets.execution.status import read_status
 from marin_assets.experiments import hello_world
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
@@ -156,3 +156,32 @@ def test_marin_resources_never_imports_marin_assets():
         )
     ]
     assert offenders == []
+
+
+def test_partition_mappings_follow_how_a_step_reads_partitions(prefix):
+    from marin_assets.dagster_bridge.assets import partition_local_steps
+    from marin_assets.execution import this_output_path, versioned
+    from tests.execution.sample_steps import WriteConfig, write_value
+
+    docs = ExecutorStep("p/docs", write_value, WriteConfig(this_output_path(), versioned(1)), partitioned_by="drops")
+    clean = ExecutorStep("p/clean", write_value, WriteConfig(this_output_path(), inputs=[docs]), partitioned_by="drops")
+    model = ExecutorStep("p/model", write_value, WriteConfig(this_output_path(), inputs=[clean.partitions()]))
+    tokenizer = ExecutorStep(
+        "p/tokenizer", write_value, WriteConfig(this_output_path(), inputs=[clean.at_partition("d1")])
+    )
+    scored = ExecutorStep(
+        "p/scored", write_value, WriteConfig(this_output_path(), inputs=[clean, model]), partitioned_by="drops"
+    )
+    experiment = Experiment("p", [scored, tokenizer])
+    assets = {a.key.to_user_string(): a for a in build_step_assets(experiment, prefix=prefix)}
+
+    def mapping(asset: str, dep: str):
+        a = assets[asset]
+        return a.get_partition_mapping(asset_key_for(dep)) if asset_key_for(dep) in a.asset_deps[a.key] else "no dep"
+
+    assert isinstance(mapping("p/model", "p/clean"), dg.AllPartitionMapping)
+    specific = mapping("p/tokenizer", "p/clean")
+    assert isinstance(specific, dg.SpecificPartitionsPartitionMapping) and list(specific.partition_keys) == ["d1"]
+    assert isinstance(mapping("p/scored", "p/clean"), (dg.IdentityPartitionMapping, type(None)))
+    graph = StepGraph([scored, tokenizer], prefix, {"drops": ["d1"]})
+    assert [n.name for n in partition_local_steps(graph, "drops")] == ["p/docs", "p/clean"]

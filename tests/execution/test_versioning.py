@@ -202,3 +202,24 @@ def test_dependency_cycle_is_reported():
     holder.append(output_path_of(b))
     with pytest.raises(ValueError, match="cycle"):
         StepGraph([b], "/p")
+
+
+def test_one_fixed_partition_enters_the_version_and_resolves_to_its_folder():
+    drops = ExecutorStep(
+        "docs", noop, Config(output_path=this_output_path(), seed=versioned(1)), partitioned_by="drops"
+    )
+    tok1 = ExecutorStep(
+        "tok", noop, Config(output_path=this_output_path(), input_path=(drops / "docs").at_partition("d1"))
+    )
+    tok2 = ExecutorStep("tok", noop, Config(output_path=this_output_path(), input_path=drops.at_partition("d2")))
+    g_small = StepGraph([tok1, tok2], "/p", {"drops": ["d1", "d2"]})
+    g_big = StepGraph([tok1], "/p", {"drops": ["d1", "d2", "d3"]})
+    node = g_small.resolved(tok1)
+    assert node.version["config"] == {"input_path": "DEP[0]@d1/docs"}
+    assert node.hash == g_big.resolved(tok1).hash  # new drops do not change a fixed-partition consumer
+    assert node.hash != g_small.resolved(tok2).hash
+    config = instantiate_config(tok1.config, node, None, g_small)
+    assert config.input_path == f"{g_small.resolved(drops).output_path}/d1/docs"
+    assert node.partitions_needed(g_small.resolved(drops), None, g_small) == ["d1"]
+    with pytest.raises(ValueError, match="unsafe partition key"):
+        drops.at_partition("../d1")
