@@ -142,16 +142,22 @@ def metadata_value(page_text: str, label: str) -> str:
 
 
 def click_button(driver, label: str) -> None:
+    """Click the first enabled button labelled ``label``, retrying while React re-renders it."""
+    from selenium.common.exceptions import ElementClickInterceptedException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
     deadline = time.monotonic() + PAGE_TIMEOUT_S
+    last_error: Exception | None = None
     while time.monotonic() < deadline:
-        buttons = [b for b in driver.find_elements(By.TAG_NAME, "button") if b.text.strip() == label]
-        if buttons and buttons[0].is_enabled():
-            buttons[0].click()
-            return
+        try:
+            buttons = [b for b in driver.find_elements(By.TAG_NAME, "button") if b.text.strip() == label]
+            if buttons and buttons[0].is_enabled():
+                buttons[0].click()
+                return
+        except (StaleElementReferenceException, ElementClickInterceptedException) as exc:
+            last_error = exc
         time.sleep(0.3)
-    pytest.fail(f"no enabled button {label!r} on {driver.current_url}")
+    pytest.fail(f"no clickable button {label!r} on {driver.current_url}: {last_error!r}")
 
 
 def test_catalog_lists_hello_world_group(ui, dagster_dev: DagsterDev, first_run, tmp_path):
@@ -181,7 +187,8 @@ def test_asset_page_shows_step_metadata_and_code_version(ui, dagster_dev: Dagste
     # The code version sits in the collapsed "Compute details" section of the definition.
     from selenium.webdriver.common.by import By
 
-    ui.find_element(By.XPATH, "//*[normalize-space(text())='Compute details']").click()
+    if "Code version" not in body_text(ui):
+        ui.find_element(By.XPATH, "//*[normalize-space(text())='Compute details']").click()
     text = wait_for_text(ui, "Code version")
     match = re.search(r"^Code version\n([^\n]+)$", text, flags=re.MULTILINE)
     assert match and match.group(1).strip() == hashes["hello_world/stats"], text[-2000:]
