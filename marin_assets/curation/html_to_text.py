@@ -12,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from resiliparse.extract.html2text import extract_plain_text
+
 from marin_assets.curation.io import list_files, map_tasks, read_jsonl_gz, write_jsonl, write_jsonl_gz
 from marin_assets.execution.metadata import table_markdown
 from marin_assets.execution.storage import filesystem, join_path
@@ -38,8 +40,6 @@ class HtmlToTextConfig:
 
 def extract_text(html: str, main_content: bool = True) -> str:
     """Main-content plain text of ``html`` with blank lines between blocks."""
-    from resiliparse.extract.html2text import extract_plain_text
-
     text = extract_plain_text(
         html,
         preserve_formatting=True,
