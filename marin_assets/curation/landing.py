@@ -47,6 +47,17 @@ class DropStatus:
         files = self.manifest.get("files", []) if self.manifest else []
         return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
 
+    @property
+    def manifest_fingerprint(self) -> str:
+        """A short hash of the whole manifest (changes whenever the manifest is rewritten differently)."""
+        return manifest_fingerprint(self.manifest)
+
+
+def manifest_fingerprint(manifest: dict[str, Any] | None) -> str:
+    """A short hash of a parsed manifest (any field: files, created_at, ...)."""
+    text = json.dumps(manifest or {}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
 
 def landing_root(prefix: str) -> str:
     """``<prefix>/landing``."""

@@ -8,7 +8,13 @@ The only Dagster import of the curation package. Each tick:
    ``run_key = "<source>:<drop>:<manifest fingerprint>"`` -- Dagster drops a second request with
    the same key, and the cursor remembers the drop, so a drop seen twice starts one run;
 3. logs the reason of every rejected drop once (again only if the reason changes); incomplete
-   drops (no manifest yet) are left alone and picked up when complete.
+   drops (no manifest yet) are left alone and picked up when complete. A drop rejected by its
+   checksums is remembered with the fingerprint of the manifest that was verified and is not
+   hashed again until its manifest changes (rewrite ``manifest.json`` to have it re-verified).
+
+Cursor (JSON): ``{"seen": {drop: files fingerprint}, "rejected": {drop: reason},
+"checksum_rejected": {drop: {"manifest": manifest fingerprint, "reason": reason}}}``; cursors
+written before ``checksum_rejected`` existed load fine.
 
 Run requests come in drop-id order. Dedup of drop N needs the indices of drops < N, so limit
 concurrent curation runs (e.g. a run-queue tag concurrency limit of 1 on ``marin/curation``) or
@@ -31,6 +37,7 @@ from marin_assets.curation.landing import (
     STATUS_REJECTED,
     STATUS_VALID,
     drop_sort_key,
+    manifest_fingerprint,
     scan_landing_zone,
     validate_drop,
 )
@@ -46,7 +53,16 @@ def _load_cursor(raw: str | None) -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict):
         data = {}
-    return {"seen": dict(data.get("seen", {})), "rejected": dict(data.get("rejected", {}))}
+    def mapping(key: str) -> dict[str, Any]:
+        value = data.get(key)
+        return dict(value) if isinstance(value, dict) else {}
+
+    checksum_rejected = {
+        drop: entry
+        for drop, entry in mapping("checksum_rejected").items()
+        if isinstance(entry, dict) and isinstance(entry.get("manifest"), str) and isinstance(entry.get("reason"), str)
+    }
+    return {"seen": mapping("seen"), "rejected": mapping("rejected"), "checksum_rejected": checksum_rejected}
 
 
 def evaluate_landing(
@@ -64,6 +80,10 @@ def evaluate_landing(
     new: list[tuple[str, str, bool]] = []
     rejected_msgs: list[str] = []
     drops = scan_landing_zone(prefix, source, verify_checksums=False)
+    checksum_rejected = state["checksum_rejected"]
+    present = {drop.drop_id or drop.path for drop in drops}
+    for key in [k for k in checksum_rejected if k not in present]:
+        del checksum_rejected[key]  # the drop folder is gone: forget it (keeps the cursor small)
     for drop in sorted(drops, key=lambda d: drop_sort_key(d.drop_id)):
         key = drop.drop_id or drop.path
         if drop.status == STATUS_INCOMPLETE:
@@ -72,7 +92,17 @@ def evaluate_landing(
         status, reason = drop.status, drop.reason
         if status == STATUS_VALID and key not in state["seen"]:
             # Checksums only once per drop: hashing every drop on every tick would not scale.
-            status, reason, _ = validate_drop(drop.path, drop.drop_id, verify_checksums=True)
+            # A drop they rejected is not hashed again until its manifest changes.
+            cached = checksum_rejected.get(key)
+            if cached is not None and cached["manifest"] == drop.manifest_fingerprint:
+                status, reason = STATUS_REJECTED, cached["reason"]
+            else:
+                status, reason, verified = validate_drop(drop.path, drop.drop_id, verify_checksums=True)
+                if status == STATUS_REJECTED:
+                    # Keyed by the manifest actually verified (it may have changed since the scan).
+                    checksum_rejected[key] = {"manifest": manifest_fingerprint(verified), "reason": reason}
+                else:
+                    checksum_rejected.pop(key, None)
         if status == STATUS_REJECTED:
             if state["rejected"].get(key) != reason:
                 msg = f"rejected drop {key!r} of source {source!r}: {reason}"

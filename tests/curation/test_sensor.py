@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -149,3 +150,63 @@ def test_missing_landing_zone_and_bad_cursor(zone, instance):
 def test_sensor_loads_in_definitions(zone):
     defs = dg.Definitions(assets=[curated], sensors=[_sensor(zone)])
     assert defs.get_sensor_def("landing_sensor_sample_html")
+
+
+def test_checksum_rejection_cached_until_manifest_changes(zone):
+    _drop(zone, "drop-001")
+    drop_dir = os.path.join(zone, "landing", SOURCE, "drop-001")
+    manifest_path = os.path.join(drop_dir, "manifest.json")
+    with open(manifest_path) as handle:
+        manifest = json.load(handle)
+    manifest["files"][0]["sha256"] = "0" * 64
+    with open(manifest_path, "w") as handle:
+        json.dump(manifest, handle)
+    log = _Log()
+    new, cursor, messages = evaluate_landing(zone, SOURCE, None, lambda key: False, log)
+    assert not new and len(messages) == 1
+    state = json.loads(cursor)
+    first_reason = state["rejected"]["drop-001"]
+    assert "sha256" in first_reason
+    assert state["checksum_rejected"]["drop-001"]["reason"] == first_reason
+
+    # Change the data behind the unchanged manifest (same size, different bytes): were the drop
+    # hashed again, the reason (which quotes the actual sha256) would change.
+    data_path = os.path.join(drop_dir, manifest["files"][0]["path"])
+    with open(data_path, "rb") as handle:
+        data = handle.read()
+    with open(data_path, "wb") as handle:
+        handle.write(data[:-1] + bytes([data[-1] ^ 0xFF]))
+    new, cursor2, messages = evaluate_landing(zone, SOURCE, cursor, lambda key: False, (log := _Log()))
+    assert not new and not messages and not log.warnings
+    assert json.loads(cursor2) == state  # not re-verified: same reason, same cache entry
+
+    # A rewritten manifest is verified again (and the new reason, from the new bytes, logged once).
+    manifest["created_at"] = "2030-01-01T00:00:00Z"
+    with open(manifest_path, "w") as handle:
+        json.dump(manifest, handle)
+    new, cursor3, messages = evaluate_landing(zone, SOURCE, cursor2, lambda key: False, (log := _Log()))
+    third = json.loads(cursor3)
+    assert not new and len(messages) == 1 and third["rejected"]["drop-001"] != first_reason
+    assert third["checksum_rejected"]["drop-001"]["manifest"] != state["checksum_rejected"]["drop-001"]["manifest"]
+
+    # Fixing the manifest's checksum makes the drop valid: picked up, cache entry dropped.
+    with open(data_path, "rb") as handle:
+        manifest["files"][0]["sha256"] = hashlib.sha256(handle.read()).hexdigest()
+    with open(manifest_path, "w") as handle:
+        json.dump(manifest, handle)
+    new, cursor4, _ = evaluate_landing(zone, SOURCE, cursor3, lambda key: False, _Log())
+    assert [key for key, _, _ in new] == ["drop-001"]
+    fourth = json.loads(cursor4)
+    assert "drop-001" not in fourth["checksum_rejected"] and "drop-001" not in fourth["rejected"]
+    assert "drop-001" in fourth["seen"]
+
+
+def test_cursor_without_checksum_cache_still_loads(zone):
+    _drop(zone, "drop-001")
+    old_cursor = json.dumps({"seen": {}, "rejected": {"gone": "old reason"}})
+    new, cursor, _ = evaluate_landing(zone, SOURCE, old_cursor, lambda key: False, _Log())
+    assert [key for key, _, _ in new] == ["drop-001"]
+    assert json.loads(cursor)["checksum_rejected"] == {}
+    broken = json.dumps({"seen": [], "rejected": None, "checksum_rejected": {"x": "not an object"}})
+    new, cursor, _ = evaluate_landing(zone, SOURCE, broken, lambda key: False, _Log())
+    assert [key for key, _, _ in new] == ["drop-001"]
