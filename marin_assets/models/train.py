@@ -142,6 +142,8 @@ class TrainConfig:
         eval_harness_tasks: lm-eval tasks recorded for the eval step (evaluation runs there).
         use_default_validation: evaluate on the validation splits of the caches during training.
         in_process: run ``train_lm.main`` in this process instead of a subprocess.
+        accelerator: ``"cpu"`` pins JAX to CPU; ``"gpu"``/``"tpu"`` let JAX pick the device and
+            make Levanter require one (set by ``default_train`` from ``resources``).
         timeout_s: kill the subprocess after this long.
         env: extra environment variables for the training process.
     """
@@ -157,6 +159,7 @@ class TrainConfig:
     eval_harness_tasks: tuple[str, ...] = ()
     use_default_validation: bool = True
     in_process: bool = False
+    accelerator: str = "cpu"
     timeout_s: float = 6 * 3600.0
     env: Mapping[str, str] = field(default_factory=dict)
 
@@ -323,7 +326,7 @@ def build_levanter_config(config: TrainConfig):
             keep=[dict(every=train.steps_per_checkpoint)],
         ),
         ray=RayConfig(auto_start_cluster=False),
-        require_accelerator=False,
+        require_accelerator=config.accelerator != "cpu",
     )
     return TrainLmConfig(
         data=data,
@@ -439,15 +442,17 @@ def _loss_curve_png(steps: Mapping[int, Mapping[str, Any]]) -> bytes | None:
     return buf.getvalue()
 
 
-def training_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def training_env(extra: Mapping[str, str] | None = None, accelerator: str = "cpu") -> dict[str, str]:
     """Environment for the training subprocess: offline HF, no W&B unless a key is set."""
     env = dict(os.environ)
     env.update({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
     if not _use_wandb():
         env["WANDB_MODE"] = "disabled"
     # Only the CPU path pins JAX to CPU; on GPU/TPU workers JAX picks the accelerator.
-    if not any(k in env for k in ("CUDA_VISIBLE_DEVICES", "TPU_NAME")) and "JAX_PLATFORMS" not in env:
+    if accelerator == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
+    elif env.get("JAX_PLATFORMS") == "cpu":
+        env.pop("JAX_PLATFORMS")
     env.pop("RAY_ADDRESS", None)  # Levanter must not attach to the engine's Ray (auto_start is off)
     env.update(extra or {})
     return env
@@ -470,7 +475,7 @@ def launch_training(config: TrainConfig, yaml_path: str, log_path: str) -> subpr
         [sys.executable, "-m", "levanter.main.train_lm", "--config_path", yaml_path],
         stdout=log,
         stderr=subprocess.STDOUT,
-        env=training_env(config.env),
+        env=training_env(config.env, config.accelerator),
         start_new_session=True,
     )
     log.close()
@@ -568,6 +573,18 @@ def summarize_training(config: TrainConfig, log_text: str, wall_s: float, resume
 # The step
 # ----------------------------------------------------------------------------------------------
 
+
+def accelerator_kind(resources: Any) -> str:
+    """``"cpu"``, ``"gpu"`` or ``"tpu"`` for an accelerator config of ``marin_resources.accelerators``."""
+    if resources is None:
+        return "cpu"
+    kind = type(resources).__name__.lower()
+    for name in ("gpu", "tpu"):
+        if kind.startswith(name):
+            return name
+    return "cpu"
+
+
 TokenizedLike = ExecutorStep | InputName | str | Sequence[str]
 
 
@@ -629,6 +646,7 @@ def default_train(
             tags=tuple(tags),
             eval_harness_tasks=tuple(eval_harness_tasks),
             use_default_validation=versioned(use_default_validation),
+            accelerator=accelerator_kind(resources),
         ),
         description=f"Levanter training of {name} ({model_config.num_layers} layers, d={model_config.hidden_dim}, "
         f"{train_config.num_train_steps} steps x {train_config.train_batch_size} x {model_config.seq_len} tokens).",
