@@ -38,8 +38,9 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
     assets: list[dg.AssetsDefinition] = []
     jobs = []
     experiment_list = experiment_list if experiment_list is not None else experiments()
+    emitted: dict[dg.AssetKey, str] = {}
     for experiment in experiment_list:
-        assets.extend(build_step_assets(experiment, partitions_defs))
+        assets.extend(build_step_assets(experiment, partitions_defs, emitted=emitted))
     sensors: list[dg.SensorDefinition] = []
     schedules: list[dg.ScheduleDefinition] = []
     for experiment in experiment_list:
@@ -57,7 +58,11 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
         for step_schedule in experiment.schedules:
             # Only the listed steps (their upstream assets are inputs, already materialized).
             keys = [asset_key_for(s.name) for s in step_schedule.steps if s.partitioned_by is None]
-            scheduled_job = dg.define_asset_job(f"{step_schedule.name}_job", selection=dg.AssetSelection.assets(*keys), description=step_schedule.description)
+            scheduled_job = dg.define_asset_job(
+                f"{step_schedule.name}_job",
+                selection=dg.AssetSelection.assets(*keys),
+                description=step_schedule.description,
+            )
             jobs.append(scheduled_job)
             schedules.append(
                 dg.ScheduleDefinition(

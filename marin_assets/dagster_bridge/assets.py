@@ -269,8 +269,14 @@ def build_step_assets(
     experiment: Experiment,
     partitions_defs: dict[str, dg.PartitionsDefinition] | None = None,
     prefix: str | None = None,
+    emitted: dict[dg.AssetKey, str] | None = None,
 ) -> list[dg.AssetsDefinition]:
-    """One asset per distinct step of ``experiment`` (merged duplicates become one asset)."""
+    """One asset per distinct step of ``experiment`` (merged duplicates become one asset).
+
+    ``emitted`` (asset key -> hash) carries the steps earlier experiments already turned into
+    assets: an experiment that builds on another (the quickstart on curation) reuses them, and a
+    step of the same name with another version is an error, since Dagster shows one per key.
+    """
     # Shared across experiments (mutated): one DynamicPartitionsDefinition per partition set.
     partitions_defs = partitions_defs if partitions_defs is not None else {}
     prefix = prefix or default_prefix()
@@ -286,6 +292,15 @@ def build_step_assets(
                 f"steps {seen_keys[key]!r} and {node.name!r} map to the same asset key {key.to_user_string()}"
             )
         seen_keys[key] = node.name
+        if emitted is not None and key in emitted:
+            if emitted[key] != node.hash:
+                raise ValueError(
+                    f"experiment {experiment.name}: step {node.name} has version {node.hash}, but an "
+                    f"earlier experiment defines it with version {emitted[key]}; rename one of them"
+                )
+            continue
+        if emitted is not None:
+            emitted[key] = node.hash
         deps = []
         for dep in (*node.dependencies, *node.pseudo_dependencies):
             deps.append(dg.AssetDep(asset_key_for(dep.name), partition_mapping=_partition_mapping(node, dep)))

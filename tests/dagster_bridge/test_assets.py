@@ -185,3 +185,15 @@ def test_partition_mappings_follow_how_a_step_reads_partitions(prefix):
     assert isinstance(mapping("p/scored", "p/clean"), (dg.IdentityPartitionMapping, type(None)))
     graph = StepGraph([scored, tokenizer], prefix, {"drops": ["d1"]})
     assert [n.name for n in partition_local_steps(graph, "drops")] == ["p/docs", "p/clean"]
+
+
+def test_experiments_sharing_steps_get_one_asset_and_conflicts_are_rejected(prefix):
+    from marin_assets.definitions import build_definitions
+
+    base = hello_world.build_steps()
+    extended = hello_world.build_steps()  # same versions: merged into the first experiment's assets
+    defs = build_definitions([Experiment("first", base), Experiment("second", extended)])
+    keys = [a.key for a in defs.assets]
+    assert sorted(k.to_user_string() for k in keys) == ["hello_world/numbers", "hello_world/stats"]
+    with pytest.raises(ValueError, match="earlier experiment defines it with version"):
+        build_definitions([Experiment("first", base), Experiment("third", hello_world.build_steps(n=7))])
