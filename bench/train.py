@@ -1,0 +1,212 @@
+"""Benchmark: the train step vs ``levanter.main.train_lm`` run directly on the same config,
+and (``--quickstart``) the whole "tiny" quickstart: wall time, peak RSS, loss start/end.
+
+    .venv/bin/python bench/train.py [--steps 100] [--quickstart]
+
+Prints figures and ratios; no timed asserts. Throughput is Levanter's own
+``throughput/tokens_per_second`` (steady state: the first 20% of steps, with compilation, are
+dropped), plus wall-clock tokens/s including process start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+for _k, _v in {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "WANDB_MODE": "disabled",
+}.items():
+    os.environ.setdefault(_k, _v)
+
+
+class PeakRss:
+    """Peak summed RSS of this process, its descendants and the processes of our Ray temp dir."""
+
+    def __init__(self, ray_tmp: str) -> None:
+        self.ray_tmp = ray_tmp
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> int:
+        import psutil
+
+        me = psutil.Process()
+        procs = {me.pid: me}
+        with contextlib.suppress(psutil.Error):
+            for c in me.children(recursive=True):
+                procs[c.pid] = c
+        for p in psutil.process_iter(["cmdline"]):
+            with contextlib.suppress(psutil.Error):
+                if any(self.ray_tmp in part for part in (p.info["cmdline"] or [])):
+                    procs[p.pid] = p
+                    for c in p.children(recursive=True):
+                        procs[c.pid] = c
+        total = 0
+        for p in procs.values():
+            with contextlib.suppress(psutil.Error):
+                total += p.memory_info().rss
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._sample())
+            time.sleep(0.5)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def kill_ray_in(temp_dir: str) -> None:
+    """Stop only the Ray processes this benchmark started (matched by their temp dir)."""
+    import psutil
+
+    victims = {}
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if any(temp_dir in part for part in (proc.info["cmdline"] or [])):
+                victims[proc.pid] = proc
+                for child in proc.children(recursive=True):
+                    victims[child.pid] = child
+    victims.pop(os.getpid(), None)
+    for proc in victims.values():
+        with contextlib.suppress(psutil.Error):
+            proc.send_signal(signal.SIGKILL)
+
+
+def steady_tps(log_text: str) -> float:
+    from marin_assets.models.train import parse_metrics
+
+    steps, _ = parse_metrics(log_text)
+    tps = [
+        float(m["throughput/tokens_per_second"])
+        for _, m in sorted(steps.items())
+        if "throughput/tokens_per_second" in m
+    ]
+    tps = tps[len(tps) // 5 :]
+    return sum(tps) / len(tps)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--quickstart", action="store_true", help="also run the whole tiny quickstart")
+    parser.add_argument("--work", default="/tmp/bench-train")
+    args = parser.parse_args()
+
+    from marin_assets.execution.runner import run_steps
+    from marin_assets.execution.status import read_metadata
+    from marin_assets.execution.versioning import StepGraph
+    from marin_assets.models.quickstart_steps import SIZES, quickstart_model_steps
+    from marin_assets.models.train import (
+        TrainConfig,
+        build_levanter_config,
+        levanter_config_yaml,
+        run_training,
+        training_env,
+        write_reference_checkpoint,
+    )
+
+    work = args.work
+    ray_tmp = tempfile.mkdtemp(prefix="mbr-", dir="/tmp")
+    os.environ["MARIN_RAY_TMPDIR"] = ray_tmp
+    try:
+        prefix = os.path.join(work, "prefix")
+        if args.quickstart:
+            shutil.rmtree(prefix, ignore_errors=True)
+        steps = quickstart_model_steps(size="tiny")
+        t0 = time.monotonic()
+        with PeakRss(ray_tmp) as rss:
+            report = run_steps(steps, prefix, run_only=None)
+        wall = time.monotonic() - t0
+        assert not report.failed, [o.error for o in report.failed]
+        graph = StepGraph(steps, prefix)
+        paths = {graph.resolved(s).name.split("/")[0]: graph.resolved(s).output_path for s in steps}
+        train_meta = read_metadata(paths["checkpoints"])
+        if args.quickstart:
+            print(f"quickstart tiny: wall {wall:.0f} s, peak RSS {rss.peak / 2**30:.2f} GiB, cores={os.cpu_count()}")
+            for o in report.outcomes:
+                print(f"  {o.name:32s} {o.action:7s} {o.seconds:6.1f} s")
+            print(
+                f"  loss {train_meta['initial_loss']:.3f} -> {train_meta['final_loss']:.3f}; eval loss {train_meta['initial_eval_loss']:.3f} -> {train_meta['eval_loss']:.3f}"
+            )
+            print(f"  eval: {read_metadata(paths['evaluation'])['metrics']['value']}")
+            t0 = time.monotonic()
+            again = run_steps(steps, prefix)
+            print(f"  second run: {sorted({o.action for o in again.outcomes})} in {time.monotonic() - t0:.1f} s")
+
+        # Train step vs train_lm directly, same config (tiny model, --steps steps).
+        base = TrainConfig(
+            output_path="",
+            components={"data": paths["tokenized"]},
+            weights={"data": 1.0},
+            model=SIZES["tiny"].model,
+            train=dataclasses.replace(
+                SIZES["tiny"].train,
+                num_train_steps=args.steps,
+                steps_per_checkpoint=args.steps,
+                steps_per_eval=10 * args.steps,
+            ),
+        )
+        step_cfg = dataclasses.replace(base, output_path=os.path.join(work, "step"))
+        direct_cfg = dataclasses.replace(base, output_path=os.path.join(work, "direct"))
+        for c in (step_cfg, direct_cfg):
+            shutil.rmtree(c.output_path, ignore_errors=True)
+
+        t0 = time.monotonic()
+        meta = run_training(step_cfg)
+        step_wall = time.monotonic() - t0
+        with open(os.path.join(step_cfg.output_path, "train.log")) as handle:
+            step_tps = steady_tps(handle.read())
+
+        lev = build_levanter_config(direct_cfg)
+        write_reference_checkpoint(lev.model.reference_checkpoint, direct_cfg.model, lev.data.tokenizer)
+        os.makedirs(direct_cfg.output_path, exist_ok=True)
+        yaml_path = os.path.join(direct_cfg.output_path, "cfg.yaml")
+        with open(yaml_path, "w") as handle:
+            handle.write(levanter_config_yaml(lev))
+        t0 = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "levanter.main.train_lm", "--config_path", yaml_path],
+            env=training_env(),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        direct_wall = time.monotonic() - t0
+        direct_tps = steady_tps(proc.stdout + proc.stderr)
+        tokens = meta["tokens_seen"]
+        print(
+            f"train step:     steady {step_tps:8,.0f} tok/s, wall {step_wall:6.1f} s ({tokens / step_wall:7,.0f} tok/s incl. start-up)"
+        )
+        print(
+            f"train_lm direct: steady {direct_tps:8,.0f} tok/s, wall {direct_wall:6.1f} s ({tokens / direct_wall:7,.0f} tok/s incl. start-up)"
+        )
+        print(f"ratio step/direct: steady {step_tps / direct_tps:.3f}, wall {direct_wall / step_wall:.3f}")
+    finally:
+        import ray
+
+        ray.shutdown()
+        kill_ray_in(ray_tmp)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
