@@ -4,7 +4,7 @@ Each stage runs in a fresh child process (in-process mode, no Ray) on a drop of 
 pages, and the child's peak RSS (``ru_maxrss``) is reported, with the baseline of a child that
 only imports the modules, so the difference is what the stage itself holds.
 
-Usage: ``.venv/bin/python bench/curation_memory.py [--docs 10000]``
+Usage: ``.venv/bin/python -m bench.curation_memory [--docs 10000]``
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ datatrove conflicts with this project's pins (it upgrades huggingface_hub), so i
 virtualenv: ``python3 -m venv /tmp/venv-datatrove && /tmp/venv-datatrove/bin/pip install datatrove
 regex xxhash tokenizers``.
 
-Usage: ``.venv/bin/python bench/dedup.py [--docs 20000] [--datatrove-python /tmp/venv-datatrove/bin/python]``
+Usage: ``.venv/bin/python -m bench.dedup [--docs 20000] [--datatrove-python /tmp/venv-datatrove/bin/python]``
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Loop and stage run ``--repeat`` times, interleaved, and the best wall time of ea
 (robust on a shared, busy machine); the CPU-time ratio (``time.process_time``, all threads of the
 process) is printed too.
 
-Usage: ``.venv/bin/python bench/html_to_text.py [--docs 10000] [--repeat 3] [--ray]``
+Usage: ``.venv/bin/python -m bench.html_to_text [--docs 10000] [--repeat 3] [--ray]``
 """
 
 from __future__ import annotations
