@@ -10,17 +10,24 @@ dropped), plus wall-clock tokens/s including process start-up.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import dataclasses
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import threading
-import time
+# bench/tokenize.py shadows the stdlib ``tokenize`` when bench/ is on sys.path: drop bench/ first.
+import os as _os
+import sys as _sys
+
+_HERE = _os.path.dirname(_os.path.abspath(__file__))
+_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or ".") != _HERE]
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import dataclasses  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
 
 for _k, _v in {
     "HF_HUB_OFFLINE": "1",
