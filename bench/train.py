@@ -10,7 +10,7 @@ dropped), plus wall-clock tokens/s including process start-up.
 
 from __future__ import annotations
 
-# bench/tokenize.py shadows the stdlib ``tokenize`` when bench/ is on sys.path: drop bench/ first.
+# A bench file named like a stdlib module would shadow it when bench/ is on sys.path: drop bench/ first.
 import os as _os
 import sys as _sys
 
