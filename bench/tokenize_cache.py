@@ -3,7 +3,7 @@
 Same corpus (stdlib + site-packages docstrings, >= 5 M tokens), same tokenizer, same machine.
 Prints tokens/s and ratios; no timed asserts.
 
-    .venv/bin/python bench/tokenize.py [--max-bytes 22000000] [--work /tmp/bench-tokenize]
+    .venv/bin/python -m bench.tokenize_cache [--max-bytes 22000000] [--work /tmp/bench-tokenize]
 """
 
 from __future__ import annotations
