@@ -18,6 +18,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -228,20 +229,25 @@ def resolve_address(config: RayClusterConfig) -> str:
     return start_embedded_head(config)
 
 
+_INIT_LOCK = threading.Lock()
+
+
 def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
     """Connect this process to Ray (once) and return the cluster's resources."""
     import ray
 
     config = config or get_default_config()
-    if not ray.is_initialized():
-        address = resolve_address(config)
-        start = time.monotonic()
-        ray.init(
-            address=address,
-            namespace=config.namespace,
-            runtime_env=config.runtime_env or None,
-            log_to_driver=True,
-            ignore_reinit_error=True,
-        )
-        logger.info("connected to Ray at %s in %.1fs", address, time.monotonic() - start)
+    # Steps run in threads (the executor's max_concurrent): connect once, not once per thread.
+    with _INIT_LOCK:
+        if not ray.is_initialized():
+            address = resolve_address(config)
+            start = time.monotonic()
+            ray.init(
+                address=address,
+                namespace=config.namespace,
+                runtime_env=config.runtime_env or None,
+                log_to_driver=True,
+                ignore_reinit_error=True,
+            )
+            logger.info("connected to Ray at %s in %.1fs", address, time.monotonic() - start)
     return dict(ray.cluster_resources())

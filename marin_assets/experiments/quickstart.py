@@ -1,9 +1,116 @@
-"""The quickstart pipeline (placeholder until the data and model stages land: hello world)."""
+"""The quickstart: raw HTML drops -> curated documents -> tokenizer -> Levanter cache -> tiny model -> eval.
 
-from marin_assets.execution import executor_main
-from marin_assets.experiments.hello_world import build_steps
+``python -m marin_assets.experiments.quickstart [--size tiny|test] [--sample_drops 3] [--prefix DIR]``
+writes the sample drops into the landing zone when missing, then runs every step on embedded
+defaults (local folder, local Ray, CPU). A second run recomputes nothing.
+
+Steps:
+
+* curation (``marin_assets.experiments.curation``), partitioned by drop;
+* ``tokenizers/quickstart-<size>``: byte-level BPE trained on the cleaned documents of the
+  reference drop (one fixed partition, so new drops do not change the tokenizer and re-tokenize
+  everything);
+* ``tokenized/quickstart-<size>``: one Levanter cache per drop (a new drop tokenizes only itself);
+* ``tokenized/quickstart-<size>-heldout``: the validation set -- the validation split of the
+  stdlib-docstring documents (same domain as the sample pages, which are built from stdlib
+  docstring sentences, so not guaranteed disjoint from the training text);
+* ``checkpoints/quickstart-<size>``: Levanter training on the mixture of every drop's cache;
+* ``evaluation/quickstart-<size>``: Levanter bits-per-byte on the held-out cache and the shipped
+  lm-eval tasks on the HF export.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from marin_assets.dagster_bridge.assets import StepSchedule
+from marin_assets.execution import ExecutorStep, executor_main, output_path_of
+from marin_assets.execution.executor_main import default_prefix
+from marin_assets.experiments import curation
+from marin_assets.models.evaluate import LOCAL_TASKS, default_eval
+from marin_assets.models.quickstart_steps import SIZES
+from marin_assets.models.sample_documents import sample_documents_step
+from marin_assets.models.tokenize import default_tokenize
+from marin_assets.models.tokenizer import default_tokenizer
+from marin_assets.models.train import default_train
+
+REFERENCE_DROP = "drop-001"
+
+
+def build_steps(size: str = "tiny", curation_steps: dict[str, ExecutorStep] | None = None) -> dict[str, ExecutorStep]:
+    """The quickstart's model steps on top of the curation steps, keyed by role."""
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r}; choose from {sorted(SIZES)}")
+    s = SIZES[size]
+    cur = curation_steps if curation_steps is not None else curation.STEPS
+    cleaned = output_path_of(cur["consolidated"], "docs")
+    name = f"quickstart-{size}"
+    heldout_docs = sample_documents_step(max_bytes=s.sample_bytes)
+    tokenizer = default_tokenizer(name, cleaned.at_partition(REFERENCE_DROP), vocab_size=s.vocab_size)
+    tokenized = default_tokenize(name, cleaned, tokenizer)
+    heldout = default_tokenize(f"{name}-heldout", heldout_docs / "validation", tokenizer, is_validation=True)
+    train = default_train(
+        name,
+        {"web": tokenized},
+        s.model,
+        s.train,
+        tags=("quickstart", size),
+        eval_harness_tasks=LOCAL_TASKS,
+        validation_sets={"heldout": heldout},
+    )
+    evaluation = default_eval(
+        train,
+        evals=LOCAL_TASKS,
+        max_eval_instances=s.max_eval_instances,
+        max_eval_batches=s.max_eval_batches,
+        validation_caches={"heldout": heldout},
+    )
+    return {
+        **cur,
+        "heldout_documents": heldout_docs,
+        "tokenizer": tokenizer,
+        "tokenized": tokenized,
+        "heldout": heldout,
+        "train": train,
+        "evaluation": evaluation,
+    }
+
 
 STEPS = build_steps()
+PARTITIONS = curation.PARTITIONS
+
+
+def schedules(steps: dict[str, ExecutorStep]) -> list[StepSchedule]:
+    """Nightly re-train and re-evaluate: cached unless new drops reached the training mixture."""
+    return [
+        StepSchedule(
+            name="quickstart_retrain_nightly",
+            cron="0 3 * * *",
+            steps=[steps["train"], steps["evaluation"]],
+            description="Re-train and re-evaluate the quickstart model on every drop so far",
+        )
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Make sure the sample drops exist, then run the whole quickstart."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--size", default="tiny", choices=sorted(SIZES))
+    known, rest = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+    sample, rest = curation.split_sample_args(rest)
+    prefix = sample.prefix or default_prefix()
+    if sample.sample_drops and "--dry_run" not in rest:
+        curation.ensure_sample_drops(prefix, sample.sample_drops, sample.sample_docs)
+    steps = build_steps(known.size)
+    executor_main(
+        [steps["evaluation"], *curation.STEPS.values()],
+        description=f"Quickstart ({known.size}): HTML drops to an evaluated model",
+        argv=rest,
+        partitions=PARTITIONS,
+    )
+
 
 if __name__ == "__main__":
-    executor_main(STEPS, description="Quickstart")
+    main()

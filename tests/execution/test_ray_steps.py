@@ -92,3 +92,30 @@ def test_step_requesting_absent_resource_fails_fast_with_clear_error(fake_tpu_ra
     assert any(word in message for word in ("TPU-v5p-8-head", "GPU", "CPU")), message
     out = StepGraph([step], prefix).resolved(step).output_path
     assert read_status(out).status == "FAILED"
+
+
+def test_concurrent_ray_steps_in_threads_connect_once(prefix):
+    """Steps run in executor threads; the first ones to need Ray must not both call ray.init."""
+    import ray
+
+    ray.shutdown()
+    temp_dir = f"/tmp/mr-thr-{os.getpid()}"
+    os.environ["MARIN_RAY_TMPDIR"] = temp_dir
+    old_path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), old_path) if p)
+    try:
+        steps = [
+            ExecutorStep(
+                f"ray/thread{i}",
+                ray.remote(num_cpus=1)(report_placement),
+                WhereConfig(this_output_path(), versioned(str(i))),
+            )
+            for i in range(4)
+        ]
+        report = run_steps(steps, prefix)
+        assert sorted(o.action for o in report.outcomes) == ["ran"] * 4
+    finally:
+        ray.shutdown()
+        stop_embedded_head(temp_dir)
+        os.environ.pop("MARIN_RAY_TMPDIR", None)
+        os.environ["PYTHONPATH"] = old_path
