@@ -206,6 +206,9 @@ def run_levanter_eval(config: EvalConfig, hf_dir: str, work: str) -> dict[str, d
     return out
 
 
+LM_EVAL_MAX_LENGTH = 1024
+
+
 def run_lm_eval(config: EvalConfig, hf_dir: str, work: str) -> dict[str, Any]:
     """lm-eval ``hf`` model on ``hf_dir`` for ``config.tasks``; returns lm-eval's results dict."""
     include = prepare_include_path(os.path.join(work, "tasks"), config.include_path)
@@ -217,7 +220,9 @@ def run_lm_eval(config: EvalConfig, hf_dir: str, work: str) -> dict[str, Any]:
         "--model",
         "hf",
         "--model_args",
-        f"pretrained={hf_dir},dtype=float32",
+        # lm-eval asserts that a continuation fits in max_length, which it takes from the model's
+        # (tiny) training context; RoPE models score longer inputs fine, so allow a longer window.
+        f"pretrained={hf_dir},dtype=float32,max_length={LM_EVAL_MAX_LENGTH}",
         "--tasks",
         ",".join(config.tasks),
         "--include_path",
