@@ -13,7 +13,7 @@ from marin_assets.curation.sensor import build_landing_sensor
 from marin_assets.dagster_bridge.assets import Experiment, asset_key_for, build_step_assets, partition_local_steps
 from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.versioning import StepGraph
-from marin_assets.experiments import curation, hello_world
+from marin_assets.experiments import curation, hello_world, quickstart
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
 
@@ -28,6 +28,13 @@ def experiments() -> list[Experiment]:
             partitions=curation.PARTITIONS,
             checks=curation.build_checks(curation.STEPS),
             eager_steps=curation.eager_steps(curation.STEPS),
+        ),
+        Experiment(
+            name="quickstart",
+            steps=[quickstart.STEPS["evaluation"]],
+            description="Curated drops -> tokenizer -> Levanter caches -> tiny Llama -> evaluation",
+            partitions=quickstart.PARTITIONS,
+            schedules=quickstart.schedules(quickstart.STEPS),
         ),
     ]
 

@@ -9,6 +9,7 @@ never disagree; a step that was already SUCCESS records a materialization marked
 This module is glue only: no stage logic lives here.
 """
 
+import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +23,7 @@ from marin_assets.execution.metadata import TYPE_KEY
 from marin_assets.execution.runner import Executor, ExecutorOptions, function_name, is_ray_remote_function
 from marin_assets.execution.status import read_metadata, read_status
 from marin_assets.execution.step import ExecutorStep
-from marin_assets.execution.versioning import ResolvedStep, StepGraph
+from marin_assets.execution.versioning import ResolvedStep, StepGraph, version_json
 
 RUN_ID_TAG = "marin/run_id"
 SOURCE_TAG = "marin/source"
@@ -177,7 +178,7 @@ def _make_compute(
                     outcome.action if not computed_here or outcome.action == "ran" else "ran (executor_main)"
                 ),
                 "marin/hash": dg.MetadataValue.text(node.hash),
-                "marin/version": dg.MetadataValue.json(node.version),
+                "marin/version": dg.MetadataValue.json(_plain_version(node)),
                 "marin/seconds": dg.MetadataValue.float(round(outcome.seconds, 3)),
             }
         )
@@ -212,13 +213,18 @@ def _resource_prefix(storage: Any) -> str:
     return prefix if "://" in prefix else os.path.abspath(prefix)
 
 
+def _plain_version(node: ResolvedStep) -> Any:
+    """The version dict as plain JSON (versioned dataclasses/tuples become dicts/lists)."""
+    return json.loads(version_json(node.version))
+
+
 def _static_metadata(node: ResolvedStep) -> dict[str, Any]:
     step = node.step
     meta: dict[str, Any] = {
         "marin/step": node.name,
         "marin/hash": node.hash,
         "marin/fn": function_name(step.fn),
-        "marin/version": dg.MetadataValue.json(node.version),
+        "marin/version": dg.MetadataValue.json(_plain_version(node)),
     }
     if step.partitioned_by is None:
         meta["dagster/uri"] = dg.MetadataValue.path(node.output_path)
