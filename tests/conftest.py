@@ -30,3 +30,30 @@ def dagster_home(tmp_path, monkeypatch) -> str:
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     return str(home)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_ray_tmpdir():
+    """One short Ray temp dir for the session; the embedded head started there is stopped at the end.
+
+    Tests and the subprocesses they start inherit ``MARIN_RAY_TMPDIR``, so no Ray is left running
+    after the suite (modules with their own cluster use their own temp dir and stop it themselves).
+    """
+    import tempfile
+
+    previous = os.environ.get("MARIN_RAY_TMPDIR")
+    path = tempfile.mkdtemp(prefix="mrt-", dir="/tmp")
+    os.environ["MARIN_RAY_TMPDIR"] = path
+    yield path
+    try:
+        import ray
+
+        ray.shutdown()
+        from marin_resources.ray_cluster import stop_embedded_head
+
+        stop_embedded_head(path)
+    finally:
+        if previous is None:
+            os.environ.pop("MARIN_RAY_TMPDIR", None)
+        else:
+            os.environ["MARIN_RAY_TMPDIR"] = previous
