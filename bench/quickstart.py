@@ -71,9 +71,9 @@ class PeakMemory:
         self._thread.join()
 
 
-def run(prefix: str, ray_tmp: str, size: str, dagster_home: str) -> tuple[float, PeakMemory, dict]:
+def run(prefix: str, ray_tmp: str, size: str, dagster_home: str, extra: list[str]) -> tuple[float, PeakMemory, dict]:
     env = {**os.environ, "MARIN_RAY_TMPDIR": ray_tmp, "DAGSTER_HOME": dagster_home, "PYTHONPATH": REPO}
-    cmd = [sys.executable, "-m", "marin_assets.experiments.quickstart", "--size", size, "--prefix", prefix]
+    cmd = [sys.executable, "-m", "marin_assets.experiments.quickstart", "--size", size, "--prefix", prefix, *extra]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     with PeakMemory(proc.pid, ray_tmp) as memory:
@@ -92,7 +92,7 @@ def read_json(path: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", default="tiny")
-    args = parser.parse_args()
+    args, extra = parser.parse_known_args()  # the rest goes to the quickstart (e.g. --max_concurrent 1)
     from marin_resources.ray_cluster import stop_embedded_head
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,8 +100,8 @@ def main() -> None:
         prefix, home = os.path.join(tmp, "data"), os.path.join(tmp, "dagster_home")
         subprocess.run(["bash", os.path.join(REPO, "scripts", "dagster_home.sh"), home], check=True)
         try:
-            wall, memory, summary = run(prefix, ray_tmp, args.size, home)
-            wall2, _, summary2 = run(prefix, ray_tmp, args.size, home)
+            wall, memory, summary = run(prefix, ray_tmp, args.size, home, extra)
+            wall2, _, summary2 = run(prefix, ray_tmp, args.size, home, extra)
         finally:
             stop_embedded_head(ray_tmp)
         train = read_json(glob.glob(f"{prefix}/checkpoints/quickstart-{args.size}-*/.executor_metadata.json")[0])

@@ -19,13 +19,13 @@ if getattr(_sys.modules.get("tokenize"), "__file__", None) == _os.path.abspath(_
     del _sys.modules["tokenize"]
 
 import argparse  # noqa: E402
-import contextlib  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
-import signal  # noqa: E402
 import sysconfig  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+
+from marin_resources.ray_cluster import stop_embedded_head  # noqa: E402 - targeted: only this temp dir's Ray
 
 for _k, _v in {
     "HF_HUB_OFFLINE": "1",
@@ -35,22 +35,6 @@ for _k, _v in {
 }.items():
     os.environ.setdefault(_k, _v)
 
-
-def kill_ray_in(temp_dir: str) -> None:
-    """Stop only the Ray processes this benchmark started (matched by their temp dir)."""
-    import psutil
-
-    victims = {}
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if any(temp_dir in part for part in (proc.info["cmdline"] or [])):
-                victims[proc.pid] = proc
-                for child in proc.children(recursive=True):
-                    victims[child.pid] = child
-    victims.pop(os.getpid(), None)
-    for proc in victims.values():
-        with contextlib.suppress(psutil.Error):
-            proc.send_signal(signal.SIGKILL)
 
 
 def main() -> None:
@@ -153,7 +137,7 @@ def main() -> None:
         import ray
 
         ray.shutdown()
-        kill_ray_in(ray_tmp)
+        stop_embedded_head(ray_tmp)
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
 

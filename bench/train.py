@@ -22,12 +22,13 @@ import contextlib  # noqa: E402
 import dataclasses  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
-import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+
+from marin_resources.ray_cluster import stop_embedded_head  # noqa: E402 - targeted: only this temp dir's Ray
 
 for _k, _v in {
     "HF_HUB_OFFLINE": "1",
@@ -80,22 +81,6 @@ class PeakRss:
         self._stop.set()
         self._thread.join()
 
-
-def kill_ray_in(temp_dir: str) -> None:
-    """Stop only the Ray processes this benchmark started (matched by their temp dir)."""
-    import psutil
-
-    victims = {}
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if any(temp_dir in part for part in (proc.info["cmdline"] or [])):
-                victims[proc.pid] = proc
-                for child in proc.children(recursive=True):
-                    victims[child.pid] = child
-    victims.pop(os.getpid(), None)
-    for proc in victims.values():
-        with contextlib.suppress(psutil.Error):
-            proc.send_signal(signal.SIGKILL)
 
 
 def steady_tps(log_text: str) -> float:
@@ -211,7 +196,7 @@ def main() -> None:
         import ray
 
         ray.shutdown()
-        kill_ray_in(ray_tmp)
+        stop_embedded_head(ray_tmp)
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import tempfile
 
 import pytest
+
+from marin_resources.ray_cluster import stop_embedded_head  # targeted: only this temp dir's Ray
 
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -18,26 +18,6 @@ OFFLINE_ENV = {
     "TOKENIZERS_PARALLELISM": "false",
 }
 
-
-def _kill_ray_started_in(temp_dir: str) -> None:
-    """Kill the Ray processes of *our* embedded head only (by pid), not every Ray on the machine.
-
-    ``ray stop --force`` would also stop clusters of other sessions sharing this machine.
-    """
-    import psutil
-
-    victims: dict[int, psutil.Process] = {}
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if any(temp_dir in part for part in (proc.info["cmdline"] or [])):
-                victims[proc.pid] = proc
-                for child in proc.children(recursive=True):
-                    victims[child.pid] = child
-    victims.pop(os.getpid(), None)
-    for proc in victims.values():
-        with contextlib.suppress(psutil.Error):
-            proc.send_signal(signal.SIGKILL)
-    psutil.wait_procs(list(victims.values()), timeout=10)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -67,7 +47,7 @@ def ray_session():
     import ray
 
     ray.shutdown()
-    _kill_ray_started_in(temp_dir)
+    stop_embedded_head(temp_dir)
     shutil.rmtree(temp_dir, ignore_errors=True)
     if old is None:
         os.environ.pop("MARIN_RAY_TMPDIR", None)
