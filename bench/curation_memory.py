@@ -58,8 +58,10 @@ def main() -> None:
             base = r["peak_mib"]
             print(f"{'imports only':14s}: {base:7.1f} MiB")
             continue
-        print(f"{stage:14s}: {r['peak_mib']:7.1f} MiB peak  (+{r['peak_mib'] - base:6.1f} MiB over imports, "
-              f"~{(r['peak_mib'] - base) * scale:6.1f} MiB per 10k docs)  {r['seconds']:.1f}s")
+        print(
+            f"{stage:14s}: {r['peak_mib']:7.1f} MiB peak  (+{r['peak_mib'] - base:6.1f} MiB over imports, "
+            f"~{(r['peak_mib'] - base) * scale:6.1f} MiB per 10k docs)  {r['seconds']:.1f}s"
+        )
 
 
 if __name__ == "__main__":

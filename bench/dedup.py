@@ -99,12 +99,16 @@ def main() -> None:
         run_dedup(DedupConfig(input_path=text_dir, output_path=out, drop_id="drop-001", threshold=threshold))
         ours_s = time.time() - t
         removed = {
-            r["id"] for f in list_files(f"{out}/attributes", ".jsonl.gz") for r in read_jsonl_gz(f)
+            r["id"]
+            for f in list_files(f"{out}/attributes", ".jsonl.gz")
+            for r in read_jsonl_gz(f)
             if r["attributes"]["dedup_fuzzy_duplicate"]
         }
         recall, precision = score(removed, pairs)
-        print(f"{label}: {ours_s:.2f}s  {n_docs / ours_s:,.0f} docs/s  recall {recall:.4f}  precision {precision:.4f}"
-              f"  removed {len(removed)}")
+        print(
+            f"{label}: {ours_s:.2f}s  {n_docs / ours_s:,.0f} docs/s  recall {recall:.4f}  precision {precision:.4f}"
+            f"  removed {len(removed)}"
+        )
         if threshold == 0.7:
             ours_rate = n_docs / ours_s
 
@@ -116,7 +120,9 @@ def main() -> None:
         handle.write(DATATROVE_SCRIPT)
     proc = subprocess.run(
         [args.datatrove_python, script, f"{text_dir}/docs", f"{work}/datatrove", "5", "14", "8"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
         print("datatrove failed:", proc.stderr[-3000:])
@@ -125,8 +131,10 @@ def main() -> None:
     removed = set(result["removed"])
     recall, precision = score(removed, pairs)
     dt_rate = n_docs / result["seconds"]
-    print(f"datatrove MinHash (4 stages, 1 worker): {result['seconds']:.2f}s  {dt_rate:,.0f} docs/s  recall {recall:.4f}"
-          f"  precision {precision:.4f}  removed {len(removed)}")
+    print(
+        f"datatrove MinHash (4 stages, 1 worker): {result['seconds']:.2f}s  {dt_rate:,.0f} docs/s  recall {recall:.4f}"
+        f"  precision {precision:.4f}  removed {len(removed)}"
+    )
     print(f"speed ratio ours/datatrove: {ours_rate / dt_rate:.2f}x")
 
 

@@ -46,8 +46,10 @@ def main() -> None:
         run_html_to_text(HtmlToTextConfig(f"{work}/raw", f"{work}/text-{i}"))
         stage_s, stage_cpu = min(stage_s, time.perf_counter() - t), min(stage_cpu, time.process_time() - c)
     print(f"plain resiliparse loop : {loop_s:.2f}s  {len(pages) / loop_s:,.0f} pages/s  (cpu {loop_cpu:.2f}s)")
-    print(f"stage (in-process)     : {stage_s:.2f}s  {len(pages) / stage_s:,.0f} pages/s  (cpu {stage_cpu:.2f}s)  "
-          f"ratio {loop_s / stage_s:.2f}x  (cpu ratio {loop_cpu / stage_cpu:.2f}x)")
+    print(
+        f"stage (in-process)     : {stage_s:.2f}s  {len(pages) / stage_s:,.0f} pages/s  (cpu {stage_cpu:.2f}s)  "
+        f"ratio {loop_s / stage_s:.2f}x  (cpu ratio {loop_cpu / stage_cpu:.2f}x)"
+    )
 
     if args.ray:
         import ray
@@ -59,8 +61,10 @@ def main() -> None:
         t = time.perf_counter()
         run_html_to_text(HtmlToTextConfig(f"{work}/raw", f"{work}/text-ray", use_ray=True))
         ray_s = time.perf_counter() - t
-        print(f"stage (Ray, {int(ray.cluster_resources().get('CPU', 0))} CPUs): {ray_s:.2f}s  "
-              f"{len(pages) / ray_s:,.0f} pages/s  ratio {loop_s / ray_s:.2f}x")
+        print(
+            f"stage (Ray, {int(ray.cluster_resources().get('CPU', 0))} CPUs): {ray_s:.2f}s  "
+            f"{len(pages) / ray_s:,.0f} pages/s  ratio {loop_s / ray_s:.2f}x"
+        )
 
 
 if __name__ == "__main__":

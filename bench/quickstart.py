@@ -109,9 +109,13 @@ def main() -> None:
     gib = 2**30
     print(f"quickstart ({args.size}) on {os.cpu_count()} cores, embedded Ray, recorded in Dagster")
     print(f"  first run:  {wall:6.1f} s wall, {summary['ran']} units computed (goal <= 300 s)")
-    print(f"  peak memory: PSS {memory.peak_pss / gib:.2f} GiB, summed RSS {memory.peak_rss / gib:.2f} GiB (goal <= 4 GB)")
+    print(
+        f"  peak memory: PSS {memory.peak_pss / gib:.2f} GiB, summed RSS {memory.peak_rss / gib:.2f} GiB (goal <= 4 GB)"
+    )
     print(f"  second run: {wall2:6.1f} s wall, {summary2['ran']} computed, {summary2['cached']} cached")
-    print(f"  train loss {train['initial_loss']:.2f} -> {train['final_loss']:.2f}; eval loss {train.get('initial_eval_loss', float('nan')):.2f} -> {train['eval_loss']:.2f}")
+    print(
+        f"  train loss {train['initial_loss']:.2f} -> {train['final_loss']:.2f}; eval loss {train.get('initial_eval_loss', float('nan')):.2f} -> {train['eval_loss']:.2f}"
+    )
     print(f"  tokens/s {train['tokens_per_s']:.0f}, parameters {train['parameter_count']}")
     print("  eval:\n" + "\n".join("    " + line for line in evaluation["metrics"]["value"].splitlines()))
 

@@ -36,7 +36,6 @@ for _k, _v in {
     os.environ.setdefault(_k, _v)
 
 
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-bytes", type=int, default=22_000_000)

@@ -82,7 +82,6 @@ class PeakRss:
         self._thread.join()
 
 
-
 def steady_tps(log_text: str) -> float:
     from marin_assets.models.train import parse_metrics
 

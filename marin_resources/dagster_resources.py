@@ -109,7 +109,9 @@ class RayResource(dg.ConfigurableResource):
         concatenated, env vars merged with the step's winning)."""
         merged: dict[str, Any] = {k: v for k, v in self.runtime_env.items() if k not in {"pip", "env_vars"}}
         step_env = runtime_env_for(pip_dependency_groups)
-        pip = list(self.runtime_env.get("pip") or []) + [r for r in step_env.get("pip", []) if r not in (self.runtime_env.get("pip") or [])]
+        pip = list(self.runtime_env.get("pip") or []) + [
+            r for r in step_env.get("pip", []) if r not in (self.runtime_env.get("pip") or [])
+        ]
         env_vars = {**(self.runtime_env.get("env_vars") or {}), **step_env.get("env_vars", {})}
         if pip:
             merged["pip"] = pip
@@ -134,5 +136,7 @@ class RayResource(dg.ConfigurableResource):
         acc = accelerator_from_dict(accelerator) if accelerator is not None else CpuConfig()
         runtime_env = self.task_runtime_env(pip_dependency_groups)
         if log is not None:
-            log.info(f"launching {getattr(fn, '__name__', fn)} on Ray with {acc} runtime_env={redact_runtime_env(runtime_env)}")
+            log.info(
+                f"launching {getattr(fn, '__name__', fn)} on Ray with {acc} runtime_env={redact_runtime_env(runtime_env)}"
+            )
         return acc.launch(fn, config, runtime_env=runtime_env or None)

@@ -89,9 +89,7 @@ def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def expand_dependency_groups(
-    names: Iterable[str], pyproject_path: str | os.PathLike[str] | None = None
-) -> list[str]:
+def expand_dependency_groups(names: Iterable[str], pyproject_path: str | os.PathLike[str] | None = None) -> list[str]:
     """Group names -> their requirement strings (recursively through ``project[group]``); other
     entries are kept as pip requirements. Order is kept, duplicates are dropped."""
     path = Path(pyproject_path) if pyproject_path else default_pyproject_path()

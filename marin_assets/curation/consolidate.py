@@ -108,15 +108,32 @@ def run_consolidate(config: ConsolidateConfig) -> dict[str, Any]:
     args = []
     for s in shards:
         name = s.rsplit("/", 1)[-1]
-        args.append((s, join_path(config.quality_path, f"attributes/{name}"),
-                     join_path(config.dedup_path, f"attributes/{name}"), join_path(config.output_path, f"docs/{name}"),
-                     config.quality_attribute, config.quality_threshold, config.min_chars))
+        args.append(
+            (
+                s,
+                join_path(config.quality_path, f"attributes/{name}"),
+                join_path(config.dedup_path, f"attributes/{name}"),
+                join_path(config.output_path, f"docs/{name}"),
+                config.quality_attribute,
+                config.quality_threshold,
+                config.min_chars,
+            )
+        )
     results = map_tasks(consolidate_shard, args, config.use_ray)
     total: Counter[str] = Counter()
     for r in results:
         total.update(r["counts"])
-    keys = ("documents_in", "documents_out", "removed_by_quality", "removed_fuzzy_duplicates", "paragraphs_removed",
-            "removed_empty_after_paragraph_dedup", "chars_in", "chars_out", "bytes_out")
+    keys = (
+        "documents_in",
+        "documents_out",
+        "removed_by_quality",
+        "removed_fuzzy_duplicates",
+        "paragraphs_removed",
+        "removed_empty_after_paragraph_dedup",
+        "chars_in",
+        "chars_out",
+        "bytes_out",
+    )
     return {
         **{k: int(total.get(k, 0)) for k in keys},
         "quality_threshold": config.quality_threshold,

@@ -207,7 +207,11 @@ def run_dedup(config: DedupConfig) -> dict[str, Any]:
     keys = np.concatenate([r["keys"] for r in results]) if results else np.zeros((0, params.bands), np.uint64)
     has_words = np.concatenate([r["has_words"] for r in results]) if results else np.zeros(0, bool)
     doc_offsets = np.cumsum([0] + [len(r["ids"]) for r in results])
-    para_doc = np.concatenate([r["para_doc"] + off for r, off in zip(results, doc_offsets, strict=False)]) if results else np.zeros(0, np.int64)
+    para_doc = (
+        np.concatenate([r["para_doc"] + off for r, off in zip(results, doc_offsets, strict=False)])
+        if results
+        else np.zeros(0, np.int64)
+    )
     para_start = np.concatenate([r["para_start"] for r in results]) if results else np.zeros(0, np.int64)
     para_end = np.concatenate([r["para_end"] for r in results]) if results else np.zeros(0, np.int64)
     para_hash = np.concatenate([r["para_hash"] for r in results]) if results else np.zeros(0, np.uint64)
@@ -247,25 +251,34 @@ def run_dedup(config: DedupConfig) -> dict[str, Any]:
         for local, doc_id in enumerate(results[r_index]["ids"]):
             i = int(doc_offsets[r_index]) + local
             of = dup_id(i)
-            out.append({
-                "id": doc_id,
-                "attributes": {
-                    "dedup_paragraph_spans": spans_by_doc.get(i, []),
-                    "dedup_fuzzy_duplicate": 1 if of is not None else 0,
-                    "dedup_fuzzy_duplicate_of": of,
-                    "dedup_fuzzy_similarity": round(float(sim[i]), 4),
-                },
-            })
+            out.append(
+                {
+                    "id": doc_id,
+                    "attributes": {
+                        "dedup_paragraph_spans": spans_by_doc.get(i, []),
+                        "dedup_fuzzy_duplicate": 1 if of is not None else 0,
+                        "dedup_fuzzy_duplicate_of": of,
+                        "dedup_fuzzy_similarity": round(float(sim[i]), 4),
+                    },
+                }
+            )
             if of is not None and len(samples) < 5:
                 samples.append({"id": doc_id, "duplicate_of": of, "similarity": round(float(sim[i]), 3)})
         write_jsonl_gz(join_path(config.output_path, f"attributes/{shard.rsplit('/', 1)[-1]}"), out)
 
-    _save_npz(join_path(config.output_path, "index/minhash.npz"), ids=np.array(ids, dtype=str), sigs=sigs,
-              keys=keys, has_words=has_words)
+    _save_npz(
+        join_path(config.output_path, "index/minhash.npz"),
+        ids=np.array(ids, dtype=str),
+        sigs=sigs,
+        keys=keys,
+        has_words=has_words,
+    )
     _save_npy(join_path(config.output_path, "index/paragraphs.npy"), np.unique(para_hash))
-    write_json(join_path(config.output_path, INDEX_COMPLETE), {"drop_id": config.drop_id, "documents": n,
-                                                               "earlier_drops": [name for name, _ in done]})
-    fuzzy_within = int(((dup_of >= 0)).sum())
+    write_json(
+        join_path(config.output_path, INDEX_COMPLETE),
+        {"drop_id": config.drop_id, "documents": n, "earlier_drops": [name for name, _ in done]},
+    )
+    fuzzy_within = int((dup_of >= 0).sum())
     fuzzy_cross = int((dup_of <= -2).sum())
     return {
         "documents_in": n,

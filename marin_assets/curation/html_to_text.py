@@ -53,7 +53,9 @@ def extract_text(html: str, main_content: bool = True) -> str:
     return text.strip()
 
 
-def convert_shard(in_path: str, out_path: str, quarantine_path: str, main_content: bool, min_chars: int) -> dict[str, Any]:
+def convert_shard(
+    in_path: str, out_path: str, quarantine_path: str, main_content: bool, min_chars: int
+) -> dict[str, Any]:
     """Convert one shard (a Ray task); returns its counts."""
     out: list[dict[str, Any]] = []
     quarantined: list[dict[str, Any]] = []
@@ -68,13 +70,27 @@ def convert_shard(in_path: str, out_path: str, quarantine_path: str, main_conten
             text = extract_text(html, main_content)
         except Exception as exc:  # resiliparse is lenient; anything it still rejects is quarantined
             reasons["extract_error"] += 1
-            quarantined.append({"id": rec.get("id"), "file": in_path, "line": line, "reason": "extract_error",
-                                "detail": f"{type(exc).__name__}: {exc}"[:300]})
+            quarantined.append(
+                {
+                    "id": rec.get("id"),
+                    "file": in_path,
+                    "line": line,
+                    "reason": "extract_error",
+                    "detail": f"{type(exc).__name__}: {exc}"[:300],
+                }
+            )
             continue
         if len(text) < min_chars:
             reasons["no_text"] += 1
-            quarantined.append({"id": rec.get("id"), "file": in_path, "line": line, "reason": "no_text",
-                                "detail": f"{len(text)} characters extracted from {len(html)} bytes of HTML"})
+            quarantined.append(
+                {
+                    "id": rec.get("id"),
+                    "file": in_path,
+                    "line": line,
+                    "reason": "no_text",
+                    "detail": f"{len(text)} characters extracted from {len(html)} bytes of HTML",
+                }
+            )
             continue
         chars_out += len(text)
         metadata = {**rec.get("metadata", {}), "html_chars": len(html)}
@@ -108,8 +124,15 @@ def run_html_to_text(config: HtmlToTextConfig) -> dict[str, Any]:
     for shard in shards:
         name = shard.rsplit("/", 1)[-1]
         stem = name[: -len(".jsonl.gz")]
-        args.append((shard, join_path(config.output_path, f"docs/{name}"),
-                     join_path(config.output_path, f"quarantine/{stem}.jsonl"), config.main_content, config.min_chars))
+        args.append(
+            (
+                shard,
+                join_path(config.output_path, f"docs/{name}"),
+                join_path(config.output_path, f"quarantine/{stem}.jsonl"),
+                config.main_content,
+                config.min_chars,
+            )
+        )
     results = map_tasks(convert_shard, args, config.use_ray)
     reasons: Counter[str] = Counter()
     for r in results:

@@ -153,7 +153,11 @@ def validate_drop(drop_path: str, drop_id: str, verify_checksums: bool = True) -
                     return STATUS_REJECTED, f"{name}: manifest has no sha256", manifest
                 actual_sha = _sha256_of(fs, fpath)
                 if actual_sha != expected_sha.lower():
-                    return STATUS_REJECTED, f"{name}: sha256 {actual_sha[:12]}... != manifest {expected_sha[:12]}...", manifest
+                    return (
+                        STATUS_REJECTED,
+                        f"{name}: sha256 {actual_sha[:12]}... != manifest {expected_sha[:12]}...",
+                        manifest,
+                    )
         return STATUS_VALID, "", manifest
     except Exception as exc:  # never raise on a malformed drop: report it
         return STATUS_REJECTED, f"unexpected error validating drop: {type(exc).__name__}: {exc}", {}
@@ -175,9 +179,7 @@ def _child_dirs(path: str) -> list[tuple[str, str]]:
     return sorted(out)
 
 
-def scan_landing_zone(
-    prefix: str, source: str | None = None, verify_checksums: bool = True
-) -> list[DropStatus]:
+def scan_landing_zone(prefix: str, source: str | None = None, verify_checksums: bool = True) -> list[DropStatus]:
     """Every drop folder below ``<prefix>/landing`` (or only ``source``'s), sorted by (source, drop).
 
     Never raises for malformed drops; a missing landing zone yields an empty list.
@@ -209,7 +211,10 @@ def valid_drops_in(source_path: str, verify_checksums: bool = False) -> list[str
     """Sorted ids of the valid, complete drops in ``<prefix>/landing/<source>`` given directly."""
     out = []
     for drop_id, drop_path in _child_dirs(source_path):
-        if not drop_id.startswith((".", "_")) and validate_drop(drop_path, drop_id, verify_checksums)[0] == STATUS_VALID:
+        if (
+            not drop_id.startswith((".", "_"))
+            and validate_drop(drop_path, drop_id, verify_checksums)[0] == STATUS_VALID
+        ):
             out.append(drop_id)
     return sorted(out, key=drop_sort_key)
 

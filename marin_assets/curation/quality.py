@@ -203,15 +203,21 @@ def run_quality_attributes(config: QualityAttributesConfig) -> dict[str, Any]:
     start = time.monotonic()
     shards = list_files(join_path(config.input_path, "docs"), ".jsonl.gz")
     args = [
-        (s, join_path(config.output_path, f"attributes/{s.rsplit('/', 1)[-1]}"), config.model_path,
-         config.attribute, config.positive_label)
+        (
+            s,
+            join_path(config.output_path, f"attributes/{s.rsplit('/', 1)[-1]}"),
+            config.model_path,
+            config.attribute,
+            config.positive_label,
+        )
         for s in shards
     ]
     results = map_tasks(score_shard, args, config.use_ray)
     hist = [sum(r["histogram"][i] for r in results) for i in range(10)]
     return {
         "documents": sum(r["documents"] for r in results),
-        "score_histogram": table_markdown([{"score": f"{i / 10:.1f}-{(i + 1) / 10:.1f}", "documents": h}
-                                           for i, h in enumerate(hist)]),
+        "score_histogram": table_markdown(
+            [{"score": f"{i / 10:.1f}-{(i + 1) / 10:.1f}", "documents": h} for i, h in enumerate(hist)]
+        ),
         "seconds": round(time.monotonic() - start, 3),
     }

@@ -220,13 +220,13 @@ def _wrap(title: str, body_html: str, site: tuple[str, str], rng: random.Random)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{_esc(title)} - {site_name}</title>"
-        '<script>window.dataLayer=window.dataLayer||[];function gtag(){dataLayer.push(arguments);}</script>'
+        "<script>window.dataLayer=window.dataLayer||[];function gtag(){dataLayer.push(arguments);}</script>"
         "<style>.ad{border:1px solid #ccc}</style></head><body>"
         f'<a class="skip-link" href="#main">Skip to main content</a>'
         f'<header class="site-header"><div class="logo">{site_name}</div><nav class="main-nav"><ul>{nav}</ul></nav>'
         '<form class="search" action="/search"><input type="text" name="q" placeholder="Search"></form></header>'
         '<div id="cookie-banner" class="cookie-consent"><p>We use cookies to personalise content and ads. '
-        'By continuing you agree to our cookie policy.</p><button>Accept all cookies</button></div>'
+        "By continuing you agree to our cookie policy.</p><button>Accept all cookies</button></div>"
         f'<div class="layout"><main id="main"><article class="content">{body_html}</article></main>'
         f'<aside class="sidebar"><div class="ad" id="ad-{ad_id}"><span>Sponsored content</span>'
         f'<a href="https://ads.example/{ad_id}">Upgrade your workflow today with CloudTools Pro</a></div>'
@@ -422,8 +422,9 @@ class _Generator:
         return Page(doc_id, html, url, "hq", "para_dup", site[0], paragraphs, of=src.id, quoted_paragraph=quoted)
 
 
-def generate_drop(drop_id: str, config: SampleConfig = SampleConfig(), source: str = DEFAULT_SOURCE,
-                  extra_dirs: tuple[str, ...] = ()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def generate_drop(
+    drop_id: str, config: SampleConfig = SampleConfig(), source: str = DEFAULT_SOURCE, extra_dirs: tuple[str, ...] = ()
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The records (Marin input shape) and the ground truth of one drop."""
     validate_partition_key(drop_id)
     number = drop_number(drop_id)
@@ -473,8 +474,13 @@ def ground_truth_path(prefix: str, source: str, drop_id: str) -> str:
     return join_path(prefix, f"ground_truth/{source}/{drop_id}.json")
 
 
-def write_drop(prefix: str, drop_id: str, config: SampleConfig = SampleConfig(), source: str = DEFAULT_SOURCE,
-               extra_dirs: tuple[str, ...] = ()) -> dict[str, Any]:
+def write_drop(
+    prefix: str,
+    drop_id: str,
+    config: SampleConfig = SampleConfig(),
+    source: str = DEFAULT_SOURCE,
+    extra_dirs: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """Write one complete drop (data files, then ``manifest.json`` last) and its ground truth.
 
     Returns the manifest. The manifest is written last and atomically: the drop becomes complete
@@ -487,9 +493,7 @@ def write_drop(prefix: str, drop_id: str, config: SampleConfig = SampleConfig(),
     files = []
     for i in range(n_files):
         chunk = records[i * per_file : (i + 1) * per_file]
-        data = gzip.compress(
-            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in chunk).encode("utf-8"), mtime=0
-        )
+        data = gzip.compress("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in chunk).encode("utf-8"), mtime=0)
         name = f"part-{i:05d}.jsonl.gz"
         atomic_write_bytes(join_path(drop_dir, name), data)
         files.append({"path": name, "bytes": len(data), "sha256": _sha256(data), "records": len(chunk)})

@@ -53,6 +53,7 @@ def _load_cursor(raw: str | None) -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict):
         data = {}
+
     def mapping(key: str) -> dict[str, Any]:
         value = data.get(key)
         return dict(value) if isinstance(value, dict) else {}

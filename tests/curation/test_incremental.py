@@ -30,8 +30,10 @@ def grown(pipeline, tmp_path_factory):
     """A copy of the finished three-drop prefix, then drop-004 added and the pipeline rerun."""
     prefix = str(tmp_path_factory.mktemp("grown") / "prefix")
     shutil.copytree(pipeline.prefix, prefix)
-    before = {role: {d: _snapshot(pipeline.path(role, d).replace(pipeline.prefix, prefix)) for d in DROPS}
-              for role in ("raw", "text", "dedup")}
+    before = {
+        role: {d: _snapshot(pipeline.path(role, d).replace(pipeline.prefix, prefix)) for d in DROPS}
+        for role in ("raw", "text", "dedup")
+    }
     write_drop(prefix, "drop-004", SMALL, SOURCE)
     after = run_pipeline(prefix, [*DROPS, "drop-004"])
     return pipeline, after, before

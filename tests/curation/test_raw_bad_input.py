@@ -33,7 +33,9 @@ def _write_drop(drop_dir, files: dict[str, bytes]):
 
 
 def _quarantine(out: str) -> list[dict]:
-    return [json.loads(line) for f in list_files(f"{out}/quarantine", ".jsonl") for line in Path(f).read_text().splitlines()]
+    return [
+        json.loads(line) for f in list_files(f"{out}/quarantine", ".jsonl") for line in Path(f).read_text().splitlines()
+    ]
 
 
 def _parquet(table) -> bytes:
@@ -51,15 +53,25 @@ def bad_drop(tmp_path):
     files = {
         "a_good.jsonl.gz": good_gz,
         "b_truncated.jsonl.gz": truncated,
-        "c_utf8.jsonl": (_line(0, "utf8") + "\n").encode() + b'{"id": "bad", "text": "\xff\xfe broken"}\n'
+        "c_utf8.jsonl": (_line(0, "utf8") + "\n").encode()
+        + b'{"id": "bad", "text": "\xff\xfe broken"}\n'
         + (_line(1, "utf8") + "\n").encode(),
         "d_notjson.jsonl": (_line(0, "nj") + "\nthis is not json\n[1, 2]\n" + _line(1, "nj") + "\n").encode(),
         "e_missing.jsonl": (
-            json.dumps({"text": "no id"}) + "\n" + json.dumps({"id": "no-text"}) + "\n"
-            + json.dumps({"id": "num-text", "text": 5}) + "\n" + json.dumps({"id": "empty", "text": "  "}) + "\n"
-            + _line(0, "ms") + "\n"
+            json.dumps({"text": "no id"})
+            + "\n"
+            + json.dumps({"id": "no-text"})
+            + "\n"
+            + json.dumps({"id": "num-text", "text": 5})
+            + "\n"
+            + json.dumps({"id": "empty", "text": "  "})
+            + "\n"
+            + _line(0, "ms")
+            + "\n"
         ).encode(),
-        "f_big.jsonl": (json.dumps({"id": "huge", "text": "x" * (50 * 1024 * 1024)}) + "\n" + _line(0, "big") + "\n").encode(),
+        "f_big.jsonl": (
+            json.dumps({"id": "huge", "text": "x" * (50 * 1024 * 1024)}) + "\n" + _line(0, "big") + "\n"
+        ).encode(),
         "g_empty.jsonl": b"",
         "h_garbage.jsonl.gz": bytes(rng.randrange(256) for _ in range(5000)),
         "i_garbage.jsonl": bytes(rng.randrange(256) for _ in range(5000)),
@@ -84,8 +96,20 @@ def test_bad_input_matrix(bad_drop):
     assert len(trunc) > 100 and all(f"trunc-{i}" in ids for i in range(len(trunc)))  # a prefix, no holes
     assert not ids & {"bad", "no-text", "num-text", "empty", "huge"}
     reasons = meta["quarantine_reasons"]
-    for code in ("truncated_gzip", "invalid_utf8", "not_json", "not_an_object", "missing_id", "missing_text",
-                 "text_not_string", "empty_text", "too_large", "corrupt_gzip", "parquet_schema", "unsupported_format"):
+    for code in (
+        "truncated_gzip",
+        "invalid_utf8",
+        "not_json",
+        "not_an_object",
+        "missing_id",
+        "missing_text",
+        "text_not_string",
+        "empty_text",
+        "too_large",
+        "corrupt_gzip",
+        "parquet_schema",
+        "unsupported_format",
+    ):
         assert reasons.get(code, 0) >= 1, (code, reasons)
     assert meta["empty_files"] == 1
     assert meta["documents_out"] == len(docs)

@@ -76,11 +76,11 @@ def test_every_planted_duplicate_found_no_false_positives(pipeline):
             assert spans, p["id"]
         texts = {d["id"]: d["text"] for d in pipeline.docs("text", drop)}
         for p in truth["para_dups"]:
-            marked = [texts[p["id"]][int(s):int(e)] for s, e, _ in attrs[p["id"]]["dedup_paragraph_spans"]]
+            marked = [texts[p["id"]][int(s) : int(e)] for s, e, _ in attrs[p["id"]]["dedup_paragraph_spans"]]
             assert p["paragraph"] in marked, p["id"]
             if p["of"].startswith(drop) and p["of"] not in planted:
                 source_spans = attrs[p["of"]]["dedup_paragraph_spans"]
-                assert p["paragraph"] not in [texts[p["of"]][int(s):int(e)] for s, e, _ in source_spans]
+                assert p["paragraph"] not in [texts[p["of"]][int(s) : int(e)] for s, e, _ in source_spans]
 
 
 def test_consolidated_checks_pass(pipeline):

@@ -19,7 +19,6 @@ OFFLINE_ENV = {
 }
 
 
-
 @pytest.fixture(scope="session", autouse=True)
 def offline_env():
     """No hub downloads and no W&B in any test or subprocess of this folder."""

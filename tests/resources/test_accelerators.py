@@ -32,7 +32,16 @@ def test_gpu_options():
 
 @pytest.mark.parametrize(
     ("tpu_type", "chips_per_host"),
-    [("v4-8", 4), ("v4-32", 4), ("v5p-8", 4), ("v5e-8", 8), ("v5litepod-4", 4), ("v5e-16", 4), ("v6e-8", 8), ("v6e-16", 4)],
+    [
+        ("v4-8", 4),
+        ("v4-32", 4),
+        ("v5p-8", 4),
+        ("v5e-8", 8),
+        ("v5litepod-4", 4),
+        ("v5e-16", 4),
+        ("v6e-8", 8),
+        ("v6e-16", 4),
+    ],
 )
 def test_tpu_head_request(tpu_type: str, chips_per_host: int):
     config = TpuConfig(tpu_type=tpu_type)
@@ -50,7 +59,11 @@ def test_tpu_table_matches_levanter():
     assert len(TPU_CONFIGS) > 30
     for known in TPU_CONFIGS:
         ours = tpu_topology(known.name)
-        assert (ours.chips, ours.hosts, ours.chips_per_host) == (known.chip_count, known.vm_count, known.chips_per_vm), known
+        assert (ours.chips, ours.hosts, ours.chips_per_host) == (
+            known.chip_count,
+            known.vm_count,
+            known.chips_per_vm,
+        ), known
 
 
 def test_tpu_validation():

@@ -11,7 +11,9 @@ import yaml
 K8S = Path(__file__).resolve().parents[2] / "k8s"
 # Anything that looks like a credential written inline.
 _SECRET_KEYS = re.compile(r"(password|secret|token|api[_-]?key|private[_-]?key|credentials?)$", re.IGNORECASE)
-_SECRET_VALUES = re.compile(r"(BEGIN [A-Z ]*PRIVATE KEY|\"type\":\s*\"service_account\"|AKIA[0-9A-Z]{16}|ghp_[0-9A-Za-z]{20,})")
+_SECRET_VALUES = re.compile(
+    r"(BEGIN [A-Z ]*PRIVATE KEY|\"type\":\s*\"service_account\"|AKIA[0-9A-Z]{16}|ghp_[0-9A-Za-z]{20,})"
+)
 
 
 def _docs(name: str) -> list[dict]:
@@ -120,7 +122,11 @@ def _inline_secrets(doc) -> list[tuple]:
             found.append((path, value))
         if key == "env" and isinstance(value, list):
             for item in value:
-                if isinstance(item, dict) and _SECRET_KEYS.search(item.get("name", "").replace("_", "-")) and "value" in item:
+                if (
+                    isinstance(item, dict)
+                    and _SECRET_KEYS.search(item.get("name", "").replace("_", "-"))
+                    and "value" in item
+                ):
                     found.append(((*path, item["name"]), item["value"]))
         if key == "envVars" and isinstance(value, list):
             for item in value:

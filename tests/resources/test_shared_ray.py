@@ -47,7 +47,9 @@ def test_two_processes_share_one_embedded_ray_and_stop_is_targeted(ray_head, ray
     env.pop("RAY_ADDRESS", None)
     try:
         children = [
-            subprocess.Popen([sys.executable, "-c", _CHILD], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            subprocess.Popen(
+                [sys.executable, "-c", _CHILD], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
             for _ in range(2)
         ]
         results = []

@@ -241,5 +241,8 @@ def test_run_page_shows_steps_and_materializations(ui, dagster_dev: DagsterDev, 
     assert "Succeeded (2)" in text
     assert "marin/cached false" in text
     assert f"marin/hash {hashes['hello_world/numbers']}" in text
-    assert f"hello_world/numbers: computed {dagster_dev.prefix}/hello_world/numbers-{hashes['hello_world/numbers']}" in text
+    assert (
+        f"hello_world/numbers: computed {dagster_dev.prefix}/hello_world/numbers-{hashes['hello_world/numbers']}"
+        in text
+    )
     screenshot(ui, tmp_path, "run")
