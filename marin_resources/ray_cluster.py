@@ -129,6 +129,11 @@ def start_embedded_head(config: RayClusterConfig) -> str:
                 cmd.append(f"--object-store-memory={config.object_store_memory}")
             env = dict(os.environ)
             env.pop("RAY_ADDRESS", None)
+            # The embedded head advertises more logical CPUs than cores (Levanter's cache builder
+            # deadlocks otherwise); without these, Ray would keep that many idle Python workers
+            # (~150 MB each) alive and pre-start them for the first driver. Workers start on demand.
+            env.setdefault("RAY_prestart_worker_first_driver", "0")
+            env.setdefault("RAY_num_workers_soft_limit", str(max(1, os.cpu_count() or 1)))
             logger.info("starting embedded Ray head: %s", " ".join(cmd))
             result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
             if result.returncode != 0:

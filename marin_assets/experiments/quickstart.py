@@ -104,6 +104,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if sample.sample_drops and "--dry_run" not in rest:
         curation.ensure_sample_drops(prefix, sample.sample_drops, sample.sample_docs)
     steps = build_steps(known.size)
+    if not any(arg.startswith("--max_concurrent") for arg in rest):
+        # On a laptop-sized machine one unit at a time is as fast (the stages use every core
+        # through Ray or JAX) and keeps peak memory low.
+        rest = [*rest, "--max_concurrent", "1"]
     executor_main(
         [steps["evaluation"], *curation.STEPS.values()],
         description=f"Quickstart ({known.size}): HTML drops to an evaluated model",
