@@ -38,6 +38,7 @@ from marin_assets.models.train import (
     _component_caches,
     _tokenizer_of,
     levanter_config_yaml,
+    levanter_llama_config,
     list_step_dirs,
     parse_metrics,
     training_env,
@@ -138,7 +139,6 @@ def run_levanter_eval(config: EvalConfig, hf_dir: str, work: str) -> dict[str, d
     from levanter.data.text import LMMixtureDatasetConfig, UrlDatasetSourceConfig
     from levanter.distributed import RayConfig
     from levanter.main.eval_lm import EvalLmConfig
-    from levanter.models.llama import LlamaConfig
     from levanter.tracker.json_logger import JsonLoggerConfig
     from levanter.trainer import TrainerConfig
 
@@ -158,17 +158,7 @@ def run_levanter_eval(config: EvalConfig, hf_dir: str, work: str) -> dict[str, d
             },
             train_weights={},
         ),
-        model=LlamaConfig(
-            seq_len=m.seq_len,
-            hidden_dim=m.hidden_dim,
-            intermediate_dim=m.intermediate_dim,
-            num_layers=m.num_layers,
-            num_heads=m.num_heads,
-            num_kv_heads=m.num_kv_heads,
-            tie_word_embeddings=m.tie_word_embeddings,
-            reference_checkpoint=hf_dir,
-            tokenizer=tokenizer,
-        ),
+        model=levanter_llama_config(m, hf_dir, tokenizer),
         trainer=TrainerConfig(
             mp=jmp.get_policy("p=f32,c=f32"),
             tracker=(JsonLoggerConfig(),),

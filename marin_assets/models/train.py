@@ -225,6 +225,27 @@ def reference_checkpoint_dir(config: TrainConfig, run_id: str) -> str:
     return f"/tmp/marin-hf-reference/{run_id}"
 
 
+def levanter_llama_config(m: LlamaModelConfig, reference_checkpoint: str, tokenizer: str) -> Any:
+    """Levanter's ``LlamaConfig`` for our model shape, pointing at local files only.
+
+    Levanter's defaults point at the HF hub; nothing may be downloaded, so a local HF config
+    (written by :func:`write_reference_checkpoint`) and our own tokenizer are used instead.
+    """
+    from levanter.models.llama import LlamaConfig
+
+    return LlamaConfig(
+        seq_len=m.seq_len,
+        hidden_dim=m.hidden_dim,
+        intermediate_dim=m.intermediate_dim,
+        num_layers=m.num_layers,
+        num_heads=m.num_heads,
+        num_kv_heads=m.num_kv_heads,
+        tie_word_embeddings=m.tie_word_embeddings,
+        reference_checkpoint=reference_checkpoint,
+        tokenizer=tokenizer,
+    )
+
+
 def write_reference_checkpoint(path: str, model: LlamaModelConfig, tokenizer: str) -> None:
     """Write a transformers ``LlamaConfig`` matching ``model`` (and the tokenizer) to ``path``.
 
@@ -265,7 +286,6 @@ def build_levanter_config(config: TrainConfig):
     from levanter.data.text import LMMixtureDatasetConfig, UrlDatasetSourceConfig
     from levanter.distributed import RayConfig
     from levanter.main.train_lm import TrainLmConfig
-    from levanter.models.llama import LlamaConfig
     from levanter.optim import AdamConfig
     from levanter.tracker.json_logger import JsonLoggerConfig
     from levanter.trainer import TrainerConfig
@@ -295,20 +315,7 @@ def build_levanter_config(config: TrainConfig):
             JsonLoggerConfig(),
             WandbConfig(project=os.environ.get("WANDB_PROJECT", "marin"), tags=list(config.tags)),
         )
-    m = config.model
-    model = LlamaConfig(
-        seq_len=m.seq_len,
-        hidden_dim=m.hidden_dim,
-        intermediate_dim=m.intermediate_dim,
-        num_layers=m.num_layers,
-        num_heads=m.num_heads,
-        num_kv_heads=m.num_kv_heads,
-        tie_word_embeddings=m.tie_word_embeddings,
-        # The defaults point at the HF hub; nothing may be downloaded, so a local HF config
-        # (written by write_reference_checkpoint) and our own tokenizer are used instead.
-        reference_checkpoint=reference,
-        tokenizer=tokenizer,
-    )
+    model = levanter_llama_config(config.model, reference, tokenizer)
     steps_per_eval = train.steps_per_eval if config.use_default_validation else train.num_train_steps * 10 + 1
     trainer = TrainerConfig(
         seed=train.seed,
