@@ -10,7 +10,13 @@ from __future__ import annotations
 import dagster as dg
 
 from marin_assets.curation.sensor import build_landing_sensor
-from marin_assets.dagster_bridge.assets import Experiment, asset_key_for, build_step_assets, partition_local_steps
+from marin_assets.dagster_bridge.assets import (
+    SOURCE_TAG,
+    Experiment,
+    asset_key_for,
+    build_step_assets,
+    partition_local_steps,
+)
 from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.versioning import StepGraph
 from marin_assets.experiments import curation, hello_world, quickstart
@@ -60,6 +66,7 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
             selection=dg.AssetSelection.groups(experiment.name),
             partitions_def=partitions_def,
             description=experiment.description,
+            tags={SOURCE_TAG: "dagster", "marin/experiment": experiment.name},
         )
         jobs.append(job)
         for step_schedule in experiment.schedules:
@@ -69,6 +76,7 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
                 f"{step_schedule.name}_job",
                 selection=dg.AssetSelection.assets(*keys),
                 description=step_schedule.description,
+                tags={SOURCE_TAG: "schedule", "marin/experiment": experiment.name},
             )
             jobs.append(scheduled_job)
             schedules.append(
@@ -91,7 +99,11 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
                 selection=dg.AssetSelection.assets(*local_keys),
                 partitions_def=partitions_def,
                 description="The drop-local curation assets of one new drop (started by the landing sensor)",
-                tags={"marin/curation": curation.SOURCE},
+                tags={
+                    "marin/curation": curation.SOURCE,
+                    SOURCE_TAG: "landing_sensor",
+                    "marin/experiment": experiment.name,
+                },
             )
             jobs.append(drop_job)
             sensors.append(build_landing_sensor(drop_job, partitions_def, default_prefix, source=curation.SOURCE))
