@@ -32,17 +32,15 @@ from typing import Any
 from marin_assets.execution.metadata import table_markdown
 from marin_assets.execution.step import ExecutorStep, InputName, this_output_path, versioned
 from marin_assets.execution.storage import atomic_write_text, is_local, join_path
-from marin_assets.models.train import (
-    TINY_LLAMA,
-    LlamaModelConfig,
+from marin_assets.models.levanter_config import (
     _component_caches,
     _tokenizer_of,
     levanter_config_yaml,
     levanter_llama_config,
-    list_step_dirs,
-    parse_metrics,
-    training_env,
 )
+from marin_assets.models.train import training_env
+from marin_assets.models.train_config import TINY_LLAMA, LlamaModelConfig
+from marin_assets.models.training_log import list_step_dirs, parse_metrics
 
 logger = logging.getLogger(__name__)
 

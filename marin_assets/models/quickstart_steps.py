@@ -18,7 +18,8 @@ from marin_assets.models.evaluate import LOCAL_TASKS, default_eval
 from marin_assets.models.sample_documents import sample_documents_step
 from marin_assets.models.tokenize import default_tokenize
 from marin_assets.models.tokenizer import default_tokenizer
-from marin_assets.models.train import LlamaModelConfig, SimpleTrainConfig, default_train
+from marin_assets.models.train import default_train
+from marin_assets.models.train_config import LlamaModelConfig, SimpleTrainConfig
 
 
 @dataclass(frozen=True)
