@@ -52,12 +52,14 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
     jobs = []
     experiment_list = experiment_list if experiment_list is not None else experiments()
     emitted: dict[dg.AssetKey, str] = {}
-    for experiment in experiment_list:
-        assets.extend(build_step_assets(experiment, partitions_defs, emitted=emitted))
     sensors: list[dg.SensorDefinition] = []
     schedules: list[dg.ScheduleDefinition] = []
     for experiment in experiment_list:
-        partition_sets = {s.partitioned_by for s in StepGraph(experiment.steps, "/").topological() if s.partitioned_by}
+        group_assets = build_step_assets(experiment, partitions_defs, emitted=emitted)
+        assets.extend(group_assets)
+        partition_sets = {
+            a.partitions_def.name for a in group_assets if isinstance(a.partitions_def, dg.DynamicPartitionsDefinition)
+        }
         if len(partition_sets) > 1:
             raise ValueError(f"experiment {experiment.name} mixes partition sets {sorted(partition_sets)}")
         partitions_def = partitions_defs[partition_sets.pop()] if partition_sets else None

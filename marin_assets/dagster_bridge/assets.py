@@ -134,13 +134,16 @@ class GraphCache:
 
 
 def _partition_keys_at_runtime(
-    context: dg.AssetExecutionContext, graph_partitions: Mapping[str, PartitionSource], prefix: str
+    context: dg.AssetExecutionContext,
+    sources: Mapping[str, PartitionSource],
+    partition_sets: Sequence[str],
+    prefix: str,
 ) -> dict[str, list[str]]:
-    """Partition keys from the Dagster instance (the source of truth in the UI), else the experiment's sources."""
-    keys = resolve_partitions(graph_partitions, prefix)
-    for name in list(keys) or []:
+    """Keys of every partition set: the Dagster instance's (the UI's truth), else the experiment's sources."""
+    keys = resolve_partitions(sources, prefix)
+    for name in {*keys, *partition_sets}:
         instance_keys = context.instance.get_dynamic_partitions(name)
-        if instance_keys:
+        if instance_keys or name not in keys:
             keys[name] = sorted(set(instance_keys))
     return keys
 
@@ -154,9 +157,7 @@ def _make_compute(
 ) -> Callable[..., dg.MaterializeResult]:
     def compute(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         prefix = _resource_prefix(context.resources.marin_storage)
-        partition_keys = _partition_keys_at_runtime(context, experiment.partitions, prefix)
-        for name in partitions_defs:
-            partition_keys.setdefault(name, sorted(context.instance.get_dynamic_partitions(name)))
+        partition_keys = _partition_keys_at_runtime(context, experiment.partitions, list(partitions_defs), prefix)
         graph = cache.get(prefix, partition_keys)
         node = graph.resolved(step)
         partition = context.partition_key if step.partitioned_by else None

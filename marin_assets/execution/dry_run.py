@@ -6,18 +6,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from marin_assets.execution.lease import StepLease, backend_for
+from marin_assets.execution.lease import lease_for_output
 from marin_assets.execution.runner import Executor
 from marin_assets.execution.status import (
-    INFO_FILE,
-    LEASE_FILE,
     STATUS_FAILED,
     STATUS_RUNNING,
     STATUS_SUCCESS,
     read_info,
     read_status,
 )
-from marin_assets.execution.storage import filesystem, is_local, join_path, list_dir
+from marin_assets.execution.storage import join_path, list_dir
 from marin_assets.execution.versioning import HASH_LENGTH, ResolvedStep, StepGraph
 
 
@@ -121,11 +119,7 @@ def plan(graph: StepGraph, run_only: list[str] | None = None, force_run_failed: 
 
 
 def _lease_is_live(output_path: str) -> bool:
-    path = join_path(output_path, LEASE_FILE)
-    if is_local(path):
-        path = filesystem(path)[1]
-    lease = StepLease(path, backend_for(path))
-    return lease.is_held_by_other()
+    return lease_for_output(output_path).is_held_by_other()
 
 
 def format_plan(planned: list[PlannedUnit]) -> str:
@@ -138,6 +132,3 @@ def format_plan(planned: list[PlannedUnit]) -> str:
     counts = {a: sum(1 for p in planned if p.action == a) for a in ("skip", "run", "wait", "fail")}
     lines.append("dry run: " + ", ".join(f"{n} {a}" for a, n in counts.items()))
     return "\n".join(lines)
-
-
-__all__ = ["INFO_FILE", "PlannedUnit", "flatten_version", "format_plan", "plan", "previous_version", "version_diff"]

@@ -25,6 +25,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Protocol
 
+from marin_assets.execution.status import LEASE_FILE
+from marin_assets.execution.storage import filesystem, is_local, join_path
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_HEARTBEAT_S = 30.0
@@ -139,8 +142,6 @@ class LocalLeaseBackend:
 
 def backend_for(path: str) -> LeaseBackend:
     """The lease backend for the storage of ``path``."""
-    from marin_assets.execution.storage import filesystem, is_local
-
     if is_local(path):
         return LocalLeaseBackend()
     fs, _ = filesystem(path)
@@ -295,3 +296,13 @@ class StepLease:
                 with contextlib.suppress(OSError):
                     self.backend.delete_if(self.path, self._token)
                 self._token = None
+
+
+def lease_for_output(
+    output_path: str, heartbeat_s: float = DEFAULT_HEARTBEAT_S, stale_s: float = DEFAULT_STALE_S
+) -> StepLease:
+    """The lease of a step output folder (``<output>/.executor_lease``) on its storage's backend."""
+    path = join_path(output_path, LEASE_FILE)
+    if is_local(path):
+        path = filesystem(path)[1]  # the local backend works on plain OS paths, not file:// URLs
+    return StepLease(path, backend_for(path), heartbeat_s, stale_s)

@@ -27,10 +27,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, StepLease, backend_for
+from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, StepLease, lease_for_output
 from marin_assets.execution.status import (
     INFO_FILE,
-    LEASE_FILE,
     METADATA_FILE,
     STATUS_DEP_FAILED,
     STATUS_FAILED,
@@ -40,7 +39,7 @@ from marin_assets.execution.status import (
     write_json,
     write_status,
 )
-from marin_assets.execution.storage import filesystem, is_local, join_path
+from marin_assets.execution.storage import join_path
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, instantiate_config
 
 logger = logging.getLogger("marin.executor")
@@ -207,10 +206,7 @@ class Executor:
 
     # ----------------------------------------------------------------- one unit
     def _lease(self, output_path: str) -> StepLease:
-        lease_path = join_path(output_path, LEASE_FILE)
-        if is_local(lease_path):
-            lease_path = filesystem(lease_path)[1]
-        return StepLease(lease_path, backend_for(lease_path), self.options.heartbeat_s, self.options.stale_s)
+        return lease_for_output(output_path, self.options.heartbeat_s, self.options.stale_s)
 
     def execute_unit(self, unit: Unit, graph: StepGraph) -> StepOutcome:
         """Bring one unit to SUCCESS (run it, wait for another runner, or find it cached).
@@ -339,9 +335,9 @@ class Executor:
         units = self.units(graph, run_only)
         report = ExecutionReport(self.options.run_id)
         key = lambda u: (id(u[0]), u[1])  # noqa: E731
-        pending = {key(u): u for u in units}
-        deps = {key(u): [key(d) for d in self.unit_dependencies(u, graph)] for u in units}
-        done: set[tuple[int, str | None]] = set()
+        by_key = {key(u): u for u in units}
+        pending = dict(by_key)
+        deps = {k: [key(d) for d in self.unit_dependencies(u, graph)] for k, u in by_key.items()}
         failed: set[tuple[int, str | None]] = set()
         failures: list[tuple[str, str, str]] = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, self.options.max_concurrent)) as pool:
@@ -350,9 +346,10 @@ class Executor:
                 progressed = True
                 while progressed:
                     progressed = False
+                    in_flight = set(running.values())
                     for k, unit in list(pending.items()):
                         # Units outside this run (e.g. excluded by run_only) only need their status.
-                        blocking = [d for d in deps[k] if d in pending or d in {rk for rk in running.values()}]
+                        blocking = [d for d in deps[k] if d in pending or d in in_flight]
                         if any(d in failed for d in deps[k]):
                             node, partition = unit
                             out = node.partition_output_path(partition)
@@ -363,9 +360,10 @@ class Executor:
                             progressed = True
                         elif not blocking and len(running) < max(1, self.options.max_concurrent):
                             running[pool.submit(self.execute_unit, unit, graph)] = k
+                            in_flight.add(k)
                             del pending[k]
                 if not running:
-                    if pending:  # only reachable on a dependency on a unit that is neither pending nor done
+                    if pending:  # unreachable unless the dependency graph is inconsistent
                         raise RuntimeError(f"scheduler stuck with {len(pending)} pending units")
                     break
                 finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
@@ -373,9 +371,8 @@ class Executor:
                     k = running.pop(future)
                     try:
                         outcome = future.result()
-                        done.add(k)
                     except Exception as exc:  # noqa: BLE001 - recorded and reported at the end
-                        node, partition = next(u for u in units if key(u) == k)
+                        node, partition = by_key[k]
                         out = node.partition_output_path(partition)
                         outcome = StepOutcome(node.name, out, partition, "failed", error=str(exc))
                         failures.append(

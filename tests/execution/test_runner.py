@@ -153,9 +153,9 @@ def test_executor_main_cli_dry_run_and_experiment_record(prefix):
     assert proc.returncode == 0 and "dry run: 4 skip, 0 run" in out, out
 
 
-def test_sigkill_mid_write_never_leaves_success_and_rerun_completes(prefix, tmp_path):
-    markers = tmp_path / "markers"
-    proc = _python(
+def _slow_runner(prefix: str, **env: str) -> subprocess.Popen:
+    """executor_main on the slow-writing step, with short leases (0.5 s beat, 2 s stale)."""
+    return _python(
         "-m",
         "tests.execution.sample_steps",
         "slow",
@@ -165,8 +165,13 @@ def test_sigkill_mid_write_never_leaves_success_and_rerun_completes(prefix, tmp_
         "0.5",
         "--stale_s",
         "2",
-        env={"MARKER_DIR": str(markers), "CHUNKS": "40"},
+        env=env,
     )
+
+
+def test_sigkill_mid_write_never_leaves_success_and_rerun_completes(prefix, tmp_path):
+    markers = tmp_path / "markers"
+    proc = _slow_runner(prefix, MARKER_DIR=str(markers), CHUNKS="40")
     deadline = time.time() + 60
     while time.time() < deadline and not any(markers.glob("started-*")):
         time.sleep(0.1)
@@ -179,18 +184,7 @@ def test_sigkill_mid_write_never_leaves_success_and_rerun_completes(prefix, tmp_
     assert read_status(str(out_dir)).status == "RUNNING"
     assert not (out_dir / "manifest.json").exists()
     # A new runner sees RUNNING under a lease nobody refreshes, waits for it to go stale, takes over.
-    proc = _python(
-        "-m",
-        "tests.execution.sample_steps",
-        "slow",
-        "--prefix",
-        prefix,
-        "--heartbeat_s",
-        "0.5",
-        "--stale_s",
-        "2",
-        env={"CHUNKS": "40"},
-    )
+    proc = _slow_runner(prefix, CHUNKS="40")
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, out
     assert read_status(str(out_dir)).status == "SUCCESS"
