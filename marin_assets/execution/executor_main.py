@@ -54,7 +54,7 @@ def _git_commit(cwd: str) -> str | None:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def write_experiment_record(graph: StepGraph, description: str | None, caller_path: str, run_id: str) -> str:
@@ -152,7 +152,9 @@ def executor_main(
         heartbeat_s=args.heartbeat_s,
         stale_s=args.stale_s,
     )
-    caller = inspect.stack()[1].filename if len(inspect.stack()) > 1 else sys.argv[0]
+    # The calling script's path (inspect.stack() would read the source of every frame).
+    frame = inspect.currentframe()
+    caller = frame.f_back.f_code.co_filename if frame is not None and frame.f_back is not None else sys.argv[0]
     record = write_experiment_record(graph, description, caller, options.run_id)
     logger.info("experiment record: %s", record)
     error: ExecutorError | None = None
