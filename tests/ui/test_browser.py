@@ -178,7 +178,16 @@ def test_catalog_lists_hello_world_group(ui, dagster_dev: DagsterDev, first_run,
 
 def test_asset_page_shows_step_metadata_and_code_version(ui, dagster_dev: DagsterDev, first_run, tmp_path):
     hashes = expected_hashes(dagster_dev.prefix)
-    text = open_page(ui, f"{dagster_dev.url}/assets/hello_world/stats", "marin/cached", "marin/hash", "hello_world_job")
+    # Definition metadata (marin/step, marin/fn) renders after the materialization's: wait for both.
+    text = open_page(
+        ui,
+        f"{dagster_dev.url}/assets/hello_world/stats",
+        "marin/cached",
+        "marin/hash",
+        "marin/step",
+        "marin/fn",
+        "hello_world_job",
+    )
     assert metadata_value(text, "marin/cached") == "false"
     assert metadata_value(text, "marin/action") == "ran"
     assert metadata_value(text, "marin/hash") == hashes["hello_world/stats"]
