@@ -45,6 +45,7 @@ def run_quickstart(prefix: str, dagster_home: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_quickstart_end_to_end_then_fully_cached(prefix, dagster_home):
     first = run_quickstart(prefix, dagster_home)

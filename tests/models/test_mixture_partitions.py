@@ -35,6 +35,7 @@ def write_drop_docs(config: DropDocsConfig) -> dict:
     return {"documents": n}
 
 
+@pytest.mark.slow
 def test_partitioned_tokenize_and_token_weighted_mixture(ray_session, tmp_path, quickstart_run):
     from levanter.main.train_lm import TrainLmConfig
 

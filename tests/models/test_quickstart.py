@@ -12,7 +12,7 @@ import pytest
 from marin_assets.execution.status import read_metadata, read_status
 from marin_assets.models._io import iter_texts, list_document_files
 
-pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.timeout(600)]
 
 
 def test_every_step_succeeded_with_sane_metadata(quickstart_run):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-pytestmark = [pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
 
 def test_sigkilled_training_resumes_from_checkpoint(quickstart_run, tmp_path):

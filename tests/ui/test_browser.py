@@ -21,7 +21,7 @@ from marin_assets.execution import StepGraph
 from marin_assets.experiments import hello_world
 from tests.ui.conftest import DagsterDev, metadata_of
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 CHROMEDRIVER = "/usr/bin/chromedriver"
 CHROME_FLAGS = (

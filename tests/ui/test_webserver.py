@@ -17,7 +17,7 @@ from marin_assets.execution import StepGraph
 from marin_assets.experiments import hello_world
 from tests.ui.conftest import REPO_ROOT, DagsterDev, metadata_of
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 ASSET_NODES = """
 {
