@@ -1,14 +1,30 @@
 """Versions, output paths and config instantiation (Marin's algorithm, no I/O).
 
-The version of a step is ``{"name", "config", "dependencies"}``: ``config`` maps the dotted path
-of every versioned field to its value (``DEP[i]/sub`` for a dependency), ``dependencies`` holds the
-full version dict of each dependency in order. The hash is the first 6 hex characters of the md5
-of the version dict's JSON with sorted keys; the output path is ``<prefix>/<name>-<hash>``.
+The version of a step is ``{"name", "config", "dependencies"}`` (plus ``"pseudo_dependencies"``
+when the step has any), exactly as Marin's ``Executor.compute_version`` builds it:
 
-Two deliberate additions to Marin:
+* ``config`` maps the dotted path of every versioned field to its value. Dataclass fields and dict
+  keys are joined with ``.``; list items add ``.[i]`` (Marin's ``new_prefix + f"[{i}]"``, so a list
+  field ``files`` gives ``files.[0]``).
+* every reference to another step (``InputName``, a bare ``ExecutorStep``, ``.nonblocking()``)
+  counts, in walk order, with one counter shared by blocking and non-blocking references: the
+  i-th reference is ``DEP[i]`` (``DEP[i]/sub`` for a path below the output). A step referenced twice
+  takes two indices and appears twice in ``dependencies`` -- Marin does not de-duplicate.
+* ``dependencies`` / ``pseudo_dependencies`` hold the full version dict of each reference, in order.
+* values are encoded like Marin's ``CustomJsonEncoder``: JSON types as themselves, ``timedelta`` as
+  ``{"days", "seconds", "microseconds"}``, anything else -- a versioned dataclass, an Enum -- as
+  ``str(value)`` (its repr), so nested dataclasses hash by their repr, not field by field.
 
-* a hardcoded path under the prefix enters the version relative to the prefix, so the same
-  experiment hashes identically on any bucket or local folder;
+The hash is the first 6 hex characters of the md5 of the version's JSON with sorted keys; the
+output path is ``<prefix>/<name>-<hash>``.
+
+One intended difference from Marin: a hardcoded path *under the prefix* enters the version
+relative to the prefix (Marin stores the absolute path), so the same experiment hashes identically
+on any bucket or local folder. Hardcoded paths elsewhere, and relative ones, are stored as written,
+as in Marin. Two additions that only apply to features Marin does not have (data-drop partitions):
+
+* a reference to one fixed partition is recorded as ``DEP[i]@<key>``, a reference to every
+  partition as ``DEP[i]/*``;
 * an unpartitioned step that consumes every partition of a partitioned step records the sorted
   partition keys it read (``consumed_partitions``), so adding a data drop gives it a new path.
 """
@@ -16,10 +32,9 @@ Two deliberate additions to Marin:
 from __future__ import annotations
 
 import dataclasses
-import enum
+import datetime
 import hashlib
 import json
-import pathlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,22 +53,28 @@ HASH_LENGTH = 6
 
 
 def _json_default(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return dataclasses.asdict(obj)
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    if isinstance(obj, pathlib.PurePath):
-        return str(obj)
+    """Encode what JSON cannot, like Marin's ``CustomJsonEncoder`` (``str(obj)`` as the fallback)."""
+    if isinstance(obj, datetime.timedelta):
+        return {"days": obj.days, "seconds": obj.seconds, "microseconds": obj.microseconds}
     if isinstance(obj, (set, frozenset)):
+        # Marin writes str(set), whose order depends on the hash seed; sorted is reproducible.
         return sorted(obj, key=repr)
-    if isinstance(obj, tuple):
-        return list(obj)
-    raise TypeError(f"cannot put a {type(obj).__name__} into a step version: {obj!r}")
+    return str(obj)
 
 
 def version_json(version: Mapping[str, Any]) -> str:
     """Canonical JSON of a version dict (sorted keys) -- the text that is hashed."""
     return json.dumps(version, sort_keys=True, default=_json_default)
+
+
+def canonical_version(version: Mapping[str, Any]) -> dict[str, Any]:
+    """The one stored form of a version: plain JSON values only.
+
+    Dataclasses become dicts, tuples lists, enums their values -- the same JSON that is hashed --
+    so a version read back from ``.executor_info`` compares equal to a freshly computed one (no
+    ``'Config(...)'`` repr strings, no tuple-vs-list differences).
+    """
+    return json.loads(version_json(version))
 
 
 def hash_version(version: Mapping[str, Any]) -> str:
@@ -231,6 +252,7 @@ class StepGraph:
                     raise ValueError(f"step {step.name} reads all partitions of {dep.name}, which is not partitioned")
                 consumed[f"{dep.name}-{dep.hash}"] = self.partition_keys(dep.partitioned_by)
             version["consumed_partitions"] = consumed
+        version = canonical_version(version)
         key = version_json(version)
         if key in self._by_version:
             # Identical version (same name, config and dependencies): merge into the first one.
