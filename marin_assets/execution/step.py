@@ -64,8 +64,24 @@ class VersionedValue(Generic[T]):
 def versioned(value: T) -> VersionedValue[T]:
     """Mark ``value`` as part of the step's version: changing it changes the output path."""
     if isinstance(value, VersionedValue):
-        raise ValueError("value is already versioned")
+        raise ValueError("value is already versioned (use ensure_versioned to accept both)")
+    if isinstance(value, (InputName, ExecutorStep)):
+        # Marin rejects this too: a path to another step is a dependency, and its version already
+        # enters ours through DEP[i]; versioning it would hide the dependency from the executor.
+        raise ValueError(
+            f"cannot version a reference to another step ({value!r:.120}); pass output_path_of(step) unwrapped"
+        )
     return VersionedValue(value)
+
+
+def ensure_versioned(value: VersionedValue[T] | T) -> VersionedValue[T]:
+    """``value`` as a versioned value: returned as is when it already is one."""
+    return value if isinstance(value, VersionedValue) else VersionedValue(value)
+
+
+def unwrap_versioned_value(value: VersionedValue[T] | T) -> T:
+    """The plain value of ``value`` (itself when it is not versioned)."""
+    return value.value if isinstance(value, VersionedValue) else value
 
 
 @dataclass(frozen=True)
@@ -126,6 +142,10 @@ class OutputName:
 def this_output_path(name: str | None = None) -> OutputName:
     """The path ``name`` inside the current step's output (the output itself when None)."""
     return OutputName(name=name)
+
+
+# A constant usable as a dataclass field default (Marin's ``THIS_OUTPUT_PATH``).
+THIS_OUTPUT_PATH = OutputName(None)
 
 
 @dataclass(frozen=True)
@@ -191,6 +211,14 @@ class ExecutorStep(Generic[T]):
     def nonblocking(self) -> InputName:
         """This step's output, depended on without waiting for it."""
         return output_path_of(self).nonblocking()
+
+    def as_input_name(self) -> InputName:
+        """This step's whole output as an :class:`InputName`."""
+        return output_path_of(self)
+
+    def with_output_path(self, output_path: str) -> ExecutorStep[T]:
+        """A copy of this step writing to ``output_path`` (relative paths are under the prefix)."""
+        return replace(self, override_output_path=output_path)
 
     def partitions(self) -> InputName:
         """All partitions of this (partitioned) step's output."""

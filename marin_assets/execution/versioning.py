@@ -68,11 +68,11 @@ def version_json(version: Mapping[str, Any]) -> str:
 
 
 def canonical_version(version: Mapping[str, Any]) -> dict[str, Any]:
-    """The one stored form of a version: plain JSON values only.
+    """The one stored form of a version: the JSON that is hashed, parsed back.
 
-    Dataclasses become dicts, tuples lists, enums their values -- the same JSON that is hashed --
-    so a version read back from ``.executor_info`` compares equal to a freshly computed one (no
-    ``'Config(...)'`` repr strings, no tuple-vs-list differences).
+    Tuples become lists and every value JSON cannot hold becomes what Marin's encoder writes for it
+    (``str(value)`` for a versioned dataclass or Enum, a dict for a ``timedelta``), so a version read
+    back from ``.executor_info`` compares equal to a freshly computed one.
     """
     return json.loads(version_json(version))
 
@@ -97,6 +97,8 @@ class _Collected:
     config_version: dict[str, Any] = field(default_factory=dict)
     dependencies: list[ResolvedStep] = field(default_factory=list)
     pseudo_dependencies: list[ResolvedStep] = field(default_factory=list)
+    dependency_versions: list[dict[str, Any]] = field(default_factory=list)
+    pseudo_dependency_versions: list[dict[str, Any]] = field(default_factory=list)
     all_partition_inputs: list[ResolvedStep] = field(default_factory=list)
     specific_partition_inputs: list[tuple[ResolvedStep, str]] = field(default_factory=list)
     same_partition_inputs: list[ResolvedStep] = field(default_factory=list)
@@ -105,9 +107,13 @@ class _Collected:
 def _walk_config(
     obj: Any, prefix: str, collected: _Collected, output_prefix: str, resolve: Callable[[ExecutorStep], ResolvedStep]
 ) -> None:
-    """Record versioned values and dependencies of ``obj`` under the dotted path ``prefix``."""
+    """Record versioned values and dependencies of ``obj`` under the dotted path ``prefix``.
+
+    The walk order and the keys are Marin's ``collect_dependencies_and_version``.
+    """
     if obj is None:
         return
+    child_prefix = f"{prefix}." if prefix else ""
     if isinstance(obj, ExecutorStep):
         obj = InputName(step=obj)
     if isinstance(obj, InputName):
@@ -116,13 +122,17 @@ def _walk_config(
             rel = relative_to_prefix(name, output_prefix)
             collected.config_version[prefix] = rel if rel is not None else name
             return
-        if obj.block_on_step:
-            deps, tag = collected.dependencies, "DEP"
-        else:
-            deps, tag = collected.pseudo_dependencies, "PSEUDO_DEP"
-        # Dependencies are identified by their canonical (merged) node, so two identical
-        # upstream steps count as one dependency.
+        # Marin: one counter over blocking and non-blocking references, every reference counts.
+        index = len(collected.dependency_versions) + len(collected.pseudo_dependency_versions)
         dep = resolve(obj.step)
+        if obj.block_on_step:
+            collected.dependency_versions.append(dep.version)
+            deps = collected.dependencies
+        else:
+            collected.pseudo_dependency_versions.append(dep.version)
+            deps = collected.pseudo_dependencies
+        # For running, a dependency is one node however often it is referenced (identical upstream
+        # steps are merged into their canonical node).
         if not any(d is dep for d in deps):
             deps.append(dep)
         if obj.all_partitions:
@@ -133,8 +143,7 @@ def _walk_config(
                 collected.specific_partition_inputs.append((dep, obj.partition))
         elif not any(d is dep for d in collected.same_partition_inputs):
             collected.same_partition_inputs.append(dep)
-        index = next(i for i, d in enumerate(deps) if d is dep)
-        value = f"{tag}[{index}]" + (f"@{obj.partition}" if obj.partition is not None else "")
+        value = f"DEP[{index}]" + (f"@{obj.partition}" if obj.partition is not None else "")
         value += f"/{obj.name}" if obj.name else ""
         if obj.all_partitions:
             value += "/*"
@@ -145,16 +154,19 @@ def _walk_config(
         return
     if isinstance(obj, (OutputName, PartitionKeyName)):
         return
-    child_prefix = f"{prefix}." if prefix else ""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         for f in dataclasses.fields(obj):
             _walk_config(getattr(obj, f.name), child_prefix + f.name, collected, output_prefix, resolve)
     elif isinstance(obj, (list, tuple)):
+        # Marin walks lists only; tuples are walked the same way (its newer releases do too), which
+        # changes nothing for tuples without versioned values or references.
         for i, item in enumerate(obj):
-            _walk_config(item, f"{prefix}[{i}]", collected, output_prefix, resolve)
+            _walk_config(item, f"{child_prefix}[{i}]", collected, output_prefix, resolve)
     elif isinstance(obj, dict):
         for key, item in obj.items():
-            _walk_config(item, child_prefix + str(key), collected, output_prefix, resolve)
+            if not isinstance(key, str):
+                raise ValueError(f"dict keys in a step config must be str, got {key!r} ({type(key).__name__})")
+            _walk_config(item, child_prefix + key, collected, output_prefix, resolve)
 
 
 @dataclass(eq=False)  # compared by identity: one node per distinct version
@@ -241,10 +253,10 @@ class StepGraph:
         version: dict[str, Any] = {
             "name": step.name,
             "config": collected.config_version,
-            "dependencies": [d.version for d in deps],
+            "dependencies": collected.dependency_versions,
         }
-        if pseudo:
-            version["pseudo_dependencies"] = [d.version for d in pseudo]
+        if collected.pseudo_dependency_versions:
+            version["pseudo_dependencies"] = collected.pseudo_dependency_versions
         if all_parts:
             consumed: dict[str, list[str]] = {}
             for dep in all_parts:

@@ -63,19 +63,21 @@ def test_golden_hash_with_dependency_nested_fields_lists_and_dicts():
     )
     node = StepGraph([tok], "gs://bucket/x").resolved(tok)
     raw_version = {"name": "data/raw", "config": {"seed": 42}, "dependencies": []}
+    # Marin's rule: list items are keyed "<field>.[i]", and every reference takes the next DEP index
+    # and its own entry in "dependencies" (raw is referenced twice: DEP[0] and DEP[1]).
     expected = {
         "name": "tokenized/raw",
         "config": {
             "input_path": "DEP[0]/shards",
             "inner.lr": 3e-4,
-            "files[0]": "a.txt",
-            "files[1]": "DEP[0]/extra",
+            "files.[0]": "a.txt",
+            "files.[1]": "DEP[1]/extra",
             "weights.web": 0.7,
         },
-        "dependencies": [raw_version],
+        "dependencies": [raw_version, raw_version],
     }
     assert node.version == expected
-    assert node.hash == md5_6(expected) == "cea5eb"
+    assert node.hash == md5_6(expected) == "4694ce"
     assert node.output_path == f"gs://bucket/x/tokenized/raw-{node.hash}"
 
 
@@ -137,7 +139,9 @@ def test_identical_steps_are_merged_into_one():
     graph = StepGraph([b, a2], "/p")
     assert graph.resolved(a1) is graph.resolved(a2)
     assert [n.name for n in graph.topological()] == ["a", "b"]
-    assert graph.resolved(b).version["config"] == {"files[0]": "DEP[0]", "files[1]": "DEP[0]"}
+    # Merged for running (one node), but each reference keeps its own DEP index, as in Marin.
+    assert graph.resolved(b).dependencies == [graph.resolved(a1)]
+    assert graph.resolved(b).version["config"] == {"files.[0]": "DEP[0]", "files.[1]": "DEP[1]"}
 
 
 def test_instantiate_replaces_every_placeholder():
@@ -167,7 +171,7 @@ def test_nonblocking_dependency_versions_but_does_not_block():
     b = ExecutorStep("b", noop, Config(output_path=this_output_path(), input_path=a.nonblocking()))
     node = StepGraph([b], "/p").resolved(b)
     assert node.dependencies == []
-    assert node.version["config"] == {"input_path": "PSEUDO_DEP[0]"}
+    assert node.version["config"] == {"input_path": "DEP[0]"}  # Marin: one DEP counter for both kinds
     assert node.version["pseudo_dependencies"][0]["name"] == "a"
 
 
