@@ -99,7 +99,7 @@ def _load_observers() -> list[Callable[..., Any]]:
         try:
             observers.append(getattr(importlib.import_module(module_name), attr))
         except (ImportError, AttributeError) as exc:
-            logger.warning("run observer %s unavailable: %s", item, exc)
+            raise ImportError(f"run observer {item} unavailable: {exc}") from exc
     return observers
 
 
@@ -130,7 +130,9 @@ def executor_main(
 ) -> ExecutionReport | None:
     """Run ``steps`` from the command line (``--prefix``, ``--dry_run``, ``--run_only`` ...).
 
-    Returns the execution report (None for a dry run); exits with status 1 when steps fail.
+    Returns the execution report (None for a dry run); exits with status 1 when steps fail and 2
+    when the steps succeeded but the run could not be recorded in the Dagster instance (unless
+    ``--no_record``).
     """
     args = build_parser(description).parse_args(argv)
     if not logging.getLogger().handlers:
@@ -163,15 +165,33 @@ def executor_main(
     except ExecutorError as exc:
         error = exc
         report = None
+    recording_failed = False
     if not args.no_record:
-        for observer in _load_observers():
+        try:
+            observers = _load_observers()
+        except ImportError as exc:
+            logger.error("%s -- the run is not recorded; pass --no_record to run without recording", exc)
+            observers, recording_failed = [], True
+        for observer in observers:
             try:
                 observer(graph=graph, run_id=options.run_id, run_only=args.run_only, description=description)
-            except Exception as exc:  # noqa: BLE001 - recording must never fail the experiment
-                logger.warning("could not record the run (%s): %s", getattr(observer, "__name__", observer), exc)
+            except Exception as exc:  # noqa: BLE001 - reported below; the step outputs stay valid
+                # A run the instance does not know about is invisible in the UI and its lineage is
+                # lost: that is a failure of this command (the outputs are written, so a re-run is
+                # cached and only records), unless the user opted out with --no_record.
+                logger.error(
+                    "could not record the run in the Dagster instance (%s): %s: %s -- the step outputs are "
+                    "written; fix the instance and re-run (everything is cached), or pass --no_record",
+                    getattr(observer, "__name__", observer),
+                    type(exc).__name__,
+                    exc,
+                )
+                recording_failed = True
     if error is not None:
         logger.error("%s", error)
         raise SystemExit(1)
+    if recording_failed:
+        raise SystemExit(2)
     assert report is not None
     summary = {a: len(report.by_action(a)) for a in ("ran", "cached", "waited")}
     print(json.dumps({"run_id": report.run_id, "prefix": prefix, **summary, "experiment_record": record}))
