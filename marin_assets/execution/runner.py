@@ -130,25 +130,41 @@ def _config_for_info(config: Any) -> Any:
 
 
 def launch_step_function(node: ResolvedStep, config: Any) -> Any:
-    """Call the step function: on Ray when it is a remote function or declares resources."""
+    """Call the step function: on Ray when it is a remote function, declares resources or needs pip
+    groups this interpreter lacks, or when ``ray_cluster.steps_on_ray()`` (a Ray Client address or
+    ``$MARIN_STEPS_ON_RAY=1``: the production topology, heavy work on the Ray worker nodes)."""
     step = node.step
-    if step.resources is None and not is_ray_remote_function(step.fn):
+    from marin_resources.runtime_env import runtime_env_for
+
+    runtime_env = runtime_env_for(step.pip_dependency_groups)
+    # An in-process step whose pip_dependency_groups this interpreter does not satisfy runs as a
+    # Ray task with them installed, as Marin runs every step (RuntimeEnv(pip=...)).
+    from marin_resources.ray_cluster import ensure_ray, recording_placement, steps_on_ray
+
+    if (
+        step.resources is None
+        and not is_ray_remote_function(step.fn)
+        and not runtime_env.get("pip")
+        and not steps_on_ray()
+    ):
         return step.fn(config)
     import ray
 
-    from marin_resources.ray_cluster import ensure_ray
-    from marin_resources.runtime_env import runtime_env_for
-
     ensure_ray()
-    runtime_env = runtime_env_for(step.pip_dependency_groups)
-    if step.resources is not None:
+    # Every Ray path records where the step ran (node id, assigned resources) in its metadata.
+    if step.resources is not None or not is_ray_remote_function(step.fn):
         from marin_resources.accelerators import accelerator_from_dict
 
-        # resources may be an accelerator config, a spec string ("tpu:v4-8") or a dict.
+        # resources may be an accelerator config, a spec string ("tpu:v4-8"), a dict or None (one CPU).
         accelerator = accelerator_from_dict(step.resources)
         fn = getattr(step.fn, "_function", step.fn)
-        return accelerator.launch(fn, config, runtime_env=runtime_env or None)
-    remote = step.fn.options(runtime_env=runtime_env) if runtime_env else step.fn
+        return accelerator.launch(recording_placement(fn), config, runtime_env=runtime_env or None)
+    # A @ray.remote step keeps its own options (num_cpus, resources, ...).
+    options = dict(getattr(step.fn, "_default_options", None) or {})
+    if runtime_env:
+        options["runtime_env"] = runtime_env
+    wrapped = recording_placement(step.fn._function)
+    remote = ray.remote(**options)(wrapped) if options else ray.remote(wrapped)
     return ray.get(remote.remote(config))
 
 
@@ -164,25 +180,45 @@ class Executor:
     # ----------------------------------------------------------------- planning
     @staticmethod
     def units(graph: StepGraph, run_only: Sequence[str] | None = None) -> list[Unit]:
-        """Units to consider, dependencies first; ``run_only`` keeps matching steps and their deps."""
+        """Units to consider, dependencies first (Marin's selection).
+
+        Without ``run_only``: every step reachable from the roots through blocking dependencies; a
+        step referenced only through ``.nonblocking()`` is not run (Marin: a pseudo-dependency).
+        With ``run_only``: steps whose name matches a regex (``re.search``) plus what they need; a
+        matched step that already succeeded does not pull in its dependencies, and a regex that
+        matches nothing is reported with a warning.
+        """
         nodes = graph.topological()
+        keep: set[int] = set()
+
+        def add(node: ResolvedStep, skip_if_done: bool) -> None:
+            if id(node) in keep:
+                return
+            keep.add(id(node))
+            if skip_if_done and node.partitioned_by is None:
+                status = read_status(node.output_path)
+                if status is not None and status.status == STATUS_SUCCESS:
+                    return
+            for dep in node.dependencies:
+                add(dep, skip_if_done)
+
         if run_only:
             patterns = [re.compile(p) for p in run_only]
-            keep: set[int] = set()
-
-            def add(node: ResolvedStep) -> None:
-                if id(node) in keep:
-                    return
-                keep.add(id(node))
-                for dep in node.dependencies:
-                    add(dep)
-
+            used: set[int] = set()
             for node in nodes:
-                if any(p.search(node.name) for p in patterns):
-                    add(node)
-            if not keep:
-                raise ValueError(f"--run_only {list(run_only)} matches no step; steps are: {[n.name for n in nodes]}")
-            nodes = [n for n in nodes if id(n) in keep]
+                matched = [i for i, p in enumerate(patterns) if p.search(node.name)]
+                used.update(matched)
+                if matched:
+                    add(node, skip_if_done=True)
+            unused = [p.pattern for i, p in enumerate(patterns) if i not in used]
+            if unused:
+                logger.warning(
+                    "--run_only regexes %s did not match any step; steps are: %s", unused, [n.name for n in nodes]
+                )
+        else:
+            for root in graph.roots:
+                add(root, skip_if_done=False)
+        nodes = [n for n in nodes if id(n) in keep]
         units: list[Unit] = []
         for node in nodes:
             if node.partitioned_by is None:
@@ -353,11 +389,16 @@ class Executor:
                         if any(d in failed for d in deps[k]):
                             node, partition = unit
                             out = node.partition_output_path(partition)
+                            del pending[k]
+                            progressed = True
+                            current = read_status(out)
+                            if current is not None and current.status == STATUS_SUCCESS:
+                                # An intact earlier result stays valid: never overwrite it.
+                                report.outcomes.append(StepOutcome(node.name, out, partition, "cached"))
+                                continue
                             write_status(out, STATUS_DEP_FAILED, run_id=self.options.run_id)
                             report.outcomes.append(StepOutcome(node.name, out, partition, "dep_failed"))
                             failed.add(k)
-                            del pending[k]
-                            progressed = True
                         elif not blocking and len(running) < max(1, self.options.max_concurrent):
                             running[pool.submit(self.execute_unit, unit, graph)] = k
                             in_flight.add(k)

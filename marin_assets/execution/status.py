@@ -12,6 +12,7 @@ Every output path (or partition path) holds:
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import socket
@@ -58,10 +59,15 @@ def read_status(output_path: str) -> StatusRecord | None:
     text = text.strip()
     if text in ALL_STATUSES:  # plain-word files, as older Marin versions wrote them
         return StatusRecord(status=text)
+    lines = text.splitlines()
+    if len(lines) > 1:
+        return _read_marin_event_log(lines)
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
         return None
+    if isinstance(data, dict) and "date" in data and "time" not in data:
+        return _read_marin_event_log(lines)
     if not isinstance(data, dict) or data.get("status") not in ALL_STATUSES:
         return None
     return StatusRecord(
@@ -72,6 +78,33 @@ def read_status(output_path: str) -> StatusRecord | None:
         pid=data.get("pid"),
         error=data.get("error"),
     )
+
+
+# Marin's event-log statuses that mean "someone was on it"; CANCELLED / UNKNOWN mean "run it again".
+_MARIN_EVENT_STATUSES = {"WAITING": STATUS_RUNNING, **{s: s for s in ALL_STATUSES}}
+
+
+def _read_marin_event_log(lines: list[str]) -> StatusRecord | None:
+    """The current status of a Marin JSON-lines event log (one ``{"date", "status", ...}`` per line).
+
+    Marin appends an event per change; the last parsable line is the current status.
+    """
+    for line in reversed(lines):
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(event, dict) or "status" not in event:
+            continue
+        status = _MARIN_EVENT_STATUSES.get(str(event["status"]))
+        if status is None:
+            return None
+        try:
+            when = datetime.datetime.fromisoformat(str(event.get("date"))).timestamp()
+        except ValueError:
+            when = 0.0
+        return StatusRecord(status=status, time=when, run_id=event.get("ray_task_id"), error=event.get("message"))
+    return None
 
 
 def write_status(output_path: str, status: str, run_id: str | None = None, error: str | None = None) -> None:

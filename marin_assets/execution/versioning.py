@@ -223,7 +223,7 @@ class StepGraph:
 
     def __init__(
         self,
-        steps: Iterable[ExecutorStep],
+        steps: Iterable[ExecutorStep | InputName],
         prefix: str,
         partitions: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
@@ -233,6 +233,10 @@ class StepGraph:
         self._by_version: dict[str, ResolvedStep] = {}
         self.roots: list[ResolvedStep] = []
         for step in steps:
+            if isinstance(step, InputName):  # Marin: an InputName in the list means its step
+                if step.step is None:
+                    continue
+                step = step.step
             resolved = self._resolve(step, stack=())
             if resolved not in self.roots:
                 self.roots.append(resolved)
