@@ -4,15 +4,17 @@
 
     raw            curation/raw            per drop   landing files -> Dolma shards + quarantine
     text           curation/text           per drop   HTML -> main-content text
-    quality_model  curation/quality_model  global     fastText on labelled docs of *all* drops
+    quality_training_set  curation/quality_training_set  global  fixed labelled set (reference hq vs web sample)
+    quality_model  curation/quality_model  global     fastText on the labelled set (no drop changes it)
     quality        curation/quality        per drop   {id, attributes: {quality_hq: p}}
     dedup          curation/dedup          per drop   paragraph + MinHash attributes, index
     consolidated   curation/consolidated   per drop   filtered, deduplicated docs
 
 Partitioned steps use ``partitioned_by="drops"`` and read their drop with ``this_partition()``.
-Dependencies: raw -> text -> (quality_model <- text.partitions()) -> quality; text -> dedup;
-text + quality + dedup -> consolidated. Dedup additionally reads the indices of earlier drops from
-its sibling partitions (see ``dedup.py``), so drops must be deduplicated in id order.
+Dependencies: raw -> text -> quality (<- quality_model <- quality_training_set); text -> dedup;
+text + quality + dedup -> consolidated. Only dedup crosses drops (it reads the indices of earlier
+drops from its sibling partitions, see ``dedup.py``, so drops are deduplicated in id order): a new
+drop runs only its own units, and no earlier drop is re-scored or re-consolidated.
 
 The check functions are plain Python returning ``(passed, metadata)``; the Dagster bridge wraps
 them as asset checks. They take resolved paths (a step's partition output path).
@@ -33,6 +35,7 @@ from marin_assets.curation.quality import (
     run_quality_attributes,
     train_quality_model,
 )
+from marin_assets.curation.quality_reference import QualityTrainingSetConfig, write_quality_training_set
 from marin_assets.curation.raw import RawConfig, run_raw
 from marin_assets.execution.step import (
     ExecutorStep,
@@ -45,7 +48,7 @@ from marin_assets.execution.step import (
 from marin_assets.execution.storage import join_path, read_text
 
 PARTITION_SET = "drops"
-STEP_ROLES = ("raw", "text", "quality_model", "quality", "dedup", "consolidated")
+STEP_ROLES = ("raw", "text", "quality_training_set", "quality_model", "quality", "dedup", "consolidated")
 
 
 def curation_steps(
@@ -60,6 +63,8 @@ def curation_steps(
     fasttext_dim: int = 50,
     fasttext_bucket: int = 200_000,
     holdout_fraction: float = 0.2,
+    classifier_documents_per_class: int = 1200,
+    classifier_negative_drops: tuple[str, ...] = (),
     ngram: int = 5,
     num_perm: int = 112,
     bands: int = 14,
@@ -75,6 +80,8 @@ def curation_steps(
             prefix (e.g. ``"landing/sample-html"``, which keeps versions prefix-independent).
         name_prefix: step names are ``<name_prefix>/<role>``.
         use_ray: run shard tasks on Ray (not versioned: it does not change the output).
+        classifier_negative_drops: drops pinned as extra negatives of the classifier's labelled
+            set -- re-training on drops is this explicit change, never a side effect of a new drop.
         Other arguments: versioned parameters of the stages (see each stage's config).
     """
     landing = InputName.hardcoded(landing_dir)
@@ -106,11 +113,23 @@ def curation_steps(
         partitioned_by=PARTITION_SET,
         pip_dependency_groups=["curation"],
     )
+    quality_training_set = ExecutorStep(
+        name=f"{name_prefix}/quality_training_set",
+        fn=write_quality_training_set,
+        config=QualityTrainingSetConfig(
+            output_path=this_output_path(),
+            documents_per_class=versioned(classifier_documents_per_class),
+            negative_drop_paths=[text.at_partition(drop) for drop in classifier_negative_drops],
+        ),
+        description="Fixed labelled set of the quality classifier: reference high-quality text (positives), "
+        "a sample of raw web text (negatives); drops carry no labels.",
+        pip_dependency_groups=["curation"],
+    )
     quality_model = ExecutorStep(
         name=f"{name_prefix}/quality_model",
         fn=train_quality_model,
         config=QualityModelConfig(
-            input_paths=text.partitions(),
+            training_set_path=output_path_of(quality_training_set),
             output_path=this_output_path(),
             holdout_fraction=versioned(holdout_fraction),
             epoch=versioned(fasttext_epoch),
@@ -119,7 +138,7 @@ def curation_steps(
             dim=versioned(fasttext_dim),
             bucket=versioned(fasttext_bucket),
         ),
-        description="fastText quality classifier trained on the labelled documents of every drop.",
+        description="fastText quality classifier trained on the fixed labelled set (not on the drops).",
         pip_dependency_groups=["curation"],
     )
     quality = ExecutorStep(
@@ -173,6 +192,7 @@ def curation_steps(
     return {
         "raw": raw,
         "text": text,
+        "quality_training_set": quality_training_set,
         "quality_model": quality_model,
         "quality": quality,
         "dedup": dedup,

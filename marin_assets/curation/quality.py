@@ -1,9 +1,12 @@
 """Stage 3: fastText quality classifier (unpartitioned) and per-drop quality attributes.
 
-The classifier trains on the labelled documents of every drop's text output (``metadata.<label
-field>``, e.g. human ratings) -- an unpartitioned step reading ``text_step.partitions()``, so a new
-drop gives it a new version. A deterministic hash of the id splits labelled docs into train and
-held-out sets; held-out accuracy goes into the metadata (and an asset check floors it).
+The classifier is its own input: it trains on the fixed, versioned labelled set of
+:mod:`~marin_assets.curation.quality_reference` (positives from a reference high-quality set,
+negatives from a sample of raw web text), never on the drops -- drops carry no labels, and a new
+drop does not change the classifier's version, so no earlier drop is re-scored. Re-training on
+pinned drops is an explicit config change (``classifier_negative_drops`` of the pipeline). A
+deterministic hash of the id splits the labelled set into train and held-out documents; held-out
+accuracy goes into the metadata (and an asset check floors it).
 
 The attributes step scores every document of one drop, co-sharded with the text docs::
 
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from marin_assets.curation.io import list_files, map_tasks, read_jsonl_gz, write_json, write_jsonl_gz
+from marin_assets.curation.quality_reference import NEGATIVE_DIR, POSITIVE_DIR
 from marin_assets.execution.metadata import table_markdown
 from marin_assets.execution.storage import atomic_write_bytes, join_path, read_bytes
 
@@ -31,32 +35,33 @@ _WS = re.compile(r"\s+")
 
 @dataclass(frozen=True)
 class QualityModelConfig:
-    """Config of the classifier training step (every field but ``threads`` is versioned by the pipeline).
+    """Config of the classifier training step (every field but ``threads`` is versioned by the pipeline)."""
 
-    Attributes:
-        input_paths: text outputs of the drops to learn from (``text_step.partitions()``).
-        output_path: where ``model.bin`` and ``report.json`` go.
-        label_field: metadata field holding the label.
-        positive_label: the label whose probability becomes the score.
-        holdout_fraction: share of labelled documents kept out of training for the accuracy.
-        epoch, lr, word_ngrams, dim, min_count, bucket: fastText hyper-parameters.
-        threads: fastText threads (>= 16: fewer make fastText 0.9.2 NaN on small data).
-    """
-
-    input_paths: list[str]
+    training_set_path: str
+    """The labelled set (``positive/`` and ``negative/`` jsonl.gz documents)."""
     output_path: str
-    label_field: str = "quality_label"
+    """Where ``model.bin`` and ``report.json`` go."""
     positive_label: str = "hq"
+    """Label of the positive class; its probability becomes the score."""
+    negative_label: str = "lq"
+    """Label of the negative class."""
     holdout_fraction: float = 0.2
+    """Share of labelled documents kept out of training for the accuracy."""
     epoch: int = 20
+    """fastText training epochs."""
     lr: float = 0.5
+    """fastText learning rate."""
     word_ngrams: int = 2
+    """Longest word n-gram fastText hashes."""
     dim: int = 50
+    """Embedding dimension."""
     min_count: int = 1
-    # Hash buckets for word n-grams: fastText's default 2M x dim floats is ~400 MB at dim 50;
-    # 200k keeps the model ~40 MB with no accuracy loss on drop-sized data.
+    """Words rarer than this are ignored."""
     bucket: int = 200_000
+    """Hash buckets for word n-grams: fastText's default 2M x dim floats is ~400 MB at dim 50;
+    200k keeps the model ~40 MB with no accuracy loss on drop-sized data."""
     threads: int = 16
+    """fastText threads (>= 16: fewer make fastText 0.9.2 NaN on small data)."""
 
 
 def fasttext_line(text: str) -> str:
@@ -69,14 +74,15 @@ def _is_holdout(doc_id: str, fraction: float) -> bool:
     return (h % 10_000) < fraction * 10_000
 
 
-def _labelled(input_paths: list[str], label_field: str) -> list[tuple[str, str, str]]:
+def _labelled(config: QualityModelConfig) -> list[tuple[str, str, str]]:
+    """(id, label, fastText line) of every document of the labelled set."""
     out = []
-    for drop_path in input_paths:
-        for shard in list_files(join_path(drop_path, "docs"), ".jsonl.gz"):
+    for sub, label in ((POSITIVE_DIR, config.positive_label), (NEGATIVE_DIR, config.negative_label)):
+        for shard in list_files(join_path(config.training_set_path, sub), ".jsonl.gz"):
             for rec in read_jsonl_gz(shard):
-                label = rec.get("metadata", {}).get(label_field)
-                if isinstance(label, str) and label:
-                    out.append((rec["id"], label, fasttext_line(rec["text"])))
+                line = fasttext_line(rec["text"])
+                if line:
+                    out.append((rec["id"], label, line))
     return out
 
 
@@ -85,9 +91,9 @@ def train_quality_model(config: QualityModelConfig) -> dict[str, Any]:
     import fasttext
 
     start = time.monotonic()
-    data = _labelled(list(config.input_paths), config.label_field)
+    data = _labelled(config)
     if not data:
-        raise RuntimeError(f"no documents carry metadata.{config.label_field} in {len(config.input_paths)} drops")
+        raise RuntimeError(f"the labelled set {config.training_set_path} holds no documents")
     train = [d for d in data if not _is_holdout(d[0], config.holdout_fraction)]
     held = [d for d in data if _is_holdout(d[0], config.holdout_fraction)]
     labels = Counter(label for _, label, _ in data)
@@ -128,7 +134,6 @@ def train_quality_model(config: QualityModelConfig) -> dict[str, Any]:
         "holdout_accuracy": accuracy,
         "labels": dict(labels),
         "confusion": dict(confusion),
-        "drops": len(config.input_paths),
     }
     write_json(join_path(config.output_path, "report.json"), report)
     return {

@@ -86,7 +86,6 @@ class SampleConfig:
     docs_per_drop: int = DEFAULT_DOCS
     files_per_drop: int = 2
     lq_fraction: float = 0.35
-    labelled_fraction: float = 0.6
     exact_dup_fraction: float = 0.03
     near_dup_fraction: float = 0.04
     para_dup_fraction: float = 0.03
@@ -443,10 +442,8 @@ def generate_drop(
     created = f"2024-01-{min(28, number):02d}T00:00:00Z"
     for k in range(config.docs_per_drop):
         page = gen.page(number, k)
-        labelled = random.Random(f"{config.seed}:{number}:{k}:label").random() < config.labelled_fraction
+        # Drops carry no labels (real web drops have none): the label lives in the ground truth only.
         metadata: dict[str, Any] = {"url": page.url, "site": page.site, "crawl_date": created}
-        if labelled:
-            metadata["quality_label"] = page.label
         records.append({"id": page.id, "text": page.html, "source": source, "metadata": metadata})
         truth["labels"][page.id] = page.label
         if page.lq_style:

@@ -73,7 +73,7 @@ def build_checks(steps: dict[str, ExecutorStep]) -> list[StepCheck]:
 
 def eager_steps(steps: dict[str, ExecutorStep]) -> list[ExecutorStep]:
     """Steps that Dagster materializes by declarative automation after a drop's local steps ran."""
-    return [steps["quality_model"], steps["quality"], steps["consolidated"]]
+    return [steps["quality_training_set"], steps["quality_model"], steps["quality"], steps["consolidated"]]
 
 
 STEPS = build_steps()

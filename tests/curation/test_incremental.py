@@ -50,14 +50,15 @@ def test_earlier_outputs_untouched(grown):
         assert new.outcomes[(new.steps[role].name, "drop-004")].action == "ran"
 
 
-def test_unpartitioned_consumer_gets_new_version(grown):
+def test_new_drop_leaves_classifier_and_earlier_scores_alone(grown):
     old, new, _ = grown
-    assert old.path("quality_model") != new.path("quality_model").replace(new.prefix, old.prefix)
-    node = new.graph.resolved(new.steps["quality_model"])
-    consumed = next(iter(node.version["consumed_partitions"].values()))
-    assert consumed == [*DROPS, "drop-004"]
-    # The old model is still there, untouched.
-    assert os.path.exists(os.path.join(old.path("quality_model"), "model.bin"))
+    # The classifier learns from its own labelled set, not from the drops: same version, cached.
+    assert old.path("quality_model") == new.path("quality_model").replace(new.prefix, old.prefix)
+    assert new.outcomes[(new.steps["quality_model"].name, None)].action == "cached"
+    for role in ("quality", "consolidated"):
+        for drop in DROPS:
+            assert new.outcomes[(new.steps[role].name, drop)].action == "cached", (role, drop)
+        assert new.outcomes[(new.steps[role].name, "drop-004")].action == "ran"
 
 
 def test_new_drop_deduplicated_against_earlier_drops(grown):
