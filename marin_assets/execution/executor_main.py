@@ -23,7 +23,7 @@ from typing import Any
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.runner import ExecutionReport, Executor, ExecutorError, ExecutorOptions
 from marin_assets.execution.status import write_json
-from marin_assets.execution.step import ExecutorStep
+from marin_assets.execution.step import ExecutorStep, InputName
 from marin_assets.execution.storage import join_path
 from marin_assets.execution.versioning import StepGraph, hash_version
 
@@ -57,8 +57,10 @@ def _git_commit(cwd: str) -> str | None:
     return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
-def write_experiment_record(graph: StepGraph, description: str | None, caller_path: str, run_id: str) -> str:
-    """Write ``<prefix>/experiments/<script>-<hash>.json`` and return its path."""
+def write_experiment_record(
+    graph: StepGraph, description: str | None, caller_path: str, run_id: str, base_path: str | None = None
+) -> str:
+    """Write ``<base_path>/<script>-<hash>.json`` (default ``<prefix>/experiments``) and return its path."""
     nodes = graph.topological()
     steps = [
         {
@@ -73,7 +75,7 @@ def write_experiment_record(graph: StepGraph, description: str | None, caller_pa
     ]
     digest = hash_version({"steps": [s["output_path"] for s in steps]})
     script = os.path.splitext(os.path.basename(caller_path))[0] or "experiment"
-    path = join_path(graph.prefix, f"experiments/{script}-{digest}.json")
+    path = join_path(base_path or join_path(graph.prefix, "experiments"), f"{script}-{digest}.json")
     write_json(
         path,
         {
@@ -103,38 +105,86 @@ def _load_observers() -> list[Callable[..., Any]]:
     return observers
 
 
+def parse_bool(text: str) -> bool:
+    """A draccus-style boolean value (``true``/``false``, ``yes``/``no``, ``1``/``0``)."""
+    value = text.strip().lower()
+    if value in {"true", "yes", "y", "1", "on"}:
+        return True
+    if value in {"false", "no", "n", "0", "off"}:
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def parse_run_only(values: Sequence[str] | None) -> list[str] | None:
+    """``--run_only`` values as Marin (draccus) reads them: ``"[a, b]"`` is a YAML list of regexes.
+
+    Plain values (``--run_only a b``) are regexes too, so both spellings select the same steps.
+    """
+    if values is None:
+        return None
+    import yaml
+
+    patterns: list[str] = []
+    for value in values:
+        text = value.strip()
+        if text.startswith("[") and text.endswith("]"):
+            parsed = yaml.safe_load(text)
+            if not isinstance(parsed, list):
+                raise ValueError(f"--run_only {value!r}: expected a list such as '[name1, name2]'")
+            patterns.extend(str(item) for item in parsed)
+        else:
+            patterns.append(value)
+    return patterns
+
+
 def build_parser(description: str | None) -> argparse.ArgumentParser:
-    """The command-line options of ``executor_main``."""
+    """The command-line options of ``executor_main`` (Marin's ``ExecutorMainConfig`` and its defaults).
+
+    Booleans take a value as with draccus (``--dry_run true``) or none (``--dry_run``);
+    ``--force_run_failed`` defaults to true and ``--max_concurrent`` to unlimited, as in Marin.
+    """
     parser = argparse.ArgumentParser(description=description or "Run a Marin experiment")
+    flag = {"nargs": "?", "const": True, "type": parse_bool}
     parser.add_argument("--prefix", default=None, help="output root (default: $MARIN_PREFIX or ./data)")
-    parser.add_argument("--dry_run", action="store_true", help="print what would run and why; run nothing")
-    parser.add_argument("--force_run_failed", action="store_true", help="re-run steps whose status is FAILED")
     parser.add_argument(
-        "--run_only", nargs="+", default=None, metavar="REGEX", help="only steps matching a regex, plus what they need"
+        "--executor_info_base_path", default=None, help="where experiment records go (default: <prefix>/experiments)"
     )
-    parser.add_argument("--max_concurrent", type=int, default=4)
+    parser.add_argument("--dry_run", default=False, help="print what would run and why; run nothing", **flag)
+    parser.add_argument(
+        "--force_run_failed", default=True, help="re-run steps whose status is FAILED (default true)", **flag
+    )
+    parser.add_argument(
+        "--run_only",
+        nargs="+",
+        default=None,
+        metavar="REGEX",
+        help="only steps whose name matches a regex (re.search), plus what they need; '[a, b]' is a list",
+    )
+    parser.add_argument("--max_concurrent", type=int, default=None, help="units run at once (default: all ready)")
     parser.add_argument(
         "--partitions", nargs="*", default=None, metavar="SET=k1,k2", help="partition keys (override discovery)"
     )
-    parser.add_argument("--no_record", action="store_true", help="do not record the run in the Dagster instance")
+    parser.add_argument("--no_record", default=False, help="do not record the run in the Dagster instance", **flag)
     parser.add_argument("--heartbeat_s", type=float, default=30.0)
     parser.add_argument("--stale_s", type=float, default=90.0)
     return parser
 
 
 def executor_main(
-    steps: Sequence[ExecutorStep],
+    steps: Sequence[ExecutorStep | InputName],
     description: str | None = None,
     argv: Sequence[str] | None = None,
     partitions: Mapping[str, PartitionSource] | None = None,
+    max_concurrent: int | None = None,
 ) -> ExecutionReport | None:
-    """Run ``steps`` from the command line (``--prefix``, ``--dry_run``, ``--run_only`` ...).
+    """Run ``steps`` from the command line (``--prefix``, ``--dry_run true``, ``--run_only`` ...).
 
-    Returns the execution report (None for a dry run); exits with status 1 when steps fail and 2
-    when the steps succeeded but the run could not be recorded in the Dagster instance (unless
-    ``--no_record``).
+    ``max_concurrent`` is the default for ``--max_concurrent`` (Marin's keyword). Returns the
+    execution report (None for a dry run); exits with status 1 when steps fail and 2 when the steps
+    succeeded but the run could not be recorded in the Dagster instance (unless ``--no_record``).
     """
     args = build_parser(description).parse_args(argv)
+    args.run_only = parse_run_only(args.run_only)
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     prefix = args.prefix or default_prefix()
@@ -148,16 +198,17 @@ def executor_main(
     if args.dry_run:
         print(format_plan(plan(graph, args.run_only, args.force_run_failed)))
         return None
+    concurrency = args.max_concurrent or max_concurrent or max(1, len(Executor.units(graph)))
     options = ExecutorOptions(
         force_run_failed=args.force_run_failed,
-        max_concurrent=args.max_concurrent,
+        max_concurrent=concurrency,
         heartbeat_s=args.heartbeat_s,
         stale_s=args.stale_s,
     )
     # The calling script's path (inspect.stack() would read the source of every frame).
     frame = inspect.currentframe()
     caller = frame.f_back.f_code.co_filename if frame is not None and frame.f_back is not None else sys.argv[0]
-    record = write_experiment_record(graph, description, caller, options.run_id)
+    record = write_experiment_record(graph, description, caller, options.run_id, args.executor_info_base_path)
     logger.info("experiment record: %s", record)
     error: ExecutorError | None = None
     try:

@@ -298,6 +298,10 @@ class StepGraph:
         self._by_version[key] = resolved
         return resolved
 
+    def step_objects(self) -> list[ExecutorStep]:
+        """Every step object seen, merged duplicates included (each maps to its canonical node)."""
+        return list(self._by_step)
+
     def resolved(self, step: ExecutorStep) -> ResolvedStep:
         """The resolved (possibly merged) form of ``step``."""
         return self._by_step[step]
