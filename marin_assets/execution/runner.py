@@ -155,8 +155,10 @@ def launch_step_function(node: ResolvedStep, config: Any) -> Any:
     if step.resources is not None or not is_ray_remote_function(step.fn):
         from marin_resources.accelerators import accelerator_from_dict
 
-        # resources may be an accelerator config, a spec string ("tpu:v4-8"), a dict or None (one CPU).
-        accelerator = accelerator_from_dict(step.resources)
+        # resources may be an accelerator config or one of Marin's resource configs (both have
+        # launch()), a spec string ("tpu:v4-8"), a dict or None (one CPU).
+        resources = step.resources
+        accelerator = resources if hasattr(resources, "launch") else accelerator_from_dict(resources)
         fn = getattr(step.fn, "_function", step.fn)
         return accelerator.launch(recording_placement(fn), config, runtime_env=runtime_env or None)
     # A @ray.remote step keeps its own options (num_cpus, resources, ...).
