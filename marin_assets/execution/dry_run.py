@@ -16,7 +16,7 @@ from marin_assets.execution.status import (
     read_status,
 )
 from marin_assets.execution.storage import join_path, list_dir
-from marin_assets.execution.versioning import HASH_LENGTH, ResolvedStep, StepGraph
+from marin_assets.execution.versioning import HASH_LENGTH, ResolvedStep, StepGraph, canonical_version
 
 
 @dataclass
@@ -48,8 +48,8 @@ def flatten_version(version: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def version_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Human-readable differences between two version dicts."""
-    a, b = flatten_version(old), flatten_version(new)
+    """Every flattened difference between two version dicts (both read in canonical form)."""
+    a, b = flatten_version(canonical_version(old)), flatten_version(canonical_version(new))
     lines: list[str] = []
     for key in sorted(set(a) | set(b)):
         if key not in a:
@@ -59,6 +59,72 @@ def version_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         elif a[key] != b[key]:
             lines.append(f"~ {key}: {a[key]!r} -> {b[key]!r}")
     return lines
+
+
+def _consumed_by_name(version: dict[str, Any]) -> dict[str, list[str]]:
+    """``consumed_partitions`` keyed by the producing step's name (its ``-<hash>`` suffix removed)."""
+    consumed = version.get("consumed_partitions") or {}
+    return {key.rpartition("-")[0] or key: list(keys) for key, keys in consumed.items()}
+
+
+def _by_name(versions: list[Any]) -> dict[str, dict[str, Any]]:
+    return {v["name"]: v for v in versions if isinstance(v, dict) and "name" in v}
+
+
+def root_causes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Why ``new`` differs from ``old`` (two versions of one step), each root cause named first.
+
+    * ``config.lr: 0.003 -> 0.001`` -- a versioned config value of this step;
+    * ``new partition drop-004 of curation/consolidated consumed by tokenized/x`` -- a step that
+      reads every partition saw a new (or lost an old) partition;
+    * ``<cause> (via dependency A -> B)`` -- the cause lies in a dependency (A), which reaches this
+      step through B; one line per root cause, never the dependency's whole version diff.
+    """
+    old, new = canonical_version(old), canonical_version(new)
+    name = new.get("name", "?")
+    causes: list[str] = []
+    old_config, new_config = old.get("config", {}), new.get("config", {})
+    for key in sorted(set(old_config) | set(new_config)):
+        if key not in old_config:
+            causes.append(f"config.{key}: added = {new_config[key]!r}")
+        elif key not in new_config:
+            causes.append(f"config.{key}: removed (was {old_config[key]!r})")
+        elif old_config[key] != new_config[key]:
+            causes.append(f"config.{key}: {old_config[key]!r} -> {new_config[key]!r}")
+    old_consumed, new_consumed = _consumed_by_name(old), _consumed_by_name(new)
+    for producer in sorted(set(old_consumed) | set(new_consumed)):
+        before, after = old_consumed.get(producer, []), new_consumed.get(producer, [])
+        added = [k for k in after if k not in before]
+        removed = [k for k in before if k not in after]
+        if added:
+            noun = "partition" if len(added) == 1 else "partitions"
+            causes.append(f"new {noun} {', '.join(added)} of {producer} consumed by {name}")
+        if removed:
+            noun = "partition" if len(removed) == 1 else "partitions"
+            causes.append(f"{noun} {', '.join(removed)} of {producer} no longer consumed by {name}")
+    for field in ("dependencies", "pseudo_dependencies"):
+        old_deps, new_deps = _by_name(old.get(field, [])), _by_name(new.get(field, []))
+        for dep_name in new_deps:
+            if dep_name not in old_deps:
+                causes.append(f"new dependency {dep_name}")
+            elif old_deps[dep_name] != new_deps[dep_name]:
+                for cause in root_causes(old_deps[dep_name], new_deps[dep_name]) or ["its version changed"]:
+                    causes.append(_via(cause, dep_name))
+        causes.extend(f"dependency {dep_name} removed" for dep_name in old_deps if dep_name not in new_deps)
+    if not causes and old != new:
+        causes = version_diff(old, new)
+    return causes
+
+
+def _via(cause: str, dependency: str) -> str:
+    """``cause`` of ``dependency``, with the dependency chain it travelled appended."""
+    marker = " (via dependency "
+    if cause.startswith("config."):
+        cause = f"{dependency} {cause}"  # whose config changed
+    if cause.endswith(")") and marker in cause:
+        root, _, chain = cause.rpartition(marker)
+        return f"{root}{marker}{chain[:-1]} -> {dependency})"
+    return f"{cause}{marker}{dependency})"
 
 
 def previous_version(node: ResolvedStep, partition: str | None) -> tuple[str, dict[str, Any]] | None:
@@ -102,20 +168,42 @@ def plan(graph: StepGraph, run_only: list[str] | None = None, force_run_failed: 
             planned.append(PlannedUnit(node.name, partition, out, "wait", "RUNNING under a live lease elsewhere", []))
             continue
         upstream = [d for d in Executor.unit_dependencies(unit, graph) if (id(d[0]), d[1]) in will_run]
-        if status is not None:
-            reason = f"previous attempt here is {status.status}"
-        else:
-            previous = previous_version(node, partition)
-            if previous is None:
-                reason = "new: no earlier output of this step"
-            else:
-                changes = version_diff(previous[1], node.version)
-                reason = f"version changed since {previous[0]}"
+        reason, changes = explain_run(node, partition, status.status if status is not None else None)
         if upstream:
             reason += f"; after {len(upstream)} upstream unit(s) that will run"
         will_run.add((id(node), partition))
         planned.append(PlannedUnit(node.name, partition, out, "run", reason, changes))
     return planned
+
+
+def explain_run(node: ResolvedStep, partition: str | None, status: str | None = None) -> tuple[str, list[str]]:
+    """Why the unit must run: ``(reason naming the root cause first, every root cause)``.
+
+    ``status`` is the unit's current status (None: never started here).
+    """
+    if status is not None:
+        return f"previous attempt here is {status}", []
+    previous = previous_version(node, partition)
+    if previous is None:
+        if partition is not None and _has_other_partitions(node):
+            return f"new partition {partition} of {node.name}", []
+        return "new: no earlier output of this step", []
+    causes = root_causes(previous[1], node.version)
+    if not causes:
+        return f"version changed since {previous[0]}", []
+    more = f" (+{len(causes) - 1} more)" if len(causes) > 1 else ""
+    return f"{causes[0]}{more}; previous output {previous[0]}", causes
+
+
+def _has_other_partitions(node: ResolvedStep) -> bool:
+    """True when some partition of this step (any version) was computed before."""
+    parent = node.output_path.rpartition("/")[0]
+    pattern = re.compile(rf"^{re.escape(node.name.rpartition('/')[2])}-[0-9a-f]{{{HASH_LENGTH}}}$")
+    for entry in list_dir(parent):
+        entry_name = entry["name"].rstrip("/").rpartition("/")[2]
+        if pattern.match(entry_name) and list_dir(f"{parent}/{entry_name}"):
+            return True
+    return False
 
 
 def _lease_is_live(output_path: str) -> bool:
