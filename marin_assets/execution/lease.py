@@ -1,20 +1,27 @@
 """Leases: at most one runner computes an output at a time, across processes and machines.
 
-A lease is a small JSON file next to the output (``.executor_lease``) that its holder refreshes
-every ``heartbeat_s`` seconds. A lease whose heartbeat is older than ``stale_s`` -- by its own
-timestamp, or because its content did not change for ``stale_s`` seconds of the observer's clock
-(robust to clock skew between machines) -- may be taken over.
+A lease is a small JSON object next to the output (``.executor_lease``) that its holder refreshes
+every ``heartbeat_s`` seconds by compare-and-swap. Another runner may take it over when
 
-All writes go through :class:`LeaseBackend`, the only part that depends on the storage: it needs
-an exclusive create and a compare-and-swap. :class:`LocalLeaseBackend` implements them on a POSIX
-filesystem (shared by processes, or by machines through a filesystem with atomic rename/link);
-an object store implements them with generation preconditions.
+* its heartbeat is older than ``stale_s`` -- by its own timestamp, or because its content did not
+  change for ``stale_s`` seconds of the observer's clock (robust to clock skew between machines); or
+* its holder is provably dead: same host, same boot (boot id) and pid namespace, and the pid is gone
+  or now belongs to a process started later (pid reuse). That takeover is immediate.
+
+All writes go through a :class:`~marin_assets.execution.conditional.LeaseBackend` (exclusive
+create, compare-and-swap): POSIX folders, gs:// (generation preconditions), memory://.
+
+A held lease is also the *fence* of its step (:mod:`marin_assets.execution.fence`): when a renewal
+fails because someone else took the lease over, the lease is marked lost and every registered
+callback runs -- the runner cancels an in-process step, subprocess runners kill their process
+group, Ray launches cancel their task -- and the runner records nothing for that step.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import ctypes
+import functools
 import json
 import logging
 import os
@@ -22,11 +29,32 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any
 
+from marin_assets.execution.conditional import (
+    LeaseBackend,
+    LocalLeaseBackend,
+    UnsupportedStorageError,
+    backend_for,
+)
+from marin_assets.execution.fence import LeaseLostError, StepCancelled, activate
 from marin_assets.execution.status import LEASE_FILE
 from marin_assets.execution.storage import filesystem, is_local, join_path
+
+__all__ = [
+    "DEFAULT_HEARTBEAT_S",
+    "DEFAULT_STALE_S",
+    "LeaseBackend",
+    "LeaseHolder",
+    "LeaseLostError",
+    "LocalLeaseBackend",
+    "StepLease",
+    "UnsupportedStorageError",
+    "backend_for",
+    "lease_for_output",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -34,119 +62,33 @@ DEFAULT_HEARTBEAT_S = 30.0
 DEFAULT_STALE_S = 90.0
 
 
-class LeaseBackend(Protocol):
-    """Atomic primitives a lease needs from the storage."""
-
-    def create_exclusive(self, path: str, data: bytes) -> bool:
-        """Create ``path`` with ``data`` unless it exists; True when this call created it."""
-        ...
-
-    def read(self, path: str) -> tuple[bytes, str] | None:
-        """``(content, token)`` of ``path``, or None. The token changes whenever the content does."""
-        ...
-
-    def replace_if(self, path: str, token: str, data: bytes) -> bool:
-        """Replace ``path`` by ``data`` only if its token is still ``token``."""
-        ...
-
-    def delete_if(self, path: str, token: str) -> bool:
-        """Delete ``path`` only if its token is still ``token``."""
-        ...
+@functools.cache
+def boot_id() -> str:
+    """This kernel boot's id ("" where /proc does not have it): pids are only unique within a boot."""
+    with contextlib.suppress(OSError), open("/proc/sys/kernel/random/boot_id") as handle:
+        return handle.read().strip()
+    return ""
 
 
-class LocalLeaseBackend:
-    """Lease primitives on a local (or POSIX network) filesystem.
-
-    Exclusive create uses ``link(2)`` of a fully written temporary file, so a reader never sees a
-    half-written lease. Compare-and-swap runs inside a short critical section guarded by an
-    ``O_EXCL`` mutex file; a mutex older than ``mutex_stale_s`` (its holder died inside the few
-    milliseconds of the section) is broken.
-    """
-
-    def __init__(self, mutex_stale_s: float = 10.0) -> None:
-        self.mutex_stale_s = mutex_stale_s
-
-    @staticmethod
-    def _token(data: bytes) -> str:
-        return hashlib.sha256(data).hexdigest()
-
-    @staticmethod
-    def _write_tmp(path: str, data: bytes) -> str:
-        directory = os.path.dirname(path) or "."
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".tmp-lease-{uuid.uuid4().hex}")
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        return tmp
-
-    def create_exclusive(self, path: str, data: bytes) -> bool:
-        tmp = self._write_tmp(path, data)
-        try:
-            os.link(tmp, path)
-            return True
-        except FileExistsError:
-            return False
-        finally:
-            os.unlink(tmp)
-
-    def read(self, path: str) -> tuple[bytes, str] | None:
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
-            return None
-        return data, self._token(data)
-
-    @contextlib.contextmanager
-    def _mutex(self, path: str):
-        mutex = f"{path}.mutex"
-        deadline = time.monotonic() + 4 * self.mutex_stale_s
-        while True:
-            try:
-                fd = os.open(mutex, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-                os.close(fd)
-                break
-            except FileExistsError:
-                with contextlib.suppress(FileNotFoundError):
-                    if time.time() - os.stat(mutex).st_mtime > self.mutex_stale_s:
-                        os.unlink(mutex)
-                        continue
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"could not lock {mutex}") from None
-                time.sleep(0.005)
-        try:
-            yield
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(mutex)
-
-    def replace_if(self, path: str, token: str, data: bytes) -> bool:
-        with self._mutex(path):
-            current = self.read(path)
-            if current is None or current[1] != token:
-                return False
-            tmp = self._write_tmp(path, data)
-            os.replace(tmp, path)
-            return True
-
-    def delete_if(self, path: str, token: str) -> bool:
-        with self._mutex(path):
-            current = self.read(path)
-            if current is None or current[1] != token:
-                return False
-            os.unlink(path)
-            return True
+@functools.cache
+def pid_namespace() -> str:
+    """This process's pid namespace ("" when unknown): a pid means nothing in another namespace."""
+    with contextlib.suppress(OSError):
+        return os.readlink("/proc/self/ns/pid")
+    return ""
 
 
-def backend_for(path: str) -> LeaseBackend:
-    """The lease backend for the storage of ``path``."""
-    if is_local(path):
-        return LocalLeaseBackend()
-    fs, _ = filesystem(path)
-    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    raise NotImplementedError(f"no lease backend for {protocol}:// storage yet (path {path})")
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of a live process in clock ticks since boot; None when it is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # the command name may contain spaces and parentheses
+    if not fields or fields[0] in ("Z", "X"):  # exited, not yet reaped: as dead as it gets
+        return None
+    return int(fields[19])
 
 
 @dataclass(frozen=True)
@@ -158,10 +100,31 @@ class LeaseHolder:
     pid: int
     heartbeat: float
     seq: int
+    boot_id: str = ""
+    pid_namespace: str = ""
+    start_ticks: int | None = None
+
+    def is_provably_dead(self) -> bool:
+        """True when the holder ran on this machine (same boot, same pid namespace) and is gone.
+
+        A pid that now belongs to a process started at another time is a reused pid: dead too.
+        On another host, or without boot id / namespace, nothing is provable (False).
+        """
+        if self.host != socket.gethostname() or not self.boot_id or self.boot_id != boot_id():
+            return False
+        if not self.pid_namespace or self.pid_namespace != pid_namespace():
+            return False
+        start = process_start_ticks(self.pid)
+        return start is None or (self.start_ticks is not None and start != self.start_ticks)
+
+
+def _async_raise(thread_id: int, exc_type: type[BaseException]) -> None:
+    """Raise ``exc_type`` in another thread at its next Python instruction."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc_type))
 
 
 class StepLease:
-    """A lease on one output path, with a background heartbeat while held."""
+    """A lease on one output path, with a background heartbeat while held; the step's fence."""
 
     def __init__(
         self,
@@ -180,21 +143,29 @@ class StepLease:
         self.owner = owner or uuid.uuid4().hex
         self.lost = threading.Event()
         self._token: str | None = None
+        self._renewed_at = 0.0  # monotonic time of the last confirmed write of the lease
         self._seq = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._callbacks: dict[int, Callable[[], Any]] = {}
+        self._callback_ids = iter(range(1 << 62))
         # token -> monotonic time we first saw it; a token unchanged for stale_s is stale even if
         # the writer's clock runs ahead of ours.
         self._first_seen: dict[str, float] = {}
 
+    # ------------------------------------------------------------------ content
     def _content(self) -> bytes:
         self._seq += 1
+        pid = os.getpid()
         return json.dumps(
             {
                 "owner": self.owner,
                 "host": socket.gethostname(),
-                "pid": os.getpid(),
+                "pid": pid,
+                "boot_id": boot_id(),
+                "pid_namespace": pid_namespace(),
+                "start_ticks": process_start_ticks(pid),
                 "heartbeat": time.time(),
                 "seq": self._seq,
             }
@@ -204,10 +175,18 @@ class StepLease:
     def _parse(data: bytes) -> LeaseHolder | None:
         try:
             raw = json.loads(data)
+            start = raw.get("start_ticks")
             return LeaseHolder(
-                str(raw["owner"]), str(raw["host"]), int(raw["pid"]), float(raw["heartbeat"]), int(raw["seq"])
+                str(raw["owner"]),
+                str(raw["host"]),
+                int(raw["pid"]),
+                float(raw["heartbeat"]),
+                int(raw["seq"]),
+                str(raw.get("boot_id") or ""),
+                str(raw.get("pid_namespace") or ""),
+                int(start) if start is not None else None,
             )
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def holder(self) -> LeaseHolder | None:
@@ -219,13 +198,15 @@ class StepLease:
         holder = self._parse(data)
         if holder is None:
             return True  # unreadable lease: treat as abandoned
+        if holder.is_provably_dead():
+            return True
         if time.time() - holder.heartbeat > self.stale_s:
             return True
         first = self._first_seen.setdefault(token, time.monotonic())
         return time.monotonic() - first > self.stale_s
 
     def is_held_by_other(self) -> bool:
-        """True when someone else holds a live (non-stale) lease."""
+        """True when someone else holds a live (non-stale, not provably dead) lease."""
         current = self.backend.read(self.path)
         if current is None:
             return False
@@ -234,32 +215,40 @@ class StepLease:
             return False
         return not self._is_stale(*current)
 
+    # ------------------------------------------------------------------ acquire / renew / release
+    def _held(self, token: str) -> bool:
+        self._token = token
+        self._renewed_at = time.monotonic()
+        self._start_heartbeat()
+        return True
+
     def try_acquire(self) -> bool:
-        """Take the lease if it is free or stale; never blocks on another holder."""
+        """Take the lease if it is free, stale or its holder is dead; never blocks on a live holder."""
         with self._lock:
             for _ in range(3):
                 data = self._content()
-                if self.backend.create_exclusive(self.path, data):
-                    self._token = self.backend.read(self.path)[1]  # type: ignore[index]
-                    self._start_heartbeat()
-                    return True
+                token = self.backend.create_exclusive(self.path, data)
+                if token is not None:
+                    return self._held(token)
                 current = self.backend.read(self.path)
                 if current is None:
                     continue  # released between our two calls: try the create again
+                previous = self._parse(current[0])
+                if previous is not None and previous.owner == self.owner and previous.seq == self._seq:
+                    return self._held(current[1])  # our own create, answered 412 on a retry
                 if not self._is_stale(*current):
                     return False
-                previous = self._parse(current[0])
-                if self.backend.replace_if(self.path, current[1], data):
+                token = self.backend.replace_if(self.path, current[1], data)
+                if token is not None:
                     logger.warning(
-                        "took over stale lease %s (holder %s pid %s on %s)",
+                        "took over %s lease %s (holder %s pid %s on %s)",
+                        "dead holder's" if previous is not None and previous.is_provably_dead() else "stale",
                         self.path,
                         previous.owner if previous else "?",
                         previous.pid if previous else "?",
                         previous.host if previous else "?",
                     )
-                    self._token = self.backend.read(self.path)[1]  # type: ignore[index]
-                    self._start_heartbeat()
-                    return True
+                    return self._held(token)
             return False
 
     def _start_heartbeat(self) -> None:
@@ -268,34 +257,118 @@ class StepLease:
         self._thread = threading.Thread(target=self._beat, name=f"lease-heartbeat:{self.path}", daemon=True)
         self._thread.start()
 
+    def _renew_locked(self) -> bool | None:
+        """One compare-and-swap renewal (caller holds ``_lock``): True ok, False lost, None unknown."""
+        if self._token is None:
+            return False
+        try:
+            token = self.backend.replace_if(self.path, self._token, self._content())
+        except OSError as exc:  # transient storage error: the next beat retries
+            logger.warning("lease heartbeat on %s failed: %s", self.path, exc)
+            return None
+        if token is None:
+            self._token = None
+            return False
+        self._token = token
+        self._renewed_at = time.monotonic()
+        return True
+
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_s):
             with self._lock:
                 if self._token is None:
                     return
-                data = self._content()
-                try:
-                    ok = self.backend.replace_if(self.path, self._token, data)
-                except OSError as exc:  # transient storage error: retry at the next beat
-                    logger.warning("lease heartbeat on %s failed: %s", self.path, exc)
-                    continue
-                if not ok:
-                    logger.error("lost lease %s: another runner took it over", self.path)
-                    self.lost.set()
-                    self._token = None
-                    return
-                self._token = self.backend.read(self.path)[1]  # type: ignore[index]
+                renewed = self._renew_locked()
+            if renewed is False:
+                self._mark_lost("another runner took it over")
+                return
+
+    def _mark_lost(self, why: str) -> None:
+        with self._lock:
+            self._token = None
+            if self.lost.is_set():
+                return
+            self.lost.set()
+            callbacks = list(self._callbacks.values())
+            self._callbacks.clear()
+        logger.error("lost lease %s: %s; stopping the step, recording nothing", self.path, why)
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception as exc:  # noqa: BLE001 - one failing callback must not stop the others
+                logger.warning("lease-lost callback %r failed: %s", callback, exc)
 
     def release(self) -> None:
         """Stop the heartbeat and delete the lease if we still hold it."""
         self._stop.set()
-        if self._thread is not None:
+        if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=self.heartbeat_s + 5)
         with self._lock:
             if self._token is not None:
                 with contextlib.suppress(OSError):
                     self.backend.delete_if(self.path, self._token)
                 self._token = None
+            self._callbacks.clear()
+
+    # ------------------------------------------------------------------ fence
+    def check(self) -> None:
+        """Raise LeaseLostError when the lease is lost; renew synchronously when the last confirmed
+        renewal is old (this process may have been paused), so a resumed zombie stops here."""
+        if self.lost.is_set():
+            raise LeaseLostError(f"lease {self.path} was lost: another runner took over")
+        if time.monotonic() - self._renewed_at <= max(1.5 * self.heartbeat_s, self.stale_s / 2):
+            return
+        with self._lock:
+            renewed = self._renew_locked() if self._token is not None else False
+        unconfirmed_too_long = time.monotonic() - self._renewed_at > self.stale_s
+        if renewed is False or (renewed is None and unconfirmed_too_long):
+            self._mark_lost("renewal failed after a long silence")
+            raise LeaseLostError(f"lease {self.path} was lost: another runner took over")
+
+    def verify(self) -> None:
+        """Read the lease back; raise LeaseLostError unless we still hold it (before status writes)."""
+        self.check()
+        current = self.backend.read(self.path)
+        with self._lock:
+            held = current is not None and self._token is not None and current[1] == self._token
+        if not held:
+            self._mark_lost("the lease object changed under us")
+            raise LeaseLostError(f"lease {self.path} was lost: another runner took over")
+
+    def on_lost(self, callback: Callable[[], Any]) -> Callable[[], None]:
+        """Call ``callback`` once if the lease is lost (at once if it already is); returns an unregister."""
+        with self._lock:
+            if not self.lost.is_set():
+                key = next(self._callback_ids)
+                self._callbacks[key] = callback
+                return lambda: self._callbacks.pop(key, None)
+        callback()
+        return lambda: None
+
+    @contextlib.contextmanager
+    def fencing(self) -> Iterator[None]:
+        """Run an in-process step under this lease: it is the thread's active fence, and losing the
+        lease raises :class:`~marin_assets.execution.fence.StepCancelled` in this thread."""
+        target = threading.get_ident()
+        guard = threading.Lock()
+        armed = [True]  # the step may still be cancelled
+
+        def cancel() -> None:
+            if threading.get_ident() == target:
+                return  # lost while checking in the step's own thread: check() raises already
+            with guard:
+                if armed[0]:
+                    armed[0] = False
+                    _async_raise(target, StepCancelled)
+
+        unregister = self.on_lost(cancel)
+        try:
+            with activate(self):
+                yield
+        finally:
+            with guard:
+                armed[0] = False
+            unregister()
 
 
 def lease_for_output(

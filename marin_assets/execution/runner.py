@@ -5,13 +5,19 @@ Unit of work: a step, or one partition of a partitioned step. For each unit the 
 1. skips it when its ``.executor_status`` is SUCCESS (``cached``);
 2. refuses it when FAILED, unless ``force_run_failed``;
 3. takes its lease -- when another runner holds a live lease it waits for that runner to finish
-   (or for the lease to go stale, then takes over);
+   (or for the lease to go stale, or its holder to be provably dead, then takes over);
 4. writes RUNNING and ``.executor_info``, calls the step function (in process, or on Ray when
    the function is a Ray remote function or the step declares ``resources``), writes the
    returned metadata and finally SUCCESS -- or FAILED with the traceback.
 
 Dependents of a failed unit are marked DEP_FAILED and not run; the run ends with an
 :class:`ExecutorError` that lists the failed steps.
+
+Fencing: status writes are conditional (compare-and-swap on the status the runner last wrote, after
+checking the lease is still ours). A runner whose lease is lost while the step runs cancels it
+(in-process: an asynchronous ``StepCancelled`` in the step's thread; Ray task: ``ray.cancel``;
+train/eval subprocesses: their process group is killed), records nothing -- neither SUCCESS nor
+FAILED -- and ends with an :class:`ExecutorError` naming the step.
 """
 
 from __future__ import annotations
@@ -27,7 +33,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from marin_assets.execution.conditional import backend_for
+from marin_assets.execution.fence import LeaseLostError, StepCancelled, on_lease_lost
 from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, StepLease, lease_for_output
+from marin_assets.execution.secrets import redact_secrets, resolve_secrets
 from marin_assets.execution.status import (
     INFO_FILE,
     METADATA_FILE,
@@ -35,9 +44,13 @@ from marin_assets.execution.status import (
     STATUS_FAILED,
     STATUS_RUNNING,
     STATUS_SUCCESS,
+    StatusRecord,
     read_status,
+    read_status_with_token,
+    read_statuses,
     write_json,
     write_status,
+    write_status_if,
 )
 from marin_assets.execution.storage import join_path
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, instantiate_config
@@ -90,7 +103,7 @@ class StepOutcome:
     name: str
     output_path: str
     partition: str | None
-    action: str  # "ran" | "cached" | "waited" | "failed" | "dep_failed"
+    action: str  # "ran" | "cached" | "waited" | "failed" | "dep_failed" | "abandoned" (lease lost upstream)
     seconds: float = 0.0
     error: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -167,7 +180,13 @@ def launch_step_function(node: ResolvedStep, config: Any) -> Any:
         options["runtime_env"] = runtime_env
     wrapped = recording_placement(step.fn._function)
     remote = ray.remote(**options)(wrapped) if options else ray.remote(wrapped)
-    return ray.get(remote.remote(config))
+    ref = remote.remote(config)
+    # Fencing: a runner that loses its lease kills the task instead of letting it keep writing.
+    unregister = on_lease_lost(lambda: ray.cancel(ref, force=True))
+    try:
+        return ray.get(ref)
+    finally:
+        unregister()
 
 
 class Executor:
@@ -178,6 +197,8 @@ class Executor:
     ) -> None:
         self.options = options or ExecutorOptions()
         self.launch = launch
+        # Statuses read in one batch at the start of run(): each unit's first look uses it.
+        self._prefetched: dict[str, StatusRecord | None] = {}
 
     # ----------------------------------------------------------------- planning
     @staticmethod
@@ -256,7 +277,7 @@ class Executor:
         output_path = node.partition_output_path(partition)
         label = node.name if partition is None else f"{node.name}[{partition}]"
         start = time.monotonic()
-        status = read_status(output_path)
+        status = self._prefetched.pop(output_path) if output_path in self._prefetched else read_status(output_path)
         if status is not None and status.status == STATUS_SUCCESS:
             return StepOutcome(node.name, output_path, partition, "cached")
         self._check_not_failed(label, output_path, status)
@@ -284,11 +305,12 @@ class Executor:
                 raise StepFailedError(f"{label}: another runner failed computing {output_path}:\n{status.error or ''}")
         try:
             # Re-read under the lease: the previous holder may have finished just before releasing.
-            status = read_status(output_path)
+            # Its token is what our first status write must still find (fencing).
+            status, token = read_status_with_token(output_path, lease.backend)
             if status is not None and status.status == STATUS_SUCCESS:
                 return StepOutcome(node.name, output_path, partition, "cached" if not announced else "waited")
             self._check_not_failed(label, output_path, status)
-            return self._run_locked(node, partition, output_path, graph, label, start)
+            return self._run_locked(node, partition, output_path, graph, label, start, lease, token)
         finally:
             lease.release()
 
@@ -322,36 +344,73 @@ class Executor:
                 "fix the cause and re-run with --force_run_failed"
             )
 
+    @staticmethod
+    def _fenced_status(
+        lease: StepLease, label: str, output_path: str, status: str, token: str | None, **fields: Any
+    ) -> str:
+        """Write ``status`` only while we hold the lease and nobody changed the status since our
+        last write; otherwise the lease is lost: raise LeaseLostError naming the step."""
+        try:
+            lease.verify()
+            new_token = write_status_if(output_path, status, token, lease.backend, **fields)
+        except LeaseLostError:
+            new_token = None
+        if new_token is None:
+            lease.lost.set()
+            raise LeaseLostError(
+                f"{label}: lease on {output_path} was lost (another runner took over); "
+                f"{status} was not recorded by this runner"
+            )
+        return new_token
+
     def _run_locked(
-        self, node: ResolvedStep, partition: str | None, output_path: str, graph: StepGraph, label: str, start: float
+        self,
+        node: ResolvedStep,
+        partition: str | None,
+        output_path: str,
+        graph: StepGraph,
+        label: str,
+        start: float,
+        lease: StepLease,
+        token: str | None,
     ) -> StepOutcome:
         run_id = self.options.run_id
-        write_status(output_path, STATUS_RUNNING, run_id=run_id)
+        token = self._fenced_status(lease, label, output_path, STATUS_RUNNING, token, run_id=run_id)
         config = instantiate_config(node.step.config, node, partition, graph)
         write_json(
             join_path(output_path, INFO_FILE),
-            {
-                "name": node.name,
-                "partition": partition,
-                "fn": function_name(node.step.fn),
-                "description": node.step.description,
-                "config": _config_for_info(config),
-                "version": node.version,
-                "hash": node.hash,
-                "output_path": output_path,
-                "dependencies": [d.output_path for d in node.dependencies],
-                "pseudo_dependencies": [d.output_path for d in node.pseudo_dependencies],
-                "pip_dependency_groups": node.step.pip_dependency_groups,
-                "resources": repr(node.step.resources) if node.step.resources is not None else None,
-                "run_id": run_id,
-            },
+            redact_secrets(
+                {
+                    "name": node.name,
+                    "partition": partition,
+                    "fn": function_name(node.step.fn),
+                    "description": node.step.description,
+                    "config": _config_for_info(config),
+                    "version": node.version,
+                    "hash": node.hash,
+                    "output_path": output_path,
+                    "dependencies": [d.output_path for d in node.dependencies],
+                    "pseudo_dependencies": [d.output_path for d in node.pseudo_dependencies],
+                    "pip_dependency_groups": node.step.pip_dependency_groups,
+                    "resources": repr(node.step.resources) if node.step.resources is not None else None,
+                    "run_id": run_id,
+                }
+            ),
         )
         logger.info("%s: running %s -> %s", label, function_name(node.step.fn), output_path)
         try:
-            result = self.launch(node, config)
+            with lease.fencing():
+                result = self.launch(node, resolve_secrets(config))
+            lease.check()
         except BaseException as exc:  # noqa: BLE001 - also KeyboardInterrupt: record, then re-raise
+            if lease.lost.is_set() or isinstance(exc, (StepCancelled, LeaseLostError)):
+                logger.error("%s: lease lost while running; stopped, nothing recorded", label)
+                raise LeaseLostError(
+                    f"{label}: lease on {output_path} was lost (another runner took over); stopped the step, "
+                    "recorded nothing"
+                ) from None
             error = traceback.format_exc()
-            write_status(output_path, STATUS_FAILED, run_id=run_id, error=error)
+            self._fenced_status(lease, label, output_path, STATUS_FAILED, token, run_id=run_id, error=error)
             logger.error("%s: FAILED after %.1fs: %s", label, time.monotonic() - start, exc)
             if not isinstance(exc, Exception):
                 raise
@@ -359,7 +418,7 @@ class Executor:
         metadata = result if isinstance(result, dict) else {}
         if metadata:
             write_json(join_path(output_path, METADATA_FILE), metadata)
-        write_status(output_path, STATUS_SUCCESS, run_id=run_id)
+        self._fenced_status(lease, label, output_path, STATUS_SUCCESS, token, run_id=run_id)
         seconds = time.monotonic() - start
         logger.info("%s: SUCCESS in %.1fs", label, seconds)
         return StepOutcome(node.name, output_path, partition, "ran", seconds, metadata=metadata)
@@ -370,13 +429,16 @@ class Executor:
 
         Raises ExecutorError listing the failed steps when any failed.
         """
+        backend_for(graph.prefix)  # a store without conditional writes fails here, once, not per step
         units = self.units(graph, run_only)
+        self._prefetched = read_statuses([node.partition_output_path(partition) for node, partition in units])
         report = ExecutionReport(self.options.run_id)
         key = lambda u: (id(u[0]), u[1])  # noqa: E731
         by_key = {key(u): u for u in units}
         pending = dict(by_key)
         deps = {k: [key(d) for d in self.unit_dependencies(u, graph)] for k, u in by_key.items()}
         failed: set[tuple[int, str | None]] = set()
+        fenced: set[tuple[int, str | None]] = set()  # lease lost: another runner owns them now
         failures: list[tuple[str, str, str]] = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, self.options.max_concurrent)) as pool:
             running: dict[concurrent.futures.Future[StepOutcome], tuple[int, str | None]] = {}
@@ -388,7 +450,16 @@ class Executor:
                     for k, unit in list(pending.items()):
                         # Units outside this run (e.g. excluded by run_only) only need their status.
                         blocking = [d for d in deps[k] if d in pending or d in in_flight]
-                        if any(d in failed for d in deps[k]):
+                        if any(d in fenced for d in deps[k]):
+                            # The runner that took over computes them; writing DEP_FAILED would
+                            # flip statuses under its feet.
+                            node, partition = unit
+                            out = node.partition_output_path(partition)
+                            del pending[k]
+                            progressed = True
+                            fenced.add(k)
+                            report.outcomes.append(StepOutcome(node.name, out, partition, "abandoned"))
+                        elif any(d in failed for d in deps[k]):
                             node, partition = unit
                             out = node.partition_output_path(partition)
                             del pending[k]
@@ -421,7 +492,7 @@ class Executor:
                         failures.append(
                             (node.name if partition is None else f"{node.name}[{partition}]", out, str(exc))
                         )
-                        failed.add(k)
+                        (fenced if isinstance(exc, LeaseLostError) else failed).add(k)
                     report.outcomes.append(outcome)
         if failures:
             raise ExecutorError(failures)

@@ -4,7 +4,9 @@ Every output path (or partition path) holds:
 
 * ``.executor_status`` -- JSON ``{"status", "time", "run_id", "host", "pid", "error"?}``; SUCCESS is
   written last, atomically, only after the step function returned, so a step killed at any moment
-  never looks finished;
+  never looks finished. The runner writes it as one object with a precondition
+  (:func:`write_status_if`: compare-and-swap on the token it last wrote), so a runner whose lease
+  was taken over cannot flip the status the new holder wrote;
 * ``.executor_info`` -- name, function, resolved config, version dict, dependency paths;
 * ``.executor_metadata.json`` -- what the step function returned (counts, samples), shown as Dagster
   materialization metadata.
@@ -18,9 +20,12 @@ import os
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marin_assets.execution.storage import atomic_write_text, join_path, read_text
+
+if TYPE_CHECKING:
+    from marin_assets.execution.conditional import LeaseBackend
 
 STATUS_FILE = ".executor_status"
 INFO_FILE = ".executor_info"
@@ -51,11 +56,12 @@ def status_path(output_path: str) -> str:
     return join_path(output_path, STATUS_FILE)
 
 
-def read_status(output_path: str) -> StatusRecord | None:
-    """The status of ``output_path``, or None when it never started."""
-    text = read_text(status_path(output_path))
+def parse_status(text: str | bytes | None) -> StatusRecord | None:
+    """Parse the content of a status file (None when missing or unreadable)."""
     if text is None:
         return None
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
     text = text.strip()
     if text in ALL_STATUSES:  # plain-word files, as older Marin versions wrote them
         return StatusRecord(status=text)
@@ -107,8 +113,20 @@ def _read_marin_event_log(lines: list[str]) -> StatusRecord | None:
     return None
 
 
-def write_status(output_path: str, status: str, run_id: str | None = None, error: str | None = None) -> None:
-    """Atomically record ``status`` for ``output_path``."""
+def read_status(output_path: str) -> StatusRecord | None:
+    """The status of ``output_path``, or None when it never started."""
+    return parse_status(read_text(status_path(output_path)))
+
+
+def read_statuses(output_paths: list[str]) -> dict[str, StatusRecord | None]:
+    """Statuses of many outputs at once (one concurrent batch of reads per object store)."""
+    from marin_assets.execution.storage import read_many
+
+    contents = read_many([status_path(p) for p in output_paths])
+    return {p: parse_status(contents.get(status_path(p))) for p in output_paths}
+
+
+def _status_bytes(status: str, run_id: str | None, error: str | None) -> bytes:
     if status not in ALL_STATUSES:
         raise ValueError(f"unknown status {status!r}")
     record: dict[str, Any] = {
@@ -120,7 +138,40 @@ def write_status(output_path: str, status: str, run_id: str | None = None, error
     }
     if error is not None:
         record["error"] = error[-4000:]
-    atomic_write_text(status_path(output_path), json.dumps(record))
+    return json.dumps(record).encode("utf-8")
+
+
+def write_status(output_path: str, status: str, run_id: str | None = None, error: str | None = None) -> None:
+    """Atomically record ``status`` for ``output_path`` (unconditionally: tools and tests)."""
+    atomic_write_text(status_path(output_path), _status_bytes(status, run_id, error).decode("utf-8"))
+
+
+def read_status_with_token(output_path: str, backend: LeaseBackend) -> tuple[StatusRecord | None, str | None]:
+    """The status and its token (None, None when there is no status file)."""
+    current = backend.read(status_path(output_path))
+    if current is None:
+        return None, None
+    return parse_status(current[0]), current[1]
+
+
+def write_status_if(
+    output_path: str,
+    status: str,
+    token: str | None,
+    backend: LeaseBackend,
+    run_id: str | None = None,
+    error: str | None = None,
+) -> str | None:
+    """Record ``status`` only if the status file is still at ``token`` (None: still absent).
+
+    One object, one conditional request: a generation precondition on GCS, a compare-and-swap on
+    a filesystem. Returns the new token, or None when someone else changed the file meanwhile.
+    """
+    path = status_path(output_path)
+    data = _status_bytes(status, run_id, error)
+    if token is None:
+        return backend.create_exclusive(path, data)
+    return backend.replace_if(path, token, data)
 
 
 def write_json(path: str, data: Any) -> None:

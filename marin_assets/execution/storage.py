@@ -9,6 +9,8 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from marin_assets.execution.fence import check_fence
+
 
 def join_path(base: str, sub: str | None) -> str:
     """Join ``sub`` below ``base`` with '/' (local paths and URLs alike)."""
@@ -37,6 +39,30 @@ def read_bytes(path: str) -> bytes | None:
         return None
 
 
+def read_many(paths: list[str]) -> dict[str, bytes]:
+    """Contents of the ``paths`` that exist (missing ones are left out).
+
+    Object stores are read concurrently in one batch (fsspec's async ``cat``): a cached re-run of a
+    large graph on gs:// reads all its status files in about the time of one request.
+    """
+    out: dict[str, bytes] = {}
+    by_fs: dict[int, tuple[fsspec.AbstractFileSystem, dict[str, str]]] = {}
+    for path in paths:
+        fs, p = filesystem(path)
+        by_fs.setdefault(id(fs), (fs, {}))[1][p] = path
+    for fs, names in by_fs.values():
+        if isinstance(fs, LocalFileSystem) or len(names) == 1:
+            for path in names.values():
+                data = read_bytes(path)
+                if data is not None:
+                    out[path] = data
+            continue
+        for p, data in fs.cat(list(names), on_error="omit").items():
+            if isinstance(data, bytes):
+                out[names.get(p) or names[fs._strip_protocol(p)]] = data
+    return out
+
+
 def read_text(path: str) -> str | None:
     """The UTF-8 text of ``path``, or None when it does not exist."""
     data = read_bytes(path)
@@ -47,8 +73,11 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers see either the old or the whole new content.
 
     Local files are written to a temporary sibling and renamed; object stores replace an object
-    in one request, which is atomic already.
+    in one request, which is atomic already. Inside a running step, the write is refused
+    (``LeaseLostError``) once the step's lease is lost, so a resumed zombie cannot overwrite the
+    outputs of the runner that took over.
     """
+    check_fence()
     fs, p = filesystem(path)
     if isinstance(fs, LocalFileSystem):
         directory = os.path.dirname(p)

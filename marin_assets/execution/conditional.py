@@ -1,0 +1,217 @@
+"""Conditional writes: the storage primitives that leases and status files rely on.
+
+Two runners must never both believe they own an output, and a runner that lost its lease must not
+be able to flip a status file. Both need the same four primitives from the storage, expressed by
+:class:`LeaseBackend`:
+
+* ``create_exclusive`` -- create an object only if it does not exist;
+* ``read`` -- content plus a *token* that changes whenever the content does;
+* ``replace_if`` / ``delete_if`` -- compare-and-swap on that token.
+
+Implementations: :class:`LocalLeaseBackend` (POSIX folders: ``link(2)`` plus a short ``O_EXCL``
+critical section), :class:`GCSLeaseBackend` (``gs://``: object generations with
+``ifGenerationMatch`` preconditions, in ``marin_assets.execution.gcs``) and
+:class:`MemoryLeaseBackend` (``memory://``, one process). :func:`backend_for` picks one from a path
+and raises :class:`UnsupportedStorageError` for a store that cannot do conditional writes -- the
+runner calls it once before the first step, so such a prefix fails at startup, not per step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+import time
+import uuid
+from typing import Protocol
+
+from marin_assets.execution.storage import filesystem, is_local
+
+SUPPORTED_STORAGE = "a local or POSIX network folder, gs:// (Google Cloud Storage) or memory:// (tests)"
+
+
+class UnsupportedStorageError(RuntimeError):
+    """The storage of a prefix cannot do the conditional writes that leases and status files need."""
+
+
+class LeaseBackend(Protocol):
+    """Atomic primitives a lease (and a fenced status file) needs from the storage.
+
+    Tokens are opaque strings: a content hash on a filesystem, the object generation on GCS.
+    """
+
+    def create_exclusive(self, path: str, data: bytes) -> str | None:
+        """Create ``path`` with ``data`` unless it exists; the new token, or None when it existed."""
+        ...
+
+    def read(self, path: str) -> tuple[bytes, str] | None:
+        """``(content, token)`` of ``path``, or None. The token changes whenever the content does."""
+        ...
+
+    def replace_if(self, path: str, token: str, data: bytes) -> str | None:
+        """Replace ``path`` by ``data`` only if its token is still ``token``; the new token or None."""
+        ...
+
+    def delete_if(self, path: str, token: str) -> bool:
+        """Delete ``path`` only if its token is still ``token``."""
+        ...
+
+
+def content_token(data: bytes) -> str:
+    """The token of a file on stores without generations: a hash of its content."""
+    return hashlib.sha256(data).hexdigest()
+
+
+class LocalLeaseBackend:
+    """Conditional writes on a local (or POSIX network) filesystem.
+
+    Exclusive create uses ``link(2)`` of a fully written temporary file, so a reader never sees a
+    half-written file. Compare-and-swap runs inside a short critical section guarded by an
+    ``O_EXCL`` mutex file; a mutex older than ``mutex_stale_s`` (its holder died inside the few
+    milliseconds of the section) is broken.
+    """
+
+    def __init__(self, mutex_stale_s: float = 10.0) -> None:
+        self.mutex_stale_s = mutex_stale_s
+
+    @staticmethod
+    def _write_tmp(path: str, data: bytes) -> str:
+        directory = os.path.dirname(path) or "."
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".tmp-lease-{uuid.uuid4().hex}")
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        return tmp
+
+    def create_exclusive(self, path: str, data: bytes) -> str | None:
+        tmp = self._write_tmp(path, data)
+        try:
+            os.link(tmp, path)
+            return content_token(data)
+        except FileExistsError:
+            return None
+        finally:
+            os.unlink(tmp)
+
+    def read(self, path: str) -> tuple[bytes, str] | None:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            return None
+        return data, content_token(data)
+
+    @contextlib.contextmanager
+    def _mutex(self, path: str):
+        mutex = f"{path}.mutex"
+        deadline = time.monotonic() + 4 * self.mutex_stale_s
+        while True:
+            try:
+                fd = os.open(mutex, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                os.close(fd)
+                break
+            except FileExistsError:
+                with contextlib.suppress(FileNotFoundError):
+                    if time.time() - os.stat(mutex).st_mtime > self.mutex_stale_s:
+                        os.unlink(mutex)
+                        continue
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"could not lock {mutex}") from None
+                time.sleep(0.005)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(mutex)
+
+    def replace_if(self, path: str, token: str, data: bytes) -> str | None:
+        with self._mutex(path):
+            current = self.read(path)
+            if current is None or current[1] != token:
+                return None
+            tmp = self._write_tmp(path, data)
+            os.replace(tmp, path)
+            return content_token(data)
+
+    def delete_if(self, path: str, token: str) -> bool:
+        with self._mutex(path):
+            current = self.read(path)
+            if current is None or current[1] != token:
+                return False
+            os.unlink(path)
+            return True
+
+
+class MemoryLeaseBackend:
+    """Conditional writes on fsspec's ``memory://`` filesystem (one process: a lock suffices)."""
+
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.fs, _ = filesystem("memory://")
+
+    def _read(self, path: str) -> tuple[bytes, str] | None:
+        try:
+            data = self.fs.cat_file(path)
+        except FileNotFoundError:
+            return None
+        return data, content_token(data)
+
+    def create_exclusive(self, path: str, data: bytes) -> str | None:
+        with self._lock:
+            if self.fs.exists(path):
+                return None
+            self.fs.pipe_file(path, data)
+            return content_token(data)
+
+    def read(self, path: str) -> tuple[bytes, str] | None:
+        with self._lock:
+            return self._read(path)
+
+    def replace_if(self, path: str, token: str, data: bytes) -> str | None:
+        with self._lock:
+            current = self._read(path)
+            if current is None or current[1] != token:
+                return None
+            self.fs.pipe_file(path, data)
+            return content_token(data)
+
+    def delete_if(self, path: str, token: str) -> bool:
+        with self._lock:
+            current = self._read(path)
+            if current is None or current[1] != token:
+                return False
+            self.fs.rm_file(path)
+            return True
+
+
+def storage_protocol(path: str) -> str:
+    """The fsspec protocol serving ``path`` (``file`` for local paths)."""
+    fs, _ = filesystem(path)
+    return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+
+
+def backend_for(path: str) -> LeaseBackend:
+    """The conditional-write backend for the storage of ``path``.
+
+    Raises:
+        UnsupportedStorageError: the storage cannot create-if-absent and compare-and-swap, so two
+            runners could both compute (and record) the same output.
+    """
+    if is_local(path):
+        return LocalLeaseBackend()
+    protocol = storage_protocol(path)
+    if protocol in {"gs", "gcs"}:
+        from marin_assets.execution.gcs import GCSLeaseBackend
+
+        return GCSLeaseBackend(path)
+    if protocol == "memory":
+        return MemoryLeaseBackend()
+    raise UnsupportedStorageError(
+        f"storage {protocol}:// (prefix {path}) cannot do the conditional writes (create-if-absent, "
+        "compare-and-swap) that keep two runners off one output and a stale runner from flipping a "
+        f"status; use {SUPPORTED_STORAGE}"
+    )

@@ -1,0 +1,125 @@
+"""Secrets in step configs: passed by reference, never written down (no Dagster import).
+
+A config field that needs a credential holds an :class:`EnvSecret` -- the *name* of an environment
+variable -- instead of the value::
+
+    TrainConfig(..., wandb_api_key=secret_from_env("WANDB_API_KEY"))
+
+The reference is what enters the version (``versioned(secret_from_env("X"))`` versions the name
+only, so rotating a key does not recompute anything) and what ``.executor_info``, experiment
+records and Dagster metadata show. The runner replaces it by the variable's value just before it
+calls the step function (:func:`resolve_secrets`); a missing variable fails that step with a
+message naming the variable.
+
+Everything the engine writes down also goes through :func:`redact_secrets`: the values of fields
+whose names look secret (``api_key``, ``token``, ``password``, ``secret``, ``credentials`` ...) are
+replaced by ``"***"``, so a plain string put in such a field by mistake is not stored either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+REDACTED = "***"
+
+# Word-wise (snake_case, kebab-case, dotted, camelCase) names of fields that hold credentials.
+_SECRET_WORDS = re.compile(
+    r"(^|_)(api_?key|access_?key|secret(_?(access_?)?key)?|password|passwd|private_?key|credentials?|"
+    r"auth(_?token)?|access_?token|refresh_?token|bearer|token|client_?secret|session_?key)(_|$)"
+)
+# Tokenizer vocabulary fields are not credentials.
+_NOT_SECRET = re.compile(r"(^|_)(bos|eos|pad|unk|sep|cls|mask|start|end|special)_tokens?(_|$)")
+
+
+class MissingSecretError(RuntimeError):
+    """A step needs a secret whose environment variable is not set."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSecret:
+    """A reference to a secret held in the environment variable ``env`` of the runner."""
+
+    env: str
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.env or ""):
+            raise ValueError(f"not an environment variable name: {self.env!r}")
+
+    def resolve(self) -> str:
+        """The secret's value (raises MissingSecretError when the variable is unset or empty)."""
+        value = os.environ.get(self.env)
+        if not value:
+            raise MissingSecretError(f"secret {self.env}: environment variable ${self.env} is not set for this run")
+        return value
+
+    def __repr__(self) -> str:
+        return f"EnvSecret({self.env!r})"
+
+
+def secret_from_env(name: str) -> EnvSecret:
+    """A config value resolved at run time from ``$name``; only the name is ever stored."""
+    return EnvSecret(name)
+
+
+def _words(key: str) -> str:
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key)
+    return re.sub(r"[^a-z0-9]+", "_", snake.lower()).strip("_")
+
+
+def is_secret_name(key: str) -> bool:
+    """True when a field / variable name looks like it holds a credential."""
+    words = _words(str(key))
+    return bool(_SECRET_WORDS.search(words)) and not _NOT_SECRET.search(words)
+
+
+def redact_secrets(value: Any) -> Any:
+    """A JSON-like copy of ``value`` with secret-looking fields' values replaced by ``"***"``.
+
+    Dataclasses become dicts (as ``dataclasses.asdict``); an :class:`EnvSecret` stays visible as
+    ``{"env": NAME}`` -- it is a reference, not a secret. Values that are containers are searched
+    recursively rather than hidden wholesale.
+    """
+    if isinstance(value, EnvSecret):
+        return {"env": value.env}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            plain = redact_secrets(item)
+            if is_secret_name(str(key)) and plain not in (None, "", REDACTED) and not isinstance(plain, (dict, list)):
+                plain = REDACTED
+            out[key] = plain
+        return out
+    if isinstance(value, (list, tuple)):
+        return [redact_secrets(item) for item in value]
+    return value
+
+
+def resolve_secrets(value: Any) -> Any:
+    """``value`` with every :class:`EnvSecret` replaced by its value (frozen dataclasses rebuilt)."""
+    if isinstance(value, EnvSecret):
+        return value.resolve()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in dataclasses.fields(value):
+            if not f.init:
+                continue
+            current = getattr(value, f.name)
+            resolved = resolve_secrets(current)
+            if resolved is not current:
+                changes[f.name] = resolved
+        return dataclasses.replace(value, **changes) if changes else value
+    if isinstance(value, dict):
+        items = {k: resolve_secrets(v) for k, v in value.items()}
+        return items if any(items[k] is not value[k] for k in value) else value
+    if isinstance(value, (list, tuple)):
+        items = [resolve_secrets(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return type(value)(items) if isinstance(value, list) else tuple(items)
+    return value
