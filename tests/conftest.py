@@ -57,3 +57,23 @@ def session_ray_tmpdir():
             os.environ.pop("MARIN_RAY_TMPDIR", None)
         else:
             os.environ["MARIN_RAY_TMPDIR"] = previous
+
+
+@pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory):
+    """A real GCS API server on 127.0.0.1 that enforces generation preconditions (see tests/gcs_server.py)."""
+    from tests.gcs_server import GcsServer, point_fsspec_at
+
+    server = GcsServer(tmp_path_factory.mktemp("gcs") / "fake-gcs-server.log").start()
+    point_fsspec_at(server)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def gcs_prefix(gcs_server) -> str:
+    """``gs://<fresh bucket>/marin`` on the session's GCS server (env set for gcsfs and subprocesses)."""
+    from tests.gcs_server import point_fsspec_at
+
+    point_fsspec_at(gcs_server)
+    return f"gs://{gcs_server.create_bucket()}/marin"

