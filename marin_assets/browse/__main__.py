@@ -1,0 +1,40 @@
+"""``python -m marin_assets.browse --prefix DIR|gs://bucket/path [--host H] [--port P]``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from http.server import ThreadingHTTPServer
+
+from marin_assets.browse.links import DEFAULT_PORT
+from marin_assets.browse.server import DEFAULT_PAGE_SIZE, BrowserApp, make_handler
+from marin_assets.execution.executor_main import default_prefix
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve the data browser until interrupted."""
+    parser = argparse.ArgumentParser(description="Read-only browser of a Marin prefix (experiments, outputs, records)")
+    parser.add_argument("--prefix", default=None, help="root to browse (default: $MARIN_PREFIX or ./data)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 in a container)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--page_size", type=int, default=DEFAULT_PAGE_SIZE, help="records per page")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    prefix = args.prefix or default_prefix()
+    server = ThreadingHTTPServer((args.host, args.port), make_handler(BrowserApp(prefix, args.page_size)))
+    server.daemon_threads = True
+    host, port = server.server_address[:2]
+    print(f"marin data browser: http://{host}:{port}/  (prefix {prefix})", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,340 @@
+"""What the browser knows about a prefix: experiments, step outputs, and how outputs relate.
+
+Read-only. Experiments come from ``<prefix>/experiments/*.json`` (written by ``executor_main``);
+a step output's status, info and metadata from its ``.executor_*`` files (``execution.status``).
+
+Relations of a document shard ``<output>/docs/<shard>`` are found from the outputs' resolved
+configs (``.executor_info``), so they follow the data, not a hard-coded list of stages:
+
+* **attributes**: outputs of the same experiment (and partition) holding ``attributes/<shard>``
+  whose config names this output or its input, or that this output's config names (co-sharded
+  attribute files: ``{id, attributes: {...}}``, same shard name);
+* **upstream**: outputs this output's config names that hold ``docs/<shard>`` (text *before*);
+* **downstream**: outputs whose config names this output and hold ``docs/<shard>`` (text *after*;
+  a document missing there was removed);
+* **quarantine**: records with an ``id`` in ``quarantine/`` or ``removed/`` files of the
+  downstream outputs (``{id, reason, detail}``), which say why a document did not come through.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from marin_assets.browse.paths import PrefixRoot
+from marin_assets.browse.shards import LineSource, parse_line, shard_format
+from marin_assets.execution.status import read_info, read_metadata, read_status
+from marin_assets.execution.storage import filesystem, join_path, read_bytes
+
+EXPERIMENTS_DIR = "experiments"
+REASON_DIRS = ("quarantine", "removed")
+_TTL_S = 10.0
+MAX_ID_SETS = 4  # id sets of downstream shards kept (one shard's ids: a few MB at most)
+
+
+@dataclass
+class Relations:
+    """How one document shard of one output relates to other outputs (full paths)."""
+
+    output: str
+    shard: str
+    info: dict[str, Any] | None
+    attributes: list[tuple[str, str]] = field(default_factory=list)  # (step name, attribute shard)
+    upstream: list[tuple[str, str]] = field(default_factory=list)  # (step name, docs shard)
+    downstream: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # (name, shard, info)
+
+
+def config_paths(info: dict[str, Any] | None) -> set[str]:
+    """Every string in an ``.executor_info`` config (paths of the outputs it reads, among others)."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            found.add(value.rstrip("/"))
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+
+    walk((info or {}).get("config"))
+    return found
+
+
+def iter_records(url: str) -> Iterable[dict[str, Any]]:
+    """Records of a shard, streamed (never the whole shard in memory)."""
+    fs, path = filesystem(url)
+    kind = shard_format(path)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        with fs.open(path, "rb") as handle:
+            for batch in pq.ParquetFile(handle).iter_batches(batch_size=1000):
+                yield from batch.to_pylist()
+        return
+    source = LineSource(fs, path, kind or "jsonl", None)
+    try:
+        for index, line in enumerate(source.lines()):
+            yield parse_line(line, index)
+    finally:
+        source.close()
+
+
+def find_records(url: str, ids: set[str], field_name: str = "id") -> dict[str, dict[str, Any]]:
+    """Records of ``url`` whose ``id`` is in ``ids`` (streams; stops once all are found)."""
+    found: dict[str, dict[str, Any]] = {}
+    if not ids:
+        return found
+    try:
+        for record in iter_records(url):
+            key = record.get(field_name)
+            if isinstance(key, str) and key in ids and key not in found:
+                found[key] = record
+                if len(found) == len(ids):
+                    break
+    except FileNotFoundError:
+        pass
+    return found
+
+
+class Catalog:
+    """Cached, read-only views of one prefix (cache entries live ``_TTL_S`` seconds)."""
+
+    def __init__(self, root: PrefixRoot) -> None:
+        self.root = root
+        self._cache: OrderedDict[Any, tuple[float, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._id_sets: OrderedDict[Any, frozenset[str]] = OrderedDict()
+
+    def _cached(self, key: Any, compute: Any, ttl: float = _TTL_S, max_entries: int = 512) -> Any:
+        now = time.monotonic()
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None and now - hit[0] < ttl:
+                self._cache.move_to_end(key)
+                return hit[1]
+        value = compute()
+        with self._lock:
+            self._cache[key] = (now, value)
+            while len(self._cache) > max_entries:
+                self._cache.popitem(last=False)
+        return value
+
+    # -- experiments ----------------------------------------------------------------------
+
+    def experiment_names(self) -> list[str]:
+        """File names of the experiment records, newest first."""
+
+        def compute() -> list[str]:
+            fs, path = filesystem(join_path(self.root.prefix, EXPERIMENTS_DIR))
+            try:
+                entries = fs.ls(path, detail=True)
+            except FileNotFoundError:
+                return []
+            files = [e for e in entries if e.get("type") == "file" and e["name"].endswith(".json")]
+            files.sort(key=lambda e: e.get("mtime") or e.get("updated") or "", reverse=True)
+            return [e["name"].rstrip("/").rsplit("/", 1)[-1] for e in files]
+
+        return self._cached(("experiments",), compute)
+
+    def experiment(self, name: str) -> dict[str, Any] | None:
+        """One experiment record (None when missing or unreadable)."""
+        if "/" in name or not name.endswith(".json"):
+            return None
+
+        def compute() -> dict[str, Any] | None:
+            data = read_bytes(self.root.resolve(f"{EXPERIMENTS_DIR}/{name}"))
+            try:
+                record = json.loads(data) if data is not None else None
+            except ValueError:
+                return None
+            return record if isinstance(record, dict) else None
+
+        return self._cached(("experiment", name), compute)
+
+    def experiments(self) -> list[tuple[str, dict[str, Any]]]:
+        """(file name, record) of every readable experiment record."""
+        return [(n, r) for n in self.experiment_names() if (r := self.experiment(n)) is not None]
+
+    def step_rows(self, record: dict[str, Any]) -> list[dict[str, Any]]:
+        """The steps of an experiment with their outputs (per partition) and status."""
+        rows = []
+        partitions = record.get("partitions") or {}
+        for step in record.get("steps", []):
+            output = step.get("output_path", "")
+            keys = partitions.get(step.get("partitioned_by") or "", []) if step.get("partitioned_by") else [None]
+            for key in keys:
+                path = join_path(output, key) if key else output
+                status = self.status(path)
+                rows.append(
+                    {
+                        "name": step.get("name"),
+                        "hash": step.get("hash"),
+                        "partition": key,
+                        "path": path,
+                        "relative": self.root.relative(path),
+                        "status": status,
+                        "description": step.get("description"),
+                    }
+                )
+        return rows
+
+    def status(self, output: str) -> str:
+        """SUCCESS / FAILED / RUNNING / DEP_FAILED, or ``-`` when the output never started."""
+        return self._cached(("status", output), lambda: getattr(read_status(output), "status", "-"), ttl=2.0)
+
+    def info(self, output: str) -> dict[str, Any] | None:
+        """The ``.executor_info`` of an output (cached)."""
+        return self._cached(("info", output), lambda: read_info(output))
+
+    def metadata(self, output: str) -> dict[str, Any]:
+        """What the step returned for ``output``."""
+        return read_metadata(output)
+
+    # -- relations ------------------------------------------------------------------------
+
+    def sibling_outputs(self, output: str) -> list[tuple[str, str]]:
+        """(step name, output path) of every step of the experiments that contain ``output``,
+        at the same partition."""
+        info = self.info(output) or {}
+        partition = info.get("partition")
+        step_output = output.rstrip("/").rsplit("/", 1)[0] if partition else output.rstrip("/")
+        found: dict[str, str] = {}
+        for _, record in self.experiments():
+            steps = record.get("steps", [])
+            if not any(s.get("output_path", "").rstrip("/") == step_output for s in steps):
+                continue
+            for s in steps:
+                base = s.get("output_path", "").rstrip("/")
+                path = join_path(base, partition) if (partition and s.get("partitioned_by")) else base
+                if path != output.rstrip("/"):
+                    found.setdefault(path, s.get("name", path))
+        return [(name, path) for path, name in found.items()]
+
+    def relations(self, output: str, shard: str) -> Relations:
+        """Attributes, upstream and downstream shards of ``<output>/docs/<shard>``."""
+
+        def compute() -> Relations:
+            info = self.info(output)
+            mine = config_paths(info)
+            inputs = {p for p in mine if p != output.rstrip("/")}
+            rel = Relations(output=output, shard=shard, info=info)
+            for name, path in self.sibling_outputs(output):
+                theirs = config_paths(self.info(path))
+                names_me = output.rstrip("/") in theirs
+                attr = join_path(path, f"attributes/{shard}")
+                docs = join_path(path, f"docs/{shard}")
+                if (path in mine or names_me or theirs & inputs) and _exists(attr):
+                    rel.attributes.append((name, attr))
+                if path in inputs and _exists(docs):
+                    rel.upstream.append((name, docs))
+                if names_me and _exists(docs):
+                    rel.downstream.append((name, docs, self.info(path) or {}))
+            return rel
+
+        return self._cached(("relations", output, shard), compute)
+
+    def attributes_for(self, rel: Relations, ids: set[str]) -> dict[str, dict[str, Any]]:
+        """``id -> {attribute: value}`` merged over the co-sharded attribute files."""
+        merged: dict[str, dict[str, Any]] = {}
+        for _, url in rel.attributes:
+            for doc_id, record in find_records(url, ids).items():
+                attrs = record.get("attributes")
+                if isinstance(attrs, dict):
+                    merged.setdefault(doc_id, {}).update(attrs)
+        return merged
+
+    def downstream_ids(self, url: str) -> frozenset[str]:
+        """Ids present in a downstream shard (streamed once, cached by the shard's fingerprint)."""
+        fs, path = filesystem(url)
+        info = fs.info(path)
+        key = (url, info.get("size"), info.get("mtime") or info.get("updated"))
+        with self._lock:
+            if key in self._id_sets:
+                self._id_sets.move_to_end(key)
+                return self._id_sets[key]
+        ids = frozenset(r["id"] for r in iter_records(url) if isinstance(r.get("id"), str))
+        with self._lock:
+            self._id_sets[key] = ids
+            while len(self._id_sets) > MAX_ID_SETS:
+                self._id_sets.popitem(last=False)
+        return ids
+
+    def reason_records(self, output: str, ids: set[str]) -> dict[str, dict[str, Any]]:
+        """Quarantine / removal records (with an ``id``) of ``output`` for ``ids``."""
+        found: dict[str, dict[str, Any]] = {}
+        for sub in REASON_DIRS:
+            fs, path = filesystem(join_path(output, sub))
+            try:
+                entries = fs.ls(path, detail=True)
+            except FileNotFoundError:
+                continue
+            for entry in entries:
+                name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
+                if entry.get("type") != "file" or shard_format(name) is None:
+                    continue
+                for doc_id, record in find_records(join_path(output, f"{sub}/{name}"), ids - set(found)).items():
+                    found[doc_id] = record
+        return found
+
+    def removal(self, rel: Relations, ids: set[str], attributes: dict[str, dict[str, Any]]) -> dict[str, str | None]:
+        """``id -> reason`` for documents missing from every downstream output (None: kept).
+
+        Empty when the output has no downstream docs to compare with.
+        """
+        if not rel.downstream:
+            return {}
+        out: dict[str, str | None] = {}
+        missing = set(ids)
+        for _, url, _ in rel.downstream:
+            missing -= self.downstream_ids(url)
+        for doc_id in ids - missing:
+            out[doc_id] = None
+        if not missing:
+            return out
+        recorded: dict[str, dict[str, Any]] = {}
+        for _, url, _ in rel.downstream:
+            recorded.update(self.reason_records(url.rsplit("/docs/", 1)[0], missing - set(recorded)))
+        for doc_id in missing:
+            if doc_id in recorded:
+                rec = recorded[doc_id]
+                out[doc_id] = f"{rec.get('reason', 'quarantined')}: {rec.get('detail', '')}".strip().rstrip(":")
+            else:
+                out[doc_id] = explain_removal(attributes.get(doc_id, {}), rel.downstream[0][2], rel.downstream[0][0])
+        return out
+
+
+def _exists(url: str) -> bool:
+    fs, path = filesystem(url)
+    try:
+        return bool(fs.exists(path))
+    except OSError:
+        return False
+
+
+def explain_removal(attributes: dict[str, Any], downstream_info: dict[str, Any], downstream_name: str) -> str:
+    """Why a document with these attributes is missing from a downstream filter step.
+
+    Reads the filter's own config (``quality_attribute`` / ``quality_threshold``) and the dedup
+    attributes; a stage that writes removal records (``removed/``) is reported from those instead.
+    """
+    config = downstream_info.get("config") or {}
+    reasons = []
+    attribute, threshold = config.get("quality_attribute"), config.get("quality_threshold")
+    score = attributes.get(attribute) if attribute else None
+    if isinstance(score, int | float) and isinstance(threshold, int | float) and score < threshold:
+        reasons.append(f"low quality: {attribute} = {score} < {threshold}")
+    if attributes.get("dedup_fuzzy_duplicate"):
+        reasons.append(
+            f"fuzzy duplicate of {attributes.get('dedup_fuzzy_duplicate_of')} "
+            f"(similarity {attributes.get('dedup_fuzzy_similarity')})"
+        )
+    if not reasons and attributes.get("dedup_paragraph_spans"):
+        reasons.append("nothing left after removing duplicate paragraphs")
+    return "; ".join(reasons) or f"not in {downstream_name} (no recorded reason)"

@@ -1,0 +1,63 @@
+"""The browser's one door to storage: paths relative to the prefix, nothing outside it.
+
+Every path the browser serves comes from a URL, so it is untrusted. :meth:`PrefixRoot.resolve`
+accepts only relative paths made of plain components (no ``..``, no absolute path, no scheme, no
+backslash or control character) and, on a local prefix, refuses a path whose real location
+(symlinks followed) leaves the prefix. On an object store a relative path can only name objects
+below the prefix, so other buckets are out of reach by construction.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from marin_assets.execution.storage import is_local, join_path
+
+_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
+class Forbidden(Exception):
+    """A path outside the prefix, or not a plain relative path (HTTP 403)."""
+
+
+class PrefixRoot:
+    """The prefix being browsed (a local folder or a URL such as ``gs://bucket/marin``)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.local = "://" not in prefix or is_local(prefix)
+        if self.local:
+            prefix = os.path.abspath(prefix.removeprefix("file://"))
+            self.prefix = os.path.realpath(prefix)
+            self.given = prefix  # experiment records name outputs below the prefix as it was spelled
+        else:
+            self.prefix = self.given = prefix.rstrip("/")
+
+    def resolve(self, relative: str) -> str:
+        """The full path (or URL) of ``relative``; raises :class:`Forbidden` when it escapes."""
+        relative = relative.strip("/") if relative else ""
+        if not relative:
+            return self.prefix
+        if _BAD_CHARS.search(relative) or "://" in relative or relative.startswith("~"):
+            raise Forbidden(f"not a plain relative path: {relative!r}")
+        parts = relative.split("/")
+        if any(part in ("..", ".") for part in parts):
+            raise Forbidden(f"'..' and '.' are not allowed: {relative!r}")
+        full = join_path(self.prefix, "/".join(p for p in parts if p))
+        if self.local:
+            real = os.path.realpath(full)
+            if real != self.prefix and not real.startswith(self.prefix + os.sep):
+                raise Forbidden(f"{relative!r} leads outside the prefix")
+        return full
+
+    def relative(self, full: str) -> str | None:
+        """``full`` relative to the prefix, or None when it lies outside."""
+        if self.local:
+            full = os.path.abspath(full.removeprefix("file://"))
+        candidates = (self.prefix, self.given)
+        for base in candidates:
+            if full == base:
+                return ""
+            if full.startswith(base + "/"):
+                return full[len(base) + 1 :]
+        return None

@@ -1,0 +1,348 @@
+"""Page through the records of one shard without reading the whole shard.
+
+Formats: ``.jsonl`` / ``.ndjson``, their ``.gz`` and ``.zst`` forms (and Dolma's ``.json.gz``) and
+``.parquet``, on any fsspec filesystem. A page is addressed by the index of its first record.
+
+* jsonl: a page starts at a remembered byte offset (``seek``).
+* jsonl.gz: a page starts at a remembered *decompressor state* -- the compressed offset, a copy of
+  the zlib stream object and the few decompressed bytes not yet split into lines -- so page N+1
+  continues where page N stopped instead of decompressing the shard from its start again.
+* jsonl.zst: zstd streams cannot be copied, so the live reader that stopped at the end of a page is
+  remembered (once: the next page takes it over).
+* parquet: the footer's row-group sizes locate the row group holding a record; only that row group
+  is decoded, in batches.
+
+Checkpoints are kept in one small LRU (:class:`Checkpoints`), so the memory of a long paging session
+stays flat. A page asked for with no checkpoint at or before it streams from the nearest one (or
+the start) and skips records: slower, never bigger.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from marin_assets.execution.storage import filesystem
+
+# Compressed bytes read at a time, and the most decompressed bytes one step may produce (keeps a
+# highly compressible shard from decompressing into a huge buffer).
+_READ = 256 << 10
+_MAX_OUT = 1 << 20
+MAX_LINE_BYTES = 64 << 20  # a longer line is reported as an error record instead of buffered on
+
+# Plain ``.json`` is one document, not records; Dolma names its jsonl shards ``.json.gz``.
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+COMPRESSED_JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
+SHARD_SUFFIXES = (
+    *JSONL_SUFFIXES,
+    *(s + ".gz" for s in COMPRESSED_JSONL_SUFFIXES),
+    *(s + ".zst" for s in COMPRESSED_JSONL_SUFFIXES),
+    *(s + ".zstd" for s in COMPRESSED_JSONL_SUFFIXES),
+    ".parquet",
+)
+
+
+def shard_format(path: str) -> str | None:
+    """``"jsonl"``, ``"gz"``, ``"zst"``, ``"parquet"`` -- or None when ``path`` is no record shard."""
+    lower = path.lower()
+    if lower.endswith(".parquet"):
+        return "parquet"
+    if lower.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    for suffix in COMPRESSED_JSONL_SUFFIXES:
+        if lower.endswith(suffix + ".gz"):
+            return "gz"
+        if lower.endswith((suffix + ".zst", suffix + ".zstd")):
+            return "zst"
+    return None
+
+
+def parse_line(line: bytes, index: int) -> dict[str, Any]:
+    """The record of one JSON line; a bad line becomes ``{"_error": ...}`` (shown, never fatal)."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        return {"_error": f"record {index}: not JSON ({str(exc)[:100]})", "_raw": line[:300].decode("utf-8", "replace")}
+    return value if isinstance(value, dict) else {"_value": value}
+
+
+class Checkpoints:
+    """An LRU of resume points ``(path, fingerprint, record index) -> state``, shared by all shards."""
+
+    def __init__(self, max_entries: int = 64) -> None:
+        self.max_entries = max_entries
+        self._items: OrderedDict[tuple[str, str, int], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, path: str, fingerprint: str, index: int, state: Any) -> None:
+        with self._lock:
+            key = (path, fingerprint, index)
+            self._items[key] = state
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_entries:
+                self._items.popitem(last=False)
+
+    def nearest(self, path: str, fingerprint: str, index: int, take: bool = False) -> tuple[int, Any] | None:
+        """The checkpoint with the largest record index ``<= index`` (removed when ``take``)."""
+        with self._lock:
+            best = None
+            for key in self._items:
+                if key[0] == path and key[1] == fingerprint and key[2] <= index and (best is None or key[2] > best[2]):
+                    best = key
+            if best is None:
+                return None
+            state = self._items.pop(best) if take else self._items[best]
+            if not take:
+                self._items.move_to_end(best)
+            return best[2], state
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@dataclass
+class _GzState:
+    offset: int  # compressed bytes consumed from the file
+    decomp: Any  # zlib decompressobj positioned at ``offset`` (a copy: never shared)
+    tail: bytes  # compressed input fed but not yet decompressed (``unconsumed_tail``)
+    pending: bytes  # decompressed bytes after the last full line
+
+
+class LineSource:
+    """Lines of a (compressed) text file with a resumable state after every line."""
+
+    def __init__(self, fs: Any, path: str, kind: str, state: Any | None) -> None:
+        self.fs, self.path, self.kind = fs, path, kind
+        self.handle = fs.open(path, "rb")
+        self.buffer = b""
+        if kind == "jsonl":
+            self.offset = int(state or 0)  # byte offset of self.buffer's first byte
+            self.handle.seek(self.offset)
+        elif kind == "gz":
+            st: _GzState = state or _GzState(0, zlib.decompressobj(wbits=47), b"", b"")
+            self.offset, self.decomp, self.tail = st.offset, st.decomp.copy(), st.tail
+            self.buffer = st.pending
+            self.handle.seek(self.offset)
+        else:  # zst: ``state`` is a live reader handed over (not copyable)
+            if state is not None:
+                self.handle.close()
+                self.handle, self.reader, self.buffer = state
+            else:
+                import zstandard
+
+                self.reader = zstandard.ZstdDecompressor().stream_reader(self.handle, read_across_frames=True)
+        self.eof = False
+
+    def _more(self) -> bool:
+        """Append decompressed bytes to the buffer; False at the end of the file."""
+        if self.kind == "jsonl":
+            chunk = self.handle.read(_READ)
+            if not chunk:
+                return False
+            self.buffer += chunk
+            return True
+        if self.kind == "zst":
+            chunk = self.reader.read(_READ)
+            if not chunk:
+                return False
+            self.buffer += chunk
+            return True
+        while True:  # gz
+            if not self.tail:
+                if self.decomp.eof:
+                    rest = self.decomp.unused_data
+                    self.decomp = zlib.decompressobj(wbits=47)  # next member of a multi-member file
+                    self.tail = rest.lstrip(b"\x00")
+                if not self.tail:
+                    chunk = self.handle.read(_READ)
+                    if not chunk:
+                        return False
+                    self.offset += len(chunk)
+                    self.tail = chunk
+            out = self.decomp.decompress(self.tail, _MAX_OUT)
+            self.tail = self.decomp.unconsumed_tail
+            if self.decomp.eof and self.decomp.unused_data:
+                self.tail = self.decomp.unused_data + self.tail
+                self.decomp = zlib.decompressobj(wbits=47)
+            if out:
+                self.buffer += out
+                return True
+
+    def lines(self) -> Iterator[bytes]:
+        """Non-empty lines; after each, :meth:`state` resumes right behind it."""
+        start = 0
+        while True:
+            nl = self.buffer.find(b"\n", start)
+            if nl >= 0:
+                line = self.buffer[start:nl]
+                start = nl + 1
+                if line.strip():
+                    self._consumed = start
+                    yield line
+                continue
+            if start:
+                if self.kind == "jsonl":
+                    self.offset += start
+                self.buffer = self.buffer[start:]
+                start = 0
+            self._consumed = 0
+            if len(self.buffer) > MAX_LINE_BYTES:
+                raise ValueError(f"{self.path}: a line longer than {MAX_LINE_BYTES} bytes")
+            if not self._more():
+                if self.buffer.strip():
+                    line, self.buffer = self.buffer, b""
+                    self._consumed = 0
+                    yield line
+                self.eof = True
+                return
+
+    def state(self) -> Any:
+        """A resume point right after the last line yielded (None for zst: use :meth:`handover`)."""
+        rest = self.buffer[self._consumed :]
+        if self.kind == "jsonl":
+            return self.offset + self._consumed
+        if self.kind == "gz":
+            return _GzState(self.offset, self.decomp.copy(), self.tail, rest)
+        return None
+
+    def handover(self) -> Any:
+        """The live zst reader, positioned right after the last line yielded (this source is spent)."""
+        state = (self.handle, self.reader, self.buffer[self._consumed :])
+        self.handle = None
+        return state
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
+@dataclass
+class Page:
+    """Records ``[start, next_start)`` of a shard that matched (all, without a predicate)."""
+
+    records: list[tuple[int, dict[str, Any]]]
+    start: int
+    next_start: int
+    at_end: bool
+    scanned: int
+
+
+class ShardPager:
+    """Pages of records of shards, with resume points remembered across requests."""
+
+    def __init__(self, checkpoints: Checkpoints | None = None) -> None:
+        self.checkpoints = checkpoints or Checkpoints()
+
+    @staticmethod
+    def fingerprint(fs: Any, path: str) -> str:
+        """Size and modification time: a rewritten shard never resumes from stale offsets."""
+        info = fs.info(path)
+        return f"{info.get('size')}:{info.get('mtime') or info.get('updated') or info.get('LastModified') or ''}"
+
+    def page(
+        self,
+        url: str,
+        start: int,
+        count: int,
+        matches: Callable[[list[tuple[int, dict[str, Any]]]], list[bool]] | None = None,
+        scan_limit: int = 20_000,
+        batch: int = 500,
+    ) -> Page:
+        """Up to ``count`` records from record ``start`` on (those ``matches`` keeps, when given).
+
+        ``matches`` gets batches of ``(index, record)`` (so it can join attributes per batch) and
+        returns one bool per record; at most ``scan_limit`` records are read per call.
+        """
+        fs, path = filesystem(url)
+        kind = shard_format(path)
+        if kind is None:
+            raise ValueError(f"{url} is not a record shard ({', '.join(SHARD_SUFFIXES)})")
+        if kind == "parquet":
+            return self._parquet_page(fs, path, start, count, matches, scan_limit, batch)
+        fp = self.fingerprint(fs, path)
+        found = self.checkpoints.nearest(path, fp, start, take=kind == "zst")
+        index, state = found if found else (0, None)
+        source = LineSource(fs, path, kind, state)
+        out: list[tuple[int, dict[str, Any]]] = []
+        scanned = 0
+        pending: list[tuple[int, dict[str, Any]]] = []
+        at_end = True
+        try:
+            for line in source.lines():
+                if index < start:
+                    index += 1
+                    continue
+                pending.append((index, parse_line(line, index)))
+                index += 1
+                scanned += 1
+                if len(pending) >= (batch if matches else count - len(out)):
+                    out.extend(self._keep(pending, matches))
+                    pending = []
+                if len(out) >= count or scanned >= scan_limit:
+                    at_end = False
+                    break
+            out.extend(self._keep(pending, matches))
+            next_start = max(index, start)
+            if len(out) > count:  # a filtered batch overshot: the next page starts after the last shown
+                out = out[:count]
+                next_start = out[-1][0] + 1
+                scanned = next_start - start
+            elif not at_end:
+                self._remember(path, fp, next_start, kind, source)
+        finally:
+            source.close()
+        return Page(records=out, start=start, next_start=next_start, at_end=at_end, scanned=scanned)
+
+    @staticmethod
+    def _keep(batch: list[tuple[int, dict[str, Any]]], matches: Any) -> list[tuple[int, dict[str, Any]]]:
+        if not batch or matches is None:
+            return batch
+        return [item for item, keep in zip(batch, matches(batch), strict=True) if keep]
+
+    def _remember(self, path: str, fp: str, index: int, kind: str, source: LineSource) -> None:
+        if kind == "zst":
+            self.checkpoints.put(path, fp, index, source.handover())
+        else:
+            self.checkpoints.put(path, fp, index, source.state())
+
+    def _parquet_page(self, fs, path, start, count, matches, scan_limit, batch) -> Page:
+        import pyarrow.parquet as pq
+
+        out: list[tuple[int, dict[str, Any]]] = []
+        scanned = 0
+        with fs.open(path, "rb") as handle:
+            pf = pq.ParquetFile(handle)
+            meta = pf.metadata
+            first = 0
+            index = start
+            for group in range(meta.num_row_groups):
+                rows = meta.row_group(group).num_rows
+                if first + rows <= start:
+                    first += rows
+                    continue
+                position = first
+                for arrow_batch in pf.iter_batches(batch_size=batch, row_groups=[group]):
+                    n = arrow_batch.num_rows
+                    if position + n <= index:
+                        position += n
+                        continue
+                    rows_here = arrow_batch.slice(index - position).to_pylist()
+                    items = list(enumerate(rows_here, start=index))
+                    take = count - len(out) if matches is None else len(items)
+                    items = items[: max(0, min(take, scan_limit - scanned))]
+                    scanned += len(items)
+                    out.extend(self._keep(items, matches))
+                    index += len(items)
+                    position += n
+                    if len(out) >= count or scanned >= scan_limit:
+                        if len(out) > count:
+                            out = out[:count]
+                            index = out[-1][0] + 1
+                        return Page(out, start, index, index >= meta.num_rows, scanned)
+                first += rows
+        return Page(out, start, index, True, scanned)
