@@ -90,7 +90,7 @@ def root_causes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         elif key not in new_config:
             causes.append(f"config.{key}: removed (was {old_config[key]!r})")
         elif old_config[key] != new_config[key]:
-            causes.append(f"config.{key}: {old_config[key]!r} -> {new_config[key]!r}")
+            causes.extend(_value_changes(f"config.{key}", old_config[key], new_config[key]))
     old_consumed, new_consumed = _consumed_by_name(old), _consumed_by_name(new)
     for producer in sorted(set(old_consumed) | set(new_consumed)):
         before, after = old_consumed.get(producer, []), new_consumed.get(producer, [])
@@ -114,6 +114,57 @@ def root_causes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     if not causes and old != new:
         causes = version_diff(old, new)
     return causes
+
+
+_REPR = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$", re.DOTALL)
+
+
+def _repr_fields(text: str) -> dict[str, str] | None:
+    """``Name(a=1, b='x')`` (a versioned dataclass as Marin's encoder stores it) -> its fields."""
+    match = _REPR.match(text)
+    if not match:
+        return None
+    fields: dict[str, str] = {}
+    depth, quote, start, body = 0, "", 0, match.group(2)
+    for i, char in enumerate(f"{body},"):
+        if quote:
+            quote = "" if char == quote and body[i - 1 : i] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            item = body[start:i].strip()
+            start = i + 1
+            if not item:
+                continue
+            name, eq, value = item.partition("=")
+            if not eq or not name.strip().isidentifier():
+                return None
+            fields[name.strip()] = value.strip()
+    return fields
+
+
+def _value_changes(key: str, old: Any, new: Any, from_repr: bool = False) -> list[str]:
+    """``key: old -> new``, narrowed to the changed fields when both are dataclass reprs.
+
+    ``from_repr``: the values are already source text (fields of a repr), shown as they are.
+    """
+    if isinstance(old, str) and isinstance(new, str):
+        old_fields, new_fields = _repr_fields(old), _repr_fields(new)
+        if old_fields is not None and new_fields is not None and old.split("(")[0] == new.split("(")[0]:
+            changes = []
+            for name in [*new_fields, *(n for n in old_fields if n not in new_fields)]:
+                before, after = old_fields.get(name, "<unset>"), new_fields.get(name, "<unset>")
+                if before != after:
+                    changes.extend(_value_changes(f"{key}.{name}", before, after, from_repr=True))
+            if changes:
+                return changes
+        if from_repr or old_fields is not None or new_fields is not None:
+            return [f"{key}: {old} -> {new}"]
+    return [f"{key}: {old!r} -> {new!r}"]
 
 
 def _via(cause: str, dependency: str) -> str:
