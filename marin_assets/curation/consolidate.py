@@ -8,14 +8,23 @@ with nothing left after that is removed too. Output: ``docs/<shard>.jsonl.gz`` (
 
 from __future__ import annotations
 
-import time
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from marin_assets.curation.io import list_files, map_tasks, read_jsonl_gz, write_jsonl_gz
-from marin_assets.execution.metadata import table_markdown
+from marin_assets.curation.shard_stage import Counters, DocumentStage, Quarantine, read_shard
 from marin_assets.execution.storage import join_path
+
+_COUNTS = (
+    "documents_in",
+    "documents_out",
+    "removed_by_quality",
+    "removed_fuzzy_duplicates",
+    "paragraphs_removed",
+    "removed_empty_after_paragraph_dedup",
+    "chars_in",
+    "chars_out",
+    "bytes_out",
+)
 
 
 @dataclass(frozen=True)
@@ -29,7 +38,6 @@ class ConsolidateConfig:
         output_path: where ``docs/`` goes.
         quality_attribute, quality_threshold: keep documents whose score is ``>=`` the threshold.
         min_chars: documents shorter than this after removing duplicate paragraphs are dropped.
-        use_ray: one Ray task per shard.
     """
 
     input_path: str
@@ -39,7 +47,6 @@ class ConsolidateConfig:
     quality_attribute: str = "quality_hq"
     quality_threshold: float = 0.5
     min_chars: int = 1
-    use_ray: bool = False
 
 
 def remove_spans(text: str, spans: list[list[float]]) -> str:
@@ -61,82 +68,64 @@ def remove_spans(text: str, spans: list[list[float]]) -> str:
 
 
 def _attributes(path: str) -> dict[str, dict[str, Any]]:
-    return {rec["id"]: rec["attributes"] for rec in read_jsonl_gz(path)}
+    return {rec["id"]: rec["attributes"] for rec in read_shard(path)}
 
 
-def consolidate_shard(
-    text_path: str, quality_path: str, dedup_path: str, out_path: str, attribute: str, threshold: float, min_chars: int
-) -> dict[str, Any]:
-    """Filter one shard (a Ray task); returns counts and samples."""
-    quality = _attributes(quality_path)
-    dedup = _attributes(dedup_path)
-    counts: Counter[str] = Counter()
-    out = []
-    samples = []
-    for rec in read_jsonl_gz(text_path):
-        counts["documents_in"] += 1
-        counts["chars_in"] += len(rec["text"])
-        q = quality.get(rec["id"])
-        d = dedup.get(rec["id"])
+class ConsolidateStage(DocumentStage):
+    """Per document: apply the quality score and dedup attributes of its (co-sharded) shard."""
+
+    stage = "consolidated"
+
+    def __init__(self, config: ConsolidateConfig) -> None:
+        super().__init__(config.input_path, config.output_path)
+        self.config = config
+
+    def open_shard(self, shard: str) -> Any:
+        name = shard.rsplit("/", 1)[-1]
+        return (
+            shard,
+            _attributes(join_path(self.config.quality_path, f"attributes/{name}")),
+            _attributes(join_path(self.config.dedup_path, f"attributes/{name}")),
+        )
+
+    def process(
+        self, record: dict[str, Any], state: Any, counters: Counters, quarantine: Quarantine, line: int
+    ) -> dict[str, Any] | None:
+        shard, quality, dedup = state
+        counters.add("chars_in", len(record["text"]))
+        q = quality.get(record["id"])
+        d = dedup.get(record["id"])
         if q is None or d is None:
-            raise RuntimeError(f"{rec['id']} in {text_path} has no {'quality' if q is None else 'dedup'} attributes")
-        if q.get(attribute, 0.0) < threshold:
-            counts["removed_by_quality"] += 1
-            continue
+            # Attributes are co-sharded by construction: a gap means an upstream step is broken.
+            raise RuntimeError(f"{record['id']} in {shard} has no {'quality' if q is None else 'dedup'} attributes")
+        if q.get(self.config.quality_attribute, 0.0) < self.config.quality_threshold:
+            counters.add("removed_by_quality")
+            return None
         if d.get("dedup_fuzzy_duplicate"):
-            counts["removed_fuzzy_duplicates"] += 1
-            continue
+            counters.add("removed_fuzzy_duplicates")
+            return None
         spans = d.get("dedup_paragraph_spans") or []
-        text = remove_spans(rec["text"], spans)
-        counts["paragraphs_removed"] += len(spans)
-        if len(text) < min_chars:
-            counts["removed_empty_after_paragraph_dedup"] += 1
-            continue
-        if spans and len(samples) < 2:
-            samples.append({"id": rec["id"], "before": rec["text"][:160], "after": text[:160]})
-        out.append({**rec, "text": text})
-        counts["documents_out"] += 1
-        counts["chars_out"] += len(text)
-    counts["bytes_out"] = write_jsonl_gz(out_path, out)
-    return {"counts": dict(counts), "samples": samples}
+        text = remove_spans(record["text"], spans)
+        counters.add("paragraphs_removed", len(spans))
+        if len(text) < self.config.min_chars:
+            counters.add("removed_empty_after_paragraph_dedup")
+            return None
+        counters.add("chars_out", len(text))
+        return {**record, "text": text}
+
+    def sample(self, record: dict[str, Any], out: dict[str, Any]) -> dict[str, Any] | None:
+        if out["text"] == record["text"]:
+            return None
+        return {"id": record["id"], "before": record["text"][:160], "after": out["text"][:160]}
+
+    def summarize(self, results: list) -> dict[str, Any]:
+        totals = {k: sum(r.counts.get(k, 0) for r in results) for k in _COUNTS}
+        return {**totals, "quality_threshold": self.config.quality_threshold}
 
 
 def run_consolidate(config: ConsolidateConfig) -> dict[str, Any]:
     """Step function of the consolidate stage; returns materialization metadata."""
-    start = time.monotonic()
-    shards = list_files(join_path(config.input_path, "docs"), ".jsonl.gz")
-    args = []
-    for s in shards:
-        name = s.rsplit("/", 1)[-1]
-        args.append(
-            (
-                s,
-                join_path(config.quality_path, f"attributes/{name}"),
-                join_path(config.dedup_path, f"attributes/{name}"),
-                join_path(config.output_path, f"docs/{name}"),
-                config.quality_attribute,
-                config.quality_threshold,
-                config.min_chars,
-            )
-        )
-    results = map_tasks(consolidate_shard, args, config.use_ray)
-    total: Counter[str] = Counter()
-    for r in results:
-        total.update(r["counts"])
-    keys = (
-        "documents_in",
-        "documents_out",
-        "removed_by_quality",
-        "removed_fuzzy_duplicates",
-        "paragraphs_removed",
-        "removed_empty_after_paragraph_dedup",
-        "chars_in",
-        "chars_out",
-        "bytes_out",
-    )
-    return {
-        **{k: int(total.get(k, 0)) for k in keys},
-        "quality_threshold": config.quality_threshold,
-        "samples_before_after": table_markdown([s for r in results for s in r["samples"]][:3]),
-        "seconds": round(time.monotonic() - start, 3),
-    }
+    meta = ConsolidateStage(config).run()
+    if "samples" in meta:
+        meta["samples_before_after"] = meta.pop("samples")
+    return meta

@@ -35,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from marin_assets.curation.io import list_files, map_tasks, read_jsonl_gz, write_json, write_jsonl_gz
+from marin_assets.curation.io import write_json
 from marin_assets.curation.landing import drop_sort_key, valid_drops_in
 from marin_assets.curation.minhash import MinHashParams, band_keys, find_duplicates, signatures
+from marin_assets.curation.shard_stage import Counters, Quarantine, ShardResult, ShardStage, read_shard, write_shard
 from marin_assets.execution.metadata import table_markdown
 from marin_assets.execution.storage import atomic_write_bytes, exists, filesystem, join_path, read_bytes
 
@@ -58,7 +59,6 @@ class DedupConfig:
         threshold: minimum estimated Jaccard of a candidate pair (0: any shared bucket counts).
         min_paragraph_chars: shorter normalised paragraphs are never deduplicated (menus,
             "Login", page numbers -- too short to mean anything).
-        use_ray: one Ray task per shard for hashing.
     """
 
     input_path: str
@@ -71,7 +71,6 @@ class DedupConfig:
     seed: int = 42
     threshold: float = 0.7
     min_paragraph_chars: int = 30
-    use_ray: bool = False
 
     @property
     def params(self) -> MinHashParams:
@@ -110,7 +109,7 @@ def hash_shard(path: str, params: MinHashParams, min_paragraph_chars: int) -> di
     para_start: list[int] = []
     para_end: list[int] = []
     para_hash: list[int] = []
-    for i, rec in enumerate(read_jsonl_gz(path)):
+    for i, rec in enumerate(read_shard(path)):
         ids.append(rec["id"])
         text = rec["text"]
         texts.append(text)
@@ -182,7 +181,6 @@ def earlier_drops(output_path: str, drop_id: str) -> tuple[list[tuple[str, str]]
 def run_dedup(config: DedupConfig) -> dict[str, Any]:
     """Step function of the dedup stage; returns materialization metadata."""
     start = time.monotonic()
-    params = config.params
     done, pending = earlier_drops(config.output_path, config.drop_id)
     if config.landing_dir:
         have = {n for n, _ in done}
@@ -194,13 +192,51 @@ def run_dedup(config: DedupConfig) -> dict[str, Any]:
                 f"dedup of {config.drop_id} needs the indices of earlier drops {missing}, which are not "
                 "complete yet; materialize them first (drops are deduplicated in id order)"
             )
-    # Leftover marker of a crashed earlier attempt of *this* drop: remove it before rewriting.
-    fs, p = filesystem(join_path(config.output_path, INDEX_COMPLETE))
-    if fs.exists(p):
-        fs.rm(p)
+    # The base clears attributes/ and index/ (leftovers of a crashed attempt, _COMPLETE included)
+    # and hashes the shards in parallel; _DedupStage.summarize deduplicates and writes the index.
+    return _DedupStage(config, done, pending, start).run()
 
-    shards = list_files(join_path(config.input_path, "docs"), ".jsonl.gz")
-    results = map_tasks(hash_shard, [(s, params, config.min_paragraph_chars) for s in shards], config.use_ray)
+
+class _DedupStage(ShardStage):
+    """Per shard: ids, MinHash signatures, paragraph hashes; then one pass over the drop."""
+
+    stage = "dedup"
+    output_dirs = ("attributes", "index", "quarantine")
+
+    def __init__(self, config: DedupConfig, done: list[tuple[str, str]], pending: list[str], start: float) -> None:
+        super().__init__(config.input_path, config.output_path)
+        self.config = config
+        self.done = done
+        self.pending = pending
+        self.start = start
+
+    def process_shard(self, shard: str, counters: Counters, quarantine: Quarantine) -> Any:
+        with counters.timer("hash"):
+            hashed = hash_shard(shard, self.config.params, self.config.min_paragraph_chars)
+        counters.add("documents_in", len(hashed["ids"]))
+        return hashed
+
+    def summarize(self, shard_results: list[ShardResult]) -> dict[str, Any]:
+        return _deduplicate(
+            self.config,
+            [r.shard for r in shard_results],
+            [r.extra for r in shard_results],
+            self.done,
+            self.pending,
+            self.start,
+        )
+
+
+def _deduplicate(
+    config: DedupConfig,
+    shards: list[str],
+    results: list[dict[str, Any]],
+    done: list[tuple[str, str]],
+    pending: list[str],
+    start: float,
+) -> dict[str, Any]:
+    """Mark duplicates of this drop against earlier drops' indices; write attributes + index."""
+    params = config.params
     ids = [i for r in results for i in r["ids"]]
     n = len(ids)
     sigs = np.concatenate([r["sigs"] for r in results]) if results else np.zeros((0, params.num_perm), np.uint32)
@@ -264,7 +300,7 @@ def run_dedup(config: DedupConfig) -> dict[str, Any]:
             )
             if of is not None and len(samples) < 5:
                 samples.append({"id": doc_id, "duplicate_of": of, "similarity": round(float(sim[i]), 3)})
-        write_jsonl_gz(join_path(config.output_path, f"attributes/{shard.rsplit('/', 1)[-1]}"), out)
+        write_shard(join_path(config.output_path, f"attributes/{shard.rsplit('/', 1)[-1]}"), out)
 
     _save_npz(
         join_path(config.output_path, "index/minhash.npz"),

@@ -7,15 +7,18 @@ Layout: ``<prefix>/landing/<source>/<drop_id>/`` holding data files and ``manife
 
 A drop is *complete* only once ``manifest.json`` exists; uploaders write it last (atomically).
 A complete drop is *valid* when its id is a safe path component, the manifest parses, every file
-it lists is a plain relative name that exists with the listed size and sha256. Everything here
-reports problems as values and never raises on a malformed drop, so one bad drop cannot block
-the others.
+it lists is a plain relative name that exists with the listed size and sha256, and nothing in
+the drop -- the drop folder itself, ``manifest.json``, any data file or sub-folder -- is a symlink
+(a link could make the stages read outside the landing zone; links are rejected, never followed,
+and a symlinked drop folder is reported, not skipped). Everything here reports problems as
+values and never raises on a malformed drop, so one bad drop cannot block the others.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +96,51 @@ def _sha256_of(fs: Any, path: str) -> str:
     return digest.hexdigest()
 
 
+def _is_local(fs: Any) -> bool:
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    return "file" in protocols
+
+
+def find_symlink(drop_path: str) -> str | None:
+    """The first symlink in a local drop folder (the folder itself, or anything below it), or None.
+
+    Object stores have no symlinks: None there. Nothing is followed while looking.
+    """
+    fs, p = filesystem(drop_path)
+    if not _is_local(fs):
+        return None
+    if os.path.islink(p):
+        return f"the drop folder itself is a symlink (-> {os.readlink(p)})"
+    for directory, dirs, files in os.walk(p, followlinks=False):
+        for name in sorted(dirs + files):
+            full = os.path.join(directory, name)
+            if os.path.islink(full):
+                rel = os.path.relpath(full, p)
+                return f"{rel} is a symlink (-> {os.readlink(full)})"
+    return None
+
+
+def content_fingerprint(drop_path: str, manifest: dict[str, Any] | None) -> str:
+    """A short hash of the manifest plus size and mtime of every file it lists (cheap: stats only).
+
+    Changes when the manifest is rewritten *or* a data file is replaced, so a drop rejected while
+    its upload was still running is verified again once its files change.
+    """
+    fs, p = filesystem(drop_path)
+    stats = []
+    for entry in (manifest or {}).get("files", []):
+        name = entry.get("path") if isinstance(entry, dict) else None
+        if not _safe_file_name(name):
+            continue
+        try:
+            info = fs.info(f"{p.rstrip('/')}/{name}")
+            stats.append((name, info.get("size"), str(info.get("mtime") or info.get("updated") or "")))
+        except (OSError, ValueError):
+            stats.append((name, None, None))
+    text = json.dumps([manifest_fingerprint(manifest), stats], default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def read_manifest(drop_path: str) -> tuple[dict[str, Any] | None, str]:
     """The parsed manifest of a drop folder and "" -- or (None, reason)."""
     fs, p = filesystem(drop_path)
@@ -120,6 +168,9 @@ def validate_drop(drop_path: str, drop_id: str, verify_checksums: bool = True) -
         reason = safe_drop_id(drop_id)
         if reason:
             return STATUS_REJECTED, reason, {}
+        link = find_symlink(drop_path)
+        if link:
+            return STATUS_REJECTED, f"{link}; symlinks in a drop are never followed", {}
         manifest, reason = read_manifest(drop_path)
         if manifest is None:
             status = STATUS_INCOMPLETE if reason.startswith("no manifest") else STATUS_REJECTED
@@ -164,7 +215,11 @@ def validate_drop(drop_path: str, drop_id: str, verify_checksums: bool = True) -
 
 
 def _child_dirs(path: str) -> list[tuple[str, str]]:
-    """(name, full path) of the folders directly below ``path`` (empty when missing)."""
+    """(name, full path) of the folders directly below ``path`` (empty when missing).
+
+    Symlinks are listed too (whatever they point at), so that a symlinked drop folder is
+    reported as rejected instead of being invisible.
+    """
     fs, p = filesystem(path)
     try:
         entries = fs.ls(p, detail=True)
@@ -172,7 +227,7 @@ def _child_dirs(path: str) -> list[tuple[str, str]]:
         return []
     out = []
     for entry in entries:
-        if entry.get("type") != "directory":
+        if entry.get("type") != "directory" and not entry.get("islink"):
             continue
         name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
         out.append((name, join_path(path, name)))

@@ -46,6 +46,7 @@ from marin_assets.execution.step import (
     versioned,
 )
 from marin_assets.execution.storage import join_path, read_text
+from marin_resources.accelerators import CpuConfig
 
 PARTITION_SET = "drops"
 STEP_ROLES = ("raw", "text", "quality_training_set", "quality_model", "quality", "dedup", "consolidated")
@@ -79,22 +80,26 @@ def curation_steps(
         landing_dir: ``<prefix>/landing/<source>`` -- absolute/URL, or relative to the executor
             prefix (e.g. ``"landing/sample-html"``, which keeps versions prefix-independent).
         name_prefix: step names are ``<name_prefix>/<role>``.
-        use_ray: run shard tasks on Ray (not versioned: it does not change the output).
+        use_ray: the per-drop stage steps declare ``CpuConfig(num_cpus=1)`` resources, so the
+            engine launches each as a Ray task and the shard-stage base runs its shards as Ray
+            tasks; False: in process, shards on the local pool (``shard_stage.current_pool``).
+            Not versioned: it does not change the output.
         classifier_negative_drops: drops pinned as extra negatives of the classifier's labelled
             set -- re-training on drops is this explicit change, never a side effect of a new drop.
         Other arguments: versioned parameters of the stages (see each stage's config).
     """
     landing = InputName.hardcoded(landing_dir)
+    shard_resources = CpuConfig(num_cpus=1) if use_ray else None
     raw = ExecutorStep(
         name=f"{name_prefix}/raw",
         fn=run_raw,
+        resources=shard_resources,
         config=RawConfig(
             landing_dir=landing,
             drop_id=this_partition(),
             output_path=this_output_path(),
             docs_per_shard=versioned(docs_per_shard),
             max_doc_bytes=versioned(max_doc_bytes),
-            use_ray=use_ray,
         ),
         description="Raw documents of a data drop as Dolma jsonl.gz shards; bad input quarantined.",
         partitioned_by=PARTITION_SET,
@@ -103,11 +108,11 @@ def curation_steps(
     text = ExecutorStep(
         name=f"{name_prefix}/text",
         fn=run_html_to_text,
+        resources=shard_resources,
         config=HtmlToTextConfig(
             input_path=output_path_of(raw),
             output_path=this_output_path(),
             main_content=versioned(True),
-            use_ray=use_ray,
         ),
         description="Main-content plain text extracted from HTML with resiliparse.",
         partitioned_by=PARTITION_SET,
@@ -144,11 +149,11 @@ def curation_steps(
     quality = ExecutorStep(
         name=f"{name_prefix}/quality",
         fn=run_quality_attributes,
+        resources=shard_resources,
         config=QualityAttributesConfig(
             input_path=output_path_of(text),
             model_path=output_path_of(quality_model),
             output_path=this_output_path(),
-            use_ray=use_ray,
         ),
         description="Quality score of every document of a drop (co-sharded attributes).",
         partitioned_by=PARTITION_SET,
@@ -157,6 +162,7 @@ def curation_steps(
     dedup = ExecutorStep(
         name=f"{name_prefix}/dedup",
         fn=run_dedup,
+        resources=shard_resources,
         config=DedupConfig(
             input_path=output_path_of(text),
             output_path=this_output_path(),
@@ -167,7 +173,6 @@ def curation_steps(
             bands=versioned(bands),
             threshold=versioned(fuzzy_threshold),
             min_paragraph_chars=versioned(min_paragraph_chars),
-            use_ray=use_ray,
         ),
         description="Exact paragraph + MinHash-LSH document dedup against this and all earlier drops.",
         partitioned_by=PARTITION_SET,
@@ -178,13 +183,13 @@ def curation_steps(
     consolidated = ExecutorStep(
         name=f"{name_prefix}/consolidated",
         fn=run_consolidate,
+        resources=shard_resources,
         config=ConsolidateConfig(
             input_path=output_path_of(text),
             quality_path=output_path_of(quality),
             dedup_path=output_path_of(dedup),
             output_path=this_output_path(),
             quality_threshold=versioned(quality_threshold),
-            use_ray=use_ray,
         ),
         description="Cleaned documents of a drop: quality filter and dedup applied.",
         partitioned_by=PARTITION_SET,

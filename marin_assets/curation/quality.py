@@ -24,8 +24,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from marin_assets.curation.io import list_files, map_tasks, read_jsonl_gz, write_json, write_jsonl_gz
+from marin_assets.curation.io import list_files, read_jsonl_gz, write_json
 from marin_assets.curation.quality_reference import NEGATIVE_DIR, POSITIVE_DIR
+from marin_assets.curation.shard_stage import Counters, DocumentStage, Quarantine
 from marin_assets.execution.metadata import table_markdown
 from marin_assets.execution.storage import atomic_write_bytes, join_path, read_bytes
 
@@ -175,7 +176,6 @@ class QualityAttributesConfig:
         output_path: where ``attributes/`` goes.
         attribute: attribute name of the score.
         positive_label: label whose probability is the score.
-        use_ray: one Ray task per shard.
     """
 
     input_path: str
@@ -183,46 +183,44 @@ class QualityAttributesConfig:
     output_path: str
     attribute: str = "quality_hq"
     positive_label: str = "hq"
-    use_ray: bool = False
 
 
-def score_shard(in_path: str, out_path: str, model_dir: str, attribute: str, positive: str) -> dict[str, Any]:
-    """Score one shard (a Ray task); returns counts and a score histogram."""
-    model = load_model(model_dir)
-    out = []
-    hist = [0] * 10
-    for rec in read_jsonl_gz(in_path):
-        labels, probs = model.predict(fasttext_line(rec["text"]), k=-1)
+class QualityScoreStage(DocumentStage):
+    """Per document: ``{id, attributes: {<attribute>: P(positive label)}}`` (co-sharded)."""
+
+    stage = "quality"
+    out_dir = "attributes"
+    output_dirs = ("attributes", "quarantine")
+
+    def __init__(self, config: QualityAttributesConfig) -> None:
+        super().__init__(config.input_path, config.output_path)
+        self.config = config
+
+    def open_shard(self, shard: str) -> Any:
+        return load_model(self.config.model_path)
+
+    def process(
+        self, record: dict[str, Any], model: Any, counters: Counters, quarantine: Quarantine, line: int
+    ) -> dict[str, Any] | None:
+        labels, probs = model.predict(fasttext_line(record["text"]), k=-1)
         score = 0.0
         for label, prob in zip(labels, probs, strict=True):
-            if label == f"__label__{positive}":
+            if label == f"__label__{self.config.positive_label}":
                 score = float(min(1.0, max(0.0, prob)))
-        out.append({"id": rec["id"], "attributes": {attribute: round(score, 5)}})
-        hist[min(9, int(score * 10))] += 1
-    write_jsonl_gz(out_path, out)
-    return {"documents": len(out), "histogram": hist}
+        counters.add(f"score_bin_{min(9, int(score * 10))}")
+        return {"id": record["id"], "attributes": {self.config.attribute: round(score, 5)}}
+
+    def summarize(self, results: list) -> dict[str, Any]:
+        hist = [sum(r.counts.get(f"score_bin_{i}", 0) for r in results) for i in range(10)]
+        return {
+            "documents": sum(hist),
+            "score_histogram": table_markdown(
+                [{"score": f"{i / 10:.1f}-{(i + 1) / 10:.1f}", "documents": h} for i, h in enumerate(hist)]
+            ),
+        }
 
 
 def run_quality_attributes(config: QualityAttributesConfig) -> dict[str, Any]:
     """Step function: score every document of the drop; returns metadata."""
-    start = time.monotonic()
-    shards = list_files(join_path(config.input_path, "docs"), ".jsonl.gz")
-    args = [
-        (
-            s,
-            join_path(config.output_path, f"attributes/{s.rsplit('/', 1)[-1]}"),
-            config.model_path,
-            config.attribute,
-            config.positive_label,
-        )
-        for s in shards
-    ]
-    results = map_tasks(score_shard, args, config.use_ray)
-    hist = [sum(r["histogram"][i] for r in results) for i in range(10)]
-    return {
-        "documents": sum(r["documents"] for r in results),
-        "score_histogram": table_markdown(
-            [{"score": f"{i / 10:.1f}-{(i + 1) / 10:.1f}", "documents": h} for i, h in enumerate(hist)]
-        ),
-        "seconds": round(time.monotonic() - start, 3),
-    }
+    meta = QualityScoreStage(config).run()
+    return {k: v for k, v in meta.items() if not k.startswith("score_bin_")}

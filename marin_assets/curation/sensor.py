@@ -7,13 +7,17 @@ The only Dagster import of the curation package. Each tick:
    partition set (unless present) and requests a run for that partition with
    ``run_key = "<source>:<drop>:<manifest fingerprint>"`` -- Dagster drops a second request with
    the same key, and the cursor remembers the drop, so a drop seen twice starts one run;
-3. logs the reason of every rejected drop once (again only if the reason changes); incomplete
+3. logs the reason of a newly rejected drop as a warning once (again when the reason changes),
+   and reports every drop that is still rejected on **every** tick: in the tick's log and, when
+   the tick requests no run, as its ``SkipReason`` (what the UI's tick history shows). Incomplete
    drops (no manifest yet) are left alone and picked up when complete. A drop rejected by its
-   checksums is remembered with the fingerprint of the manifest that was verified and is not
-   hashed again until its manifest changes (rewrite ``manifest.json`` to have it re-verified).
+   checksums is remembered with its content fingerprint (the manifest plus size and mtime of
+   every listed file, :func:`~marin_assets.curation.landing.content_fingerprint`) and hashed
+   again as soon as that changes -- a rewritten manifest *or* a replaced data file (e.g. an
+   upload that was still running when the drop was first checked).
 
 Cursor (JSON): ``{"seen": {drop: files fingerprint}, "rejected": {drop: reason},
-"checksum_rejected": {drop: {"manifest": manifest fingerprint, "reason": reason}}}``; cursors
+"checksum_rejected": {drop: {"manifest": content fingerprint, "reason": reason}}}``; cursors
 written before ``checksum_rejected`` existed load fine.
 
 Run requests come in drop-id order. Dedup of drop N needs the indices of drops < N, so limit
@@ -36,8 +40,8 @@ from marin_assets.curation.landing import (
     STATUS_INCOMPLETE,
     STATUS_REJECTED,
     STATUS_VALID,
+    content_fingerprint,
     drop_sort_key,
-    manifest_fingerprint,
     scan_landing_zone,
     validate_drop,
 )
@@ -83,8 +87,9 @@ def evaluate_landing(
     drops = scan_landing_zone(prefix, source, verify_checksums=False)
     checksum_rejected = state["checksum_rejected"]
     present = {drop.drop_id or drop.path for drop in drops}
-    for key in [k for k in checksum_rejected if k not in present]:
-        del checksum_rejected[key]  # the drop folder is gone: forget it (keeps the cursor small)
+    for cache in (checksum_rejected, state["rejected"]):
+        for key in [k for k in cache if k not in present]:
+            del cache[key]  # the drop folder is gone: forget it (keeps the cursor small)
     for drop in sorted(drops, key=lambda d: drop_sort_key(d.drop_id)):
         key = drop.drop_id or drop.path
         if drop.status == STATUS_INCOMPLETE:
@@ -92,16 +97,17 @@ def evaluate_landing(
             continue
         status, reason = drop.status, drop.reason
         if status == STATUS_VALID and key not in state["seen"]:
-            # Checksums only once per drop: hashing every drop on every tick would not scale.
-            # A drop they rejected is not hashed again until its manifest changes.
+            # Checksums only once per drop content: hashing every drop on every tick would not
+            # scale. A drop they rejected is hashed again once its manifest or files change.
             cached = checksum_rejected.get(key)
-            if cached is not None and cached["manifest"] == drop.manifest_fingerprint:
+            fingerprint_before = content_fingerprint(drop.path, drop.manifest)
+            if cached is not None and cached["manifest"] == fingerprint_before:
                 status, reason = STATUS_REJECTED, cached["reason"]
             else:
                 status, reason, verified = validate_drop(drop.path, drop.drop_id, verify_checksums=True)
                 if status == STATUS_REJECTED:
-                    # Keyed by the manifest actually verified (it may have changed since the scan).
-                    checksum_rejected[key] = {"manifest": manifest_fingerprint(verified), "reason": reason}
+                    # Keyed by the content actually verified (it may have changed since the scan).
+                    checksum_rejected[key] = {"manifest": content_fingerprint(drop.path, verified), "reason": reason}
                 else:
                     checksum_rejected.pop(key, None)
         if status == STATUS_REJECTED:
@@ -122,6 +128,17 @@ def evaluate_landing(
         state["seen"][key] = fingerprint
         new.append((key, f"{source}:{key}:{fingerprint}", not has_partition(key)))
     return new, json.dumps(state, sort_keys=True), rejected_msgs
+
+
+def rejected_summary(cursor: str, source: str, limit: int = 10) -> str:
+    """One line naming every drop the cursor holds as rejected, with its reason ("" when none)."""
+    rejected = _load_cursor(cursor)["rejected"]
+    if not rejected:
+        return ""
+    keys = sorted(rejected, key=drop_sort_key)
+    parts = [f"{key!r}: {rejected[key]}" for key in keys[:limit]]
+    more = f" (+{len(keys) - limit} more)" if len(keys) > limit else ""
+    return f"{len(keys)} rejected drop(s) of {source!r} -- " + "; ".join(parts) + more
 
 
 def build_landing_sensor(
@@ -180,8 +197,13 @@ def build_landing_sensor(
         ]
         for key, _, _ in new:
             context.log.info(f"new drop {key!r} of {source!r}: requesting a run")
+        # Every tick, not only the first: a rejection stays visible in the UI while it persists.
+        still_rejected = rejected_summary(cursor, source)
+        if still_rejected:
+            context.log.warning(still_rejected)
         return dg.SensorResult(
             run_requests=run_requests,
+            skip_reason=still_rejected if still_rejected and not run_requests else None,
             dynamic_partitions_requests=[partitions_def.build_add_request(to_add)] if to_add else [],
             cursor=cursor,
         )

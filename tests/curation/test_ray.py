@@ -22,7 +22,11 @@ def test_pipeline_on_ray_matches_in_process(pipeline, ray_session, tmp_path):
     on_ray = run_pipeline(prefix, drops, use_ray=True)
     for drop in drops:
         for role in ("raw", "text"):
-            assert on_ray.outcomes[(on_ray.steps[role].name, drop)].action == "ran"
+            outcome = on_ray.outcomes[(on_ray.steps[role].name, drop)]
+            assert outcome.action == "ran"
+            # The engine ran the step as a Ray task (its resources), so its shards ran as Ray tasks.
+            assert outcome.metadata["pool"] == "ray"
+            assert pipeline.outcomes[(pipeline.steps[role].name, drop)].metadata["pool"] == "local:1"
             assert on_ray.docs(role, drop) == pipeline.docs(role, drop), (role, drop)
         # The classifier here learnt from two drops, not three: allow a borderline doc or two.
         ids_ray = {d["id"] for d in on_ray.docs("consolidated", drop)}

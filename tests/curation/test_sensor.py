@@ -152,7 +152,7 @@ def test_sensor_loads_in_definitions(zone):
     assert defs.get_sensor_def("landing_sensor_sample_html")
 
 
-def test_checksum_rejection_cached_until_manifest_changes(zone):
+def test_checksum_rejection_cached_until_drop_content_changes(zone):
     _drop(zone, "drop-001")
     drop_dir = os.path.join(zone, "landing", SOURCE, "drop-001")
     manifest_path = os.path.join(drop_dir, "manifest.json")
@@ -169,25 +169,33 @@ def test_checksum_rejection_cached_until_manifest_changes(zone):
     assert "sha256" in first_reason
     assert state["checksum_rejected"]["drop-001"]["reason"] == first_reason
 
-    # Change the data behind the unchanged manifest (same size, different bytes): were the drop
-    # hashed again, the reason (which quotes the actual sha256) would change.
+    # Nothing changed: not hashed again (same cache entry, nothing new logged).
+    new, cursor_same, messages = evaluate_landing(zone, SOURCE, cursor, lambda key: False, (log := _Log()))
+    assert not new and not messages and not log.warnings and json.loads(cursor_same) == state
+
+    # The data behind the unchanged manifest changes (same size, other bytes, later mtime), as when
+    # an upload was still running at the first check: the drop is verified again -- the reason
+    # quotes the new actual sha256.
     data_path = os.path.join(drop_dir, manifest["files"][0]["path"])
     with open(data_path, "rb") as handle:
         data = handle.read()
     with open(data_path, "wb") as handle:
         handle.write(data[:-1] + bytes([data[-1] ^ 0xFF]))
+    stat = os.stat(data_path)
+    os.utime(data_path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
     new, cursor2, messages = evaluate_landing(zone, SOURCE, cursor, lambda key: False, (log := _Log()))
-    assert not new and not messages and not log.warnings
-    assert json.loads(cursor2) == state  # not re-verified: same reason, same cache entry
+    second = json.loads(cursor2)
+    assert not new and len(messages) == 1 and second["rejected"]["drop-001"] != first_reason
+    assert second["checksum_rejected"]["drop-001"]["manifest"] != state["checksum_rejected"]["drop-001"]["manifest"]
 
-    # A rewritten manifest is verified again (and the new reason, from the new bytes, logged once).
+    # A rewritten manifest is verified again too.
     manifest["created_at"] = "2030-01-01T00:00:00Z"
     with open(manifest_path, "w") as handle:
         json.dump(manifest, handle)
-    new, cursor3, messages = evaluate_landing(zone, SOURCE, cursor2, lambda key: False, (log := _Log()))
+    new, cursor3, _ = evaluate_landing(zone, SOURCE, cursor2, lambda key: False, _Log())
     third = json.loads(cursor3)
-    assert not new and len(messages) == 1 and third["rejected"]["drop-001"] != first_reason
-    assert third["checksum_rejected"]["drop-001"]["manifest"] != state["checksum_rejected"]["drop-001"]["manifest"]
+    assert not new
+    assert third["checksum_rejected"]["drop-001"]["manifest"] != second["checksum_rejected"]["drop-001"]["manifest"]
 
     # Fixing the manifest's checksum makes the drop valid: picked up, cache entry dropped.
     with open(data_path, "rb") as handle:

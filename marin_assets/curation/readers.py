@@ -1,0 +1,388 @@
+"""Readers of raw input files: JSON lines (plain / gzip / zstd), parquet, WARC / WET, HF datasets.
+
+The format of a file is **sniffed from its first bytes** (gzip ``1f 8b``, zstd ``28 b5 2f fd``,
+parquet ``PAR1``, ``WARC/`` after any decompression), never trusted from its name: a gzip file
+named ``.jsonl`` or plain text named ``.jsonl.gz`` is read as what it is. The name is only a tie
+breaker for uncompressed text. A file no reader accepts is quarantined whole, with its line count.
+
+Every reader yields ``(position, record)``: ``position`` is the 1-based line (JSON lines), row
+(parquet, HF datasets) or record number (WARC; the byte offset is in the record's metadata), and
+``record`` is a dict with at least ``id``/``text`` candidates and ``metadata`` holding the
+provenance the format has (WARC record id, URL, fetch date, HF split). Problems go to the
+:class:`~marin_assets.curation.shard_stage.Quarantine` and never stop the file: a truncated or
+corrupt stream keeps everything before the damage.
+
+Local files are opened with ``O_NOFOLLOW``: a symlink is never read (``landing.validate_drop``
+rejects drops holding one; this closes the window between that check and the read).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
+
+from marin_assets.curation.shard_stage import SAMPLE_CHARS, Quarantine
+from marin_assets.execution.storage import filesystem
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+PARQUET_MAGIC = b"PAR1"
+WARC_MAGIC = b"WARC/"
+FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "parquet", "warc", "warc.gz", "warc.zst")
+_JSON_NAMES = (".jsonl", ".json", ".ndjson")
+_READ = 1 << 20
+
+
+def open_input(path: str) -> BinaryIO:
+    """Open ``path`` for reading; a local path that is a symlink raises ``OSError`` (ELOOP)."""
+    fs, p = filesystem(path)
+    if "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)):
+        return os.fdopen(os.open(p, os.O_RDONLY | os.O_NOFOLLOW), "rb")
+    return fs.open(p, "rb")
+
+
+def _new_decompressor(codec: str) -> Any:
+    if codec == "gzip":
+        return zlib.decompressobj(wbits=47)  # 47: gzip or zlib header, auto-detected
+    import zstandard
+
+    return zstandard.ZstdDecompressor().decompressobj()
+
+
+def _decompress_head(codec: str, head: bytes) -> bytes:
+    try:
+        return _new_decompressor(codec).decompress(head)[:64]
+    except Exception:  # corrupt from the start: the line reader reports it with its position
+        return b""
+
+
+def sniff_format(head: bytes, name: str) -> str | None:
+    """The format of a file from its first bytes (``FORMATS``), or None when unsupported."""
+    if head.startswith(PARQUET_MAGIC):
+        return "parquet"
+    for magic, codec, suffix in ((GZIP_MAGIC, "gzip", ".gz"), (ZSTD_MAGIC, "zstd", ".zst")):
+        if head.startswith(magic):
+            inner = _decompress_head(codec, head)
+            return ("warc" if inner.startswith(WARC_MAGIC) else "jsonl") + suffix
+    if head.startswith(WARC_MAGIC):
+        return "warc"
+    stripped = head.lstrip()
+    if stripped.startswith(b"{") or not stripped:
+        return "jsonl"
+    base = name.lower()
+    for suffix in (".gz", ".zst", ".zstd"):
+        base = base.removesuffix(suffix)
+    return "jsonl" if base.endswith(_JSON_NAMES) else None
+
+
+def format_from_name(name: str) -> str | None:
+    """The format a file's name claims (for the provenance's mismatch note only)."""
+    lower = name.lower()
+    for fmt in sorted(FORMATS, key=len, reverse=True):
+        if lower.endswith("." + fmt) or (fmt.startswith("warc") and lower.endswith(fmt.replace("warc", "wet"))):
+            return fmt
+    return "jsonl.gz" if lower.endswith((".json.gz", ".ndjson.gz")) else None
+
+
+# ------------------------------------------------------------------------------------------
+# JSON lines
+
+
+def iter_lines(
+    handle: BinaryIO, codec: str | None, max_line: int, quarantine: Quarantine
+) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, bytes) of a possibly compressed, possibly broken text stream.
+
+    Decompresses incrementally so that a truncated or corrupt stream still yields every complete
+    line before the damage; the damage is quarantined once. Lines over ``max_line`` bytes are
+    skipped as they stream in (never buffered whole).
+    """
+    decomp = _new_decompressor(codec) if codec else None
+    buf = bytearray()
+    line_no = 0
+    skipping = False  # inside an over-long line: drop bytes until the next newline
+
+    def split(final: bool) -> Iterator[tuple[int, bytes]]:
+        nonlocal buf, line_no, skipping
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            line = bytes(buf[start:nl])
+            start = nl + 1
+            line_no += 1
+            if skipping:
+                skipping = False
+                continue
+            yield line_no, line
+        del buf[:start]
+        if len(buf) > max_line and not skipping:
+            line_no += 1
+            quarantine.add(
+                "line_too_long", f"line longer than {max_line} bytes", line=line_no, sample=bytes(buf[:SAMPLE_CHARS])
+            )
+            skipping = True
+            buf.clear()
+        elif skipping:
+            buf.clear()
+        if final and buf:
+            line_no += 1
+            if not skipping:
+                yield line_no, bytes(buf)
+            buf.clear()
+
+    corrupt = "corrupt_gzip" if codec == "gzip" else "corrupt_zstd"
+    while True:
+        chunk = handle.read(_READ)
+        if not chunk:
+            break
+        if decomp is not None:
+            try:
+                data = decomp.decompress(chunk)
+                # Concatenated members/frames (e.g. appended files) are one valid stream.
+                while decomp.eof and decomp.unused_data:
+                    rest = decomp.unused_data
+                    decomp = _new_decompressor(codec)
+                    data += decomp.decompress(rest)
+            except Exception as exc:  # zlib.error / zstandard.ZstdError
+                yield from split(final=True)
+                quarantine.add(corrupt, f"corrupt {codec} stream after line {line_no}: {exc}")
+                return
+            buf += data
+        else:
+            buf += chunk
+        yield from split(final=False)
+    truncated = decomp is not None and not decomp.eof
+    yield from split(final=True)
+    if truncated:
+        quarantine.add(f"truncated_{codec}", f"{codec} stream ends early (after line {line_no}); lines before kept")
+
+
+_SKIP = object()
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def parse_json_line(raw: bytes, line: int, quarantine: Quarantine) -> Any:
+    """The JSON value of one line, or ``_SKIP`` (blank, or quarantined with the reason)."""
+    raw = raw.rstrip(b"\r")
+    if not raw.strip():
+        return _SKIP
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        quarantine.add("invalid_utf8", f"invalid UTF-8 at byte {exc.start}", line=line, sample=raw)
+        return _SKIP
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        quarantine.add("not_json", f"not JSON: {str(exc)[:120]}", line=line, sample=text)
+        return _SKIP
+    # Only a \uD800-\uDFFF escape can put a lone surrogate into valid UTF-8 JSON; such a string
+    # cannot be written as UTF-8 again, so the record goes (alone) to quarantine.
+    if "\\u" in text and _has_lone_surrogate(value):
+        quarantine.add(
+            "unencodable_text",
+            f"{quarantine.file} line {line}: a string holds a lone surrogate (\\uD800-\\uDFFF escape) "
+            "that cannot be encoded as UTF-8",
+            line=line,
+            doc_id=value.get("id") if isinstance(value, dict) and isinstance(value.get("id"), str) else None,
+            sample=text,
+        )
+        return _SKIP
+    return value
+
+
+def read_jsonl(handle: BinaryIO, codec: str | None, max_line: int, q: Quarantine) -> Iterator[tuple[int, Any]]:
+    """(line, parsed value) of a JSON-lines stream; bad lines quarantined."""
+    for line, raw in iter_lines(handle, codec, max_line, q):
+        value = parse_json_line(raw, line, q)
+        if value is not _SKIP:
+            yield line, value
+
+
+# ------------------------------------------------------------------------------------------
+# Parquet
+
+
+def read_parquet(handle: BinaryIO, q: Quarantine) -> Iterator[tuple[int, Any]]:
+    """(1-based row, row dict) of a parquet file that has ``id`` and ``text`` columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(handle)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        q.add("bad_parquet", f"not a readable parquet file: {exc}")
+        return
+    names = pf.schema_arrow.names
+    missing = [c for c in ("id", "text") if c not in names]
+    if missing:
+        q.add("parquet_schema", f"parquet schema lacks column(s) {missing} (has {names})", count=pf.metadata.num_rows)
+        return
+    row = 0
+    try:
+        for batch in pf.iter_batches(batch_size=1000):
+            for rec in batch.to_pylist():
+                row += 1
+                yield row, rec
+    except (pa.ArrowException, OSError) as exc:
+        q.add("bad_parquet", f"parquet read failed after row {row}: {exc}")
+
+
+# ------------------------------------------------------------------------------------------
+# WARC / WET
+
+
+def _decode_payload(body: bytes, charset: str | None) -> str:
+    from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+
+    encoding = charset or detect_encoding(body)
+    return bytes_to_str(body, encoding)
+
+
+def read_warc(handle: BinaryIO, q: Quarantine) -> Iterator[tuple[int, Any]]:
+    """(1-based record number, record) of the HTML responses (WARC) or text conversions (WET).
+
+    Other records (requests, metadata, warcinfo, non-HTML responses) are counted by the caller as
+    ``records_in`` but produce nothing. The id is the WARC-Record-ID; metadata holds the URL, the
+    fetch date, the record id and its byte offset in the (compressed) file.
+    """
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+    wanted = WarcRecordType.response | WarcRecordType.conversion | WarcRecordType.resource
+    number = 0
+    try:
+        for record in ArchiveIterator(handle, record_types=wanted, parse_http=True, auto_decode="all"):
+            number += 1
+            headers = record.headers
+            record_id = record.record_id or ""
+            url = headers.get("WARC-Target-URI") or ""
+            date = headers.get("WARC-Date") or ""
+            if record.record_type == WarcRecordType.conversion:
+                content_type, body = "text/plain", record.reader.read()
+                text = _decode_payload(body, "utf-8")
+            else:
+                content_type = (record.http_content_type or headers.get("Content-Type") or "").lower()
+                if record.is_http and record.http_headers is not None:
+                    status = record.http_headers.status_code
+                    if status != 200:
+                        yield number, None  # not a page (redirect, error): counted, not quarantined
+                        continue
+                if "html" not in content_type and content_type != "text/plain":
+                    yield number, None
+                    continue
+                body = record.reader.read()
+                text = _decode_payload(body, record.http_charset)
+            metadata = {
+                "url": url,
+                "warc_record_id": record_id,
+                "warc_date": date,
+                "warc_offset": record.stream_pos,
+                "content_type": "text/plain" if content_type.startswith("text/plain") else "text/html",
+            }
+            yield number, {"id": record_id, "text": text, "created": date, "metadata": metadata}
+    except OSError as exc:
+        q.add("corrupt_warc", f"WARC stream unreadable after record {number}: {exc}; records before kept")
+
+
+# ------------------------------------------------------------------------------------------
+# Hugging Face dataset folders (``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``)
+
+HF_MARKERS = ("dataset_dict.json", "state.json")
+
+
+def hf_dataset_folders(names: list[str]) -> list[str]:
+    """The outermost folders (relative to the drop) among ``names`` that are saved HF datasets."""
+    folders = sorted(
+        {n.rsplit("/", 1)[0] if "/" in n else "" for n in names if n.rsplit("/", 1)[-1] in HF_MARKERS},
+        key=len,
+    )
+    out: list[str] = []
+    for folder in folders:
+        if not any(folder == o or folder.startswith(o + "/") or o == "" for o in out):
+            out.append(folder)
+    return out
+
+
+def read_hf_dataset(path: str, q: Quarantine, id_prefix: str) -> Iterator[tuple[int, Any]]:
+    """(1-based row within its split, record) of a saved HF dataset or dataset dict folder.
+
+    Rows without an ``id`` column get ``<id_prefix>/<split>/<row>``; the split and row go to the
+    metadata as provenance.
+    """
+    import datasets
+
+    try:
+        loaded = datasets.load_from_disk(path)
+    except Exception as exc:  # corrupt arrow / json: one whole-folder problem
+        q.add("bad_hf_dataset", f"datasets.load_from_disk failed: {type(exc).__name__}: {exc}"[:300])
+        return
+    splits = loaded.items() if isinstance(loaded, datasets.DatasetDict) else [("", loaded)]
+    for split, ds in splits:
+        if "text" not in ds.column_names:
+            q.add("hf_schema", f"split {split!r} has no 'text' column (has {ds.column_names})", count=ds.num_rows)
+            continue
+        for row, rec in enumerate(ds.to_iterable_dataset(), start=1):
+            if rec.get("id") is None:
+                rec["id"] = f"{id_prefix}/{split or 'data'}/{row}"
+            metadata = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+            rec["metadata"] = {**metadata, "hf_split": split, "hf_row": row}
+            yield row, rec
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def read_file(path: str, name: str, max_doc_bytes: int, q: Quarantine) -> tuple[str | None, Iterator[tuple[int, Any]]]:
+    """(sniffed format, (position, record) iterator) of one landing file.
+
+    An unsupported file is quarantined whole (``unsupported_format``, counted per line).
+    """
+    handle = open_input(path)
+    head = handle.read(4096)
+    handle.seek(0)
+    fmt = sniff_format(head, name)
+    return fmt, _records(handle, fmt, max_doc_bytes, q)
+
+
+def _records(handle: BinaryIO, fmt: str | None, max_doc_bytes: int, q: Quarantine) -> Iterator[tuple[int, Any]]:
+    readers: dict[str, Callable[[], Iterator[tuple[int, Any]]]] = {
+        "parquet": lambda: read_parquet(handle, q),
+        "warc": lambda: read_warc(handle, q),
+        "warc.gz": lambda: read_warc(handle, q),
+        "warc.zst": lambda: read_warc(handle, q),
+    }
+    max_line = max_doc_bytes * 2 + (1 << 20)  # JSON escaping can double a document
+    try:
+        if fmt is None:
+            lines = sum(1 for _ in iter_lines(handle, None, max_line, Quarantine(q.stage, q.file)))
+            q.add(
+                "unsupported_format",
+                f"content is none of {', '.join(FORMATS)} (sniffed, not from the name); {lines} line(s) not read",
+                count=max(1, lines),
+            )
+            return
+        if fmt in readers:
+            yield from readers[fmt]()
+        else:
+            codec = {"jsonl": None, "jsonl.gz": "gzip", "jsonl.zst": "zstd"}[fmt]
+            yield from read_jsonl(handle, codec, max_line, q)
+    finally:
+        handle.close()
