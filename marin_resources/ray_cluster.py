@@ -234,6 +234,61 @@ def resolve_address(config: RayClusterConfig) -> str:
     return start_embedded_head(config)
 
 
+STEPS_ON_RAY_ENV = "MARIN_STEPS_ON_RAY"
+PLACEMENT_KEY = "marin/ran_on"
+
+
+def steps_on_ray() -> bool:
+    """Whether every step runs as a Ray task rather than in the calling (Dagster run) process.
+
+    ``$MARIN_STEPS_ON_RAY`` (``1``/``0``) decides when set. Otherwise: yes when this process reaches
+    Ray through Ray Client (``ray://``). Such a driver is a pod -- or a Dagster run process -- with no
+    Ray node of its own, so computing a step in it would put the heavy work (tokenize, train, eval)
+    next to the webserver instead of on the cluster's worker nodes, and libraries that drive Ray
+    themselves (Levanter's cache builder) would push all their traffic through the client proxy.
+    """
+    value = os.environ.get(STEPS_ON_RAY_ENV, "").strip().lower()
+    if value:
+        return value in {"1", "true", "yes"}
+    address = get_default_config().address or os.environ.get("RAY_ADDRESS") or ""
+    return address.startswith("ray://")
+
+
+def ray_placement() -> dict[str, Any]:
+    """Where the calling Ray task or actor runs: node id and IP, host, pid, assigned resources."""
+    import socket
+
+    import ray
+
+    context = ray.get_runtime_context()
+    return {
+        "ray_node_id": context.get_node_id(),
+        "ray_node_ip": ray.util.get_node_ip_address(),
+        "hostname": socket.gethostname(),
+        "pid": os.getpid(),
+        "resources": {k: float(v) for k, v in sorted(context.get_assigned_resources().items())},
+    }
+
+
+def recording_placement(fn: Any) -> Any:
+    """Wrap a step function so that its metadata records where it ran (:func:`ray_placement`).
+
+    The wrapper is a plain function (``ray.remote`` and Levanter's TPU launcher need one); its result
+    is the step's metadata dict with :data:`PLACEMENT_KEY` added (a None result becomes that alone).
+    """
+
+    def call(config: Any) -> Any:
+        result = fn(config)
+        if result is None:
+            return {PLACEMENT_KEY: ray_placement()}
+        if isinstance(result, dict):
+            return {**result, PLACEMENT_KEY: ray_placement()}
+        return result
+
+    call.__name__ = getattr(fn, "__name__", "step")
+    return call
+
+
 _INIT_LOCK = threading.Lock()
 
 
