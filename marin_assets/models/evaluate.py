@@ -22,7 +22,6 @@ import logging
 import math
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -32,6 +31,7 @@ from typing import Any
 from marin_assets.execution.metadata import table_markdown
 from marin_assets.execution.step import ExecutorStep, InputName, this_output_path, versioned
 from marin_assets.execution.storage import atomic_write_text, is_local, join_path
+from marin_assets.models import subprocess_runner
 from marin_assets.models.levanter_config import (
     _component_caches,
     _tokenizer_of,
@@ -114,19 +114,7 @@ def prepare_include_path(dest: str, extra: str | None = None) -> str:
 
 def _run(cmd: list[str], log_path: str, timeout_s: float, env: Mapping[str, str]) -> str:
     """Run ``cmd`` with output to ``log_path``; return the log text, raise on failure."""
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(env), start_new_session=True)
-        try:
-            rc = proc.wait(timeout=timeout_s)
-        except BaseException:
-            os.killpg(proc.pid, 9)
-            proc.wait()
-            raise
-    with open(log_path, encoding="utf-8", errors="replace") as handle:
-        text = handle.read()
-    if rc != 0:
-        raise RuntimeError(f"{' '.join(cmd[:4])} exited with {rc}; log {log_path}:\n{text[-4000:]}")
-    return text
+    return subprocess_runner.run(cmd, log_path, env, timeout_s)
 
 
 def run_levanter_eval(config: EvalConfig, hf_dir: str, work: str) -> dict[str, dict[str, float]]:

@@ -23,7 +23,6 @@ so a rerun of a killed step finds ``checkpoints/step-N`` and Levanter continues 
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import logging
 import os
@@ -36,6 +35,7 @@ from typing import Any
 from marin_assets.execution.metadata import markdown
 from marin_assets.execution.step import ExecutorStep, InputName, this_output_path, versioned
 from marin_assets.execution.storage import atomic_write_bytes, atomic_write_text, is_local, join_path
+from marin_assets.models import subprocess_runner
 from marin_assets.models.levanter_config import (
     build_levanter_config,
     default_run_id,
@@ -85,20 +85,16 @@ def _log_path(config: TrainConfig) -> str:
 
 
 def launch_training(config: TrainConfig, yaml_path: str, log_path: str) -> subprocess.Popen:
-    """Start ``python -m levanter.main.train_lm --config_path yaml_path`` (own process group)."""
+    """Start ``python -m levanter.main.train_lm --config_path yaml_path`` (own process group; dies
+    with its runner and with the step's lease, see ``subprocess_runner``)."""
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
-    log = open(log_path, "ab")  # noqa: SIM115 -- handed to the child, closed by the caller
-    log.write(f"\n===== marin: train_lm start {time.strftime('%Y-%m-%dT%H:%M:%S')} =====\n".encode())
-    log.flush()
-    proc = subprocess.Popen(
+    with open(log_path, "ab") as log:
+        log.write(f"\n===== marin: train_lm start {time.strftime('%Y-%m-%dT%H:%M:%S')} =====\n".encode())
+    return subprocess_runner.start(
         [sys.executable, "-m", "levanter.main.train_lm", "--config_path", yaml_path],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=training_env(config.env, config.accelerator),
-        start_new_session=True,
+        log_path,
+        training_env(config.env, config.accelerator),
     )
-    log.close()
-    return proc
 
 
 def run_training(config: TrainConfig) -> dict:
@@ -122,16 +118,9 @@ def run_training(config: TrainConfig) -> dict:
             handle.write(yaml_text)
         proc = launch_training(config, local_yaml, log_path)
         try:
-            rc = proc.wait(timeout=config.timeout_s)
+            rc = subprocess_runner.wait(proc, config.timeout_s)  # kills the trainer if cancelled
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
             raise TimeoutError(f"training did not finish in {config.timeout_s}s; log: {log_path}") from None
-        except BaseException:
-            # The step is being cancelled: do not leave an orphan trainer behind.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 9)
-            raise
         with open(log_path, encoding="utf-8", errors="replace") as handle:
             log_text = handle.read()
         if rc != 0:
