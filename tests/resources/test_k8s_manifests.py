@@ -48,13 +48,19 @@ def test_k8s_manifests_static_dagster_values():
     # Postgres storage: bundled or external, password from a Secret, never inline.
     assert values["postgresql"]["postgresqlDatabase"]
     assert "postgresqlPassword" not in values["postgresql"]
-    assert values["generatePostgresqlPasswordSecret"] is True or values["global"].get("postgresqlSecretName")
+    # The password comes from a Secret the user creates: the chart's generated one would hold its
+    # default password ("test").
+    assert values["generatePostgresqlPasswordSecret"] is False
+    assert values["global"]["postgresqlSecretName"] == values["postgresql"]["existingSecret"]
+    # SQLAlchemy 2.x maps postgresql:// to psycopg 3, which is not installed; psycopg2 is.
+    assert values["postgresql"]["postgresqlScheme"] == "postgresql+psycopg2"
     (deployment,) = values["dagster-user-deployments"]["deployments"]
     args = deployment["dagsterApiGrpcArgs"]
     assert args[args.index("--python-file") + 1].endswith("definitions.py")
     env = {e["name"]: e.get("value") for e in deployment["env"]}
     assert env["MARIN_PREFIX"].startswith("gs://")
-    assert env["RAY_ADDRESS"].startswith("marin-ray-head-svc.")
+    # Ray Client: a run pod has no Ray node, so it connects through the head's client port.
+    assert env["RAY_ADDRESS"].startswith("ray://marin-ray-head-svc.") and env["RAY_ADDRESS"].endswith(":10001")
     launcher_env = dict(v.split("=", 1) for v in values["runLauncher"]["config"]["k8sRunLauncher"]["envVars"])
     assert launcher_env["RAY_ADDRESS"] == env["RAY_ADDRESS"]
     assert launcher_env["MARIN_PREFIX"] == env["MARIN_PREFIX"]
@@ -89,7 +95,9 @@ def test_k8s_manifests_static_raycluster():
     # KubeRay names the head Service <name>-head-svc; the Dagster side must point at it.
     (values,) = _docs("dagster-values.yaml")
     address = values["dagster-user-deployments"]["deployments"][0]["env"]
-    assert any(e.get("value", "").startswith(f"{cluster['metadata']['name']}-head-svc") for e in address)
+    assert any(e.get("value", "").startswith(f"ray://{cluster['metadata']['name']}-head-svc") for e in address)
+    head_ports = {p["name"]: p["containerPort"] for p in head["template"]["spec"]["containers"][0]["ports"]}
+    assert head_ports["client"] == 10001
 
 
 def test_k8s_manifests_static_images_consistent():
@@ -116,9 +124,10 @@ def _inline_secrets(doc) -> list[tuple]:
     found = []
     for path, value in _walk(doc):
         key = path[-1]
-        # A reference to a Secret by name (``...SecretName``) is fine; a value is not.
+        # A reference to a Secret by name (``...SecretName``, ``existingSecret``) is fine; a value is not.
         inline = isinstance(value, str | int) and not isinstance(value, bool)
-        if inline and _SECRET_KEYS.search(key) and not key.lower().endswith("secretname"):
+        reference = key.lower().endswith("secretname") or key == "existingSecret"
+        if inline and _SECRET_KEYS.search(key) and not reference:
             found.append((path, value))
         if key == "env" and isinstance(value, list):
             for item in value:

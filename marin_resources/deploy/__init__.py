@@ -1,0 +1,7 @@
+"""The production topology on one machine (``scripts/local_deploy.sh``).
+
+``services`` starts and stops the processes (Postgres, the GCS API emulator, Ray nodes, Dagster
+services) and records them by pid; ``instance_config`` derives the Dagster instance
+(``dagster.yaml``) from ``k8s/dagster-values.yaml``; ``local`` is the command line. Nothing here
+imports ``marin_assets``: the code location is started as ``dagster api grpc -f definitions.py``.
+"""

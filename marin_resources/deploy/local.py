@@ -1,0 +1,364 @@
+"""``scripts/local_deploy.sh``: the Kubernetes topology of ``k8s/`` on one machine, 127.0.0.1 only.
+
+``up`` starts, in this order, and records every pid in ``<state_dir>/deploy.json``:
+
+* **Postgres** 15 (Debian), a cluster in ``<state_dir>/postgres`` -- Dagster's run, event-log and
+  schedule storage; the password is generated once into ``<state_dir>/secrets`` (0600) and reaches
+  Dagster as ``$DAGSTER_PG_PASSWORD``, as the chart's Secret does;
+* **fake-gcs-server** (a GCS JSON-API emulator that enforces preconditions) with the bucket, objects
+  kept in ``<state_dir>/gcs``: ``MARIN_PREFIX=gs://<bucket>/marin`` and Dagster's compute logs;
+* a **Ray** head (``--num-cpus=0``, Ray Client server on) and one worker node, both ``ray start``,
+  with token authentication (the token in ``<state_dir>/secrets``, never in ``~/.ray``);
+* the **user-code gRPC server** (``dagster api grpc -f definitions.py``), **dagster-webserver** and
+  **dagster-daemon** as separate processes sharing the ``dagster.yaml`` derived from
+  ``k8s/dagster-values.yaml`` (:mod:`marin_resources.deploy.instance_config`).
+
+Dagster processes get ``RAY_ADDRESS=ray://127.0.0.1:<client port>``, so every step runs as a Ray
+task on the worker node (``ray_cluster.steps_on_ray``). ``down`` stops everything by pid.
+
+    python -m marin_resources.deploy.local up [--state_dir .local_deploy] [--webserver_port 3000]
+    python -m marin_resources.deploy.local env      # shell exports to use the topology
+    python -m marin_resources.deploy.local down
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Sequence
+from typing import Any
+
+from marin_resources.deploy import instance_config, services
+from marin_resources.deploy.services import DeployError, DeployState, Service
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DEFAULT_STATE_DIR = os.path.join(REPO, ".local_deploy")
+PROJECT = "marin-local"
+LOCATION_NAME = "marin"
+# Leaked from the caller's shell, these would point the topology at another instance or cluster.
+_CLEARED_ENV = ("RAY_ADDRESS", "MARIN_PREFIX", "DAGSTER_HOME", "MARIN_STEPS_ON_RAY", "RAY_AUTH_TOKEN")
+_PORT_NAMES = (
+    "postgres",
+    "gcs",
+    "ray_gcs",
+    "ray_client",
+    "ray_dashboard",
+    "ray_head_agent",
+    "ray_head_agent_grpc",
+    "ray_head_metrics",
+    "ray_worker_agent",
+    "ray_worker_agent_grpc",
+    "ray_worker_metrics",
+    "code_server",
+)
+
+
+def _bin(name: str) -> str:
+    return os.path.join(os.path.dirname(sys.executable), name)
+
+
+def topology_env(state_dir: str, ports: dict[str, int], bucket: str, pg_password: str) -> dict[str, str]:
+    """Environment of every Dagster process (what the Helm values give the pods, plus the emulator)."""
+    env = {k: v for k, v in os.environ.items() if k not in _CLEARED_ENV}
+    env.update(
+        {
+            "DAGSTER_HOME": os.path.join(state_dir, "dagster_home"),
+            instance_config.PASSWORD_ENV: pg_password,
+            "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{ports['gcs']}",
+            "GOOGLE_CLOUD_PROJECT": PROJECT,
+            "MARIN_PREFIX": f"gs://{bucket}/marin",
+            "RAY_ADDRESS": f"ray://127.0.0.1:{ports['ray_client']}",
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN_PATH": os.path.join(state_dir, "secrets", "ray_auth_token"),
+            "JAX_PLATFORMS": env.get("JAX_PLATFORMS", "cpu"),
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "WANDB_MODE": env.get("WANDB_MODE", "disabled"),
+            "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONPATH": REPO,
+        }
+    )
+    return env
+
+
+def _ray_node_env(env: dict[str, str]) -> dict[str, str]:
+    node_env = {k: v for k, v in env.items() if k != "RAY_ADDRESS"}
+    # Workers start on demand: idle pre-started Python workers cost ~150 MB each.
+    node_env.setdefault("RAY_prestart_worker_first_driver", "0")
+    node_env.setdefault("RAY_num_workers_soft_limit", str(max(1, os.cpu_count() or 1)))
+    return node_env
+
+
+def _write_workspace(state_dir: str, code_port: int) -> str:
+    path = os.path.join(state_dir, "workspace.yaml")
+    with open(path, "w") as handle:
+        handle.write(
+            "load_from:\n"
+            f"  - grpc_server:\n      host: 127.0.0.1\n      port: {code_port}\n      location_name: {LOCATION_NAME}\n"
+        )
+    return path
+
+
+def _wait_http(url: str, what: str, log: str, timeout_s: float, pid: int) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if not services.group_processes(pid):
+            raise DeployError(f"{what} exited; see {log}:\n{services._tail(log)}")
+        time.sleep(0.5)
+    raise DeployError(f"{what} did not answer {url} within {timeout_s:.0f}s; see {log}")
+
+
+def up(args: argparse.Namespace) -> DeployState:
+    """Start the topology; returns the recorded state (raises DeployError, after stopping what
+    started, when a service does not come up)."""
+    state_dir = os.path.abspath(args.state_dir)
+    existing = DeployState.load(state_dir)
+    if existing is not None and any(services.group_processes(s.pid) for s in existing.services):
+        raise DeployError(f"a topology is already running from {state_dir}; stop it with --down first")
+    os.makedirs(state_dir, exist_ok=True)
+    log_dir = os.path.join(state_dir, "logs")
+    ports = {name: services.free_port() for name in _PORT_NAMES}
+    ports["webserver"] = args.webserver_port or services.free_port()
+    pg_password = services.read_or_create_secret(os.path.join(state_dir, "secrets", "postgres_password"))
+    services.read_or_create_secret(os.path.join(state_dir, "secrets", "ray_auth_token"))
+    env = topology_env(state_dir, ports, args.bucket, pg_password)
+    state = DeployState(state_dir=state_dir, ports=ports)
+    # Only non-secret settings are recorded (the password stays in its 0600 file).
+    state.env = {k: env[k] for k in ("DAGSTER_HOME", "STORAGE_EMULATOR_HOST", "MARIN_PREFIX", "RAY_ADDRESS")}
+    started = time.monotonic()
+
+    def step(message: str) -> None:
+        print(f"[{time.monotonic() - started:6.1f}s] {message}", flush=True)
+
+    try:
+        values = instance_config.load_values(args.values)
+        pg = values["postgresql"]
+        state.postgres_data = os.path.join(state_dir, "postgres", "data")
+        pid = services.start_postgres(
+            state.postgres_data,
+            ports["postgres"],
+            pg["postgresqlUsername"],
+            pg["postgresqlDatabase"],
+            pg_password,
+            log_dir,
+        )
+        state.services.append(
+            Service("postgres", pid, ["pg_ctl", "start"], os.path.join(log_dir, "postgres.log"), ports["postgres"])
+        )
+        state.save()
+        step(f"postgres      127.0.0.1:{ports['postgres']}  (pid {pid})")
+
+        gcs_root = os.path.join(state_dir, "gcs")
+        os.makedirs(gcs_root, exist_ok=True)
+        gcs = services.start_service("gcs", services.fake_gcs_command(ports["gcs"], gcs_root), env, log_dir)
+        gcs.port = ports["gcs"]
+        state.services.append(gcs)
+        state.save()
+        services.wait_for_port(ports["gcs"], "fake-gcs-server", gcs.log, 30, gcs.pid)
+        services.create_bucket(env["STORAGE_EMULATOR_HOST"], args.bucket, PROJECT)
+        step(f"gcs emulator  {env['STORAGE_EMULATOR_HOST']}  bucket gs://{args.bucket}  (pid {gcs.pid})")
+
+        node_env = _ray_node_env(env)
+        ray_tmp = os.path.join("/tmp", f"marin-deploy-{os.getuid()}-{ports['ray_gcs']}")  # short: socket paths
+        head = services.start_service(
+            "ray-head", services.ray_head_command(_bin("ray"), ray_tmp, ports, 256 * 1024**2), node_env, log_dir
+        )
+        head.port = ports["ray_gcs"]
+        state.services.append(head)
+        state.save()
+        services.wait_for_port(ports["ray_gcs"], "Ray head", head.log, 120, head.pid)
+        worker = services.start_service(
+            "ray-worker",
+            services.ray_worker_command(
+                _bin("ray"),
+                ray_tmp,
+                ports,
+                args.worker_cpus,
+                args.worker_object_store_mb * 1024**2,
+                num_gpus=args.worker_gpus,
+                resources=json.loads(args.worker_resources) if args.worker_resources else None,
+            ),
+            node_env,
+            log_dir,
+        )
+        state.services.append(worker)
+        state.save()
+        services.wait_for_port(ports["ray_client"], "Ray Client server", head.log, 120, head.pid)
+        nodes = services.wait_for_ray_nodes(
+            f"127.0.0.1:{ports['ray_gcs']}", 2, node_env, 180, worker.log, sys.executable
+        )
+        step(f"ray           {env['RAY_ADDRESS']}  ({len(nodes)} nodes, head pid {head.pid}, worker pid {worker.pid})")
+
+        home = env["DAGSTER_HOME"]
+        config = instance_config.instance_config(
+            values, instance_config.PostgresEndpoint("127.0.0.1", ports["postgres"]), args.bucket
+        )
+        instance_config.write_instance_config(home, config)
+        workspace = _write_workspace(state_dir, ports["code_server"])
+        code = services.start_service(
+            "code-server",
+            [
+                _bin("dagster"),
+                "api",
+                "grpc",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(ports["code_server"]),
+                "--python-file",
+                os.path.join(REPO, "definitions.py"),
+                "--working-directory",
+                REPO,
+                "--location-name",
+                LOCATION_NAME,
+            ],
+            env,
+            log_dir,
+            cwd=REPO,
+        )
+        code.port = ports["code_server"]
+        state.services.append(code)
+        state.save()
+        services.wait_for_port(ports["code_server"], "user-code gRPC server", code.log, 180, code.pid)
+        step(f"code server   127.0.0.1:{ports['code_server']}  (pid {code.pid})")
+
+        webserver = services.start_service(
+            "webserver",
+            [_bin("dagster-webserver"), "-h", "127.0.0.1", "-p", str(ports["webserver"]), "-w", workspace],
+            env,
+            log_dir,
+            cwd=state_dir,
+        )
+        webserver.port = ports["webserver"]
+        daemon = services.start_service(
+            "daemon", [_bin("dagster-daemon"), "run", "-w", workspace], env, log_dir, cwd=state_dir
+        )
+        state.services.extend([webserver, daemon])
+        state.save()
+        _wait_http(
+            f"http://127.0.0.1:{ports['webserver']}/server_info", "dagster-webserver", webserver.log, 180, webserver.pid
+        )
+        step(f"webserver     http://127.0.0.1:{ports['webserver']}  (pid {webserver.pid}); daemon pid {daemon.pid}")
+    except BaseException:
+        down(state_dir, quiet=True)
+        raise
+    state.save()
+    if args.sample_drops:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "marin_assets.curation.sample_data",
+                "--prefix",
+                env["MARIN_PREFIX"],
+                "--drops",
+                str(args.sample_drops),
+            ],
+            env=env,
+            cwd=REPO,
+            check=True,
+        )
+        step(f"wrote {args.sample_drops} sample drop(s) into {env['MARIN_PREFIX']}/landing")
+    step(f"up in {time.monotonic() - started:.1f}s; state in {state_dir}")
+    return state
+
+
+def down(state_dir: str, quiet: bool = False) -> list[str]:
+    """Stop every process ``up`` recorded (in reverse order), by pid; returns the names stopped."""
+    state_dir = os.path.abspath(state_dir)
+    state = DeployState.load(state_dir)
+    if state is None:
+        if not quiet:
+            print(f"nothing to stop: no {state_dir}/deploy.json")
+        return []
+    stopped = []
+    for service in reversed(state.services):
+        if service.name == "postgres":
+            if state.postgres_data:
+                services.stop_postgres(state.postgres_data)
+        else:
+            services.stop_group(service.pid)
+        stopped.append(service.name)
+        if not quiet:
+            print(f"stopped {service.name} (pid {service.pid})", flush=True)
+    state.services = []
+    state.save()
+    return stopped
+
+
+def shell_env(state_dir: str) -> str:
+    """``export`` lines that point a shell at the running topology (the password read from its file)."""
+    state = DeployState.load(os.path.abspath(state_dir))
+    if state is None:
+        raise DeployError(f"no topology recorded in {state_dir}")
+    lines = [f"export {k}={shlex.quote(v)}" for k, v in sorted(state.env.items())]
+    secrets_dir = os.path.join(os.path.abspath(state_dir), "secrets")
+    lines.append(
+        f'export {instance_config.PASSWORD_ENV}="$(cat {shlex.quote(os.path.join(secrets_dir, "postgres_password"))})"'
+    )
+    lines += [
+        f"export GOOGLE_CLOUD_PROJECT={PROJECT}",
+        "export RAY_AUTH_MODE=token",
+        f"export RAY_AUTH_TOKEN_PATH={shlex.quote(os.path.join(secrets_dir, 'ray_auth_token'))}",
+    ]
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Command line of the local topology."""
+    parser = argparse.ArgumentParser(description="The production topology on one machine (127.0.0.1 only)")
+    parser.add_argument("command", choices=["up", "down", "status", "env"], nargs="?", default="up")
+    parser.add_argument("--down", action="store_true", help="same as the `down` command")
+    parser.add_argument("--state_dir", default=os.environ.get("MARIN_DEPLOY_STATE", DEFAULT_STATE_DIR))
+    parser.add_argument(
+        "--values", default=None, help="Helm values to derive dagster.yaml from (k8s/dagster-values.yaml)"
+    )
+    parser.add_argument("--bucket", default="marin-local")
+    parser.add_argument("--webserver_port", type=int, default=3000, help="0: any free port")
+    parser.add_argument("--worker_cpus", type=int, default=8, help="logical CPUs of the Ray worker node")
+    parser.add_argument("--worker_gpus", type=int, default=0, help="GPUs the Ray worker node advertises")
+    parser.add_argument("--worker_resources", default=None, help="JSON custom resources of the worker node")
+    parser.add_argument("--worker_object_store_mb", type=int, default=1024)
+    parser.add_argument("--sample_drops", type=int, default=0, help="write drop-001..N into the landing zone")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``scripts/local_deploy.sh``."""
+    args = build_parser().parse_args(argv)
+    command = "down" if args.down else args.command
+    try:
+        if command == "down":
+            down(args.state_dir)
+        elif command == "env":
+            print(shell_env(args.state_dir))
+        elif command == "status":
+            state = DeployState.load(os.path.abspath(args.state_dir))
+            report: Any = services.describe(state.services) if state else []
+            print(json.dumps(report, indent=2))
+        else:
+            state = up(args)
+            print(f"\nUI:  http://127.0.0.1:{state.ports['webserver']}")
+            print(f'use: eval "$(scripts/local_deploy.sh env --state_dir {shlex.quote(state.state_dir)})"')
+            print("stop: scripts/local_deploy.sh --down")
+    except DeployError as exc:
+        print(f"local_deploy: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

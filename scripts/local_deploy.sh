@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The production topology of k8s/ on one machine, 127.0.0.1 only: Postgres, a GCS API emulator,
+# a Ray cluster (head + one worker, reached over ray://), the user-code gRPC server,
+# dagster-webserver and dagster-daemon. See docs/deploy.md.
+#
+#   bash scripts/local_deploy.sh                 # up (UI on http://127.0.0.1:3000)
+#   eval "$(bash scripts/local_deploy.sh env)"   # point this shell at it (MARIN_PREFIX=gs://..., RAY_ADDRESS=ray://...)
+#   bash scripts/local_deploy.sh --down          # stop everything it started, by pid
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup_env.sh >&2
+exec .venv/bin/python -m marin_resources.deploy.local "$@"
