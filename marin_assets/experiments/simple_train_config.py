@@ -1,0 +1,69 @@
+"""Marin's ``experiments/simple_train_config.py``: the training settings ``default_train`` reads.
+
+Same fields, order and defaults as Marin's ``SimpleTrainConfig``. Levanter types
+(``IntSchedule``, ``OptimizerConfig``, ``WatchConfig``) are accepted as is; they are typed ``Any``
+here so that defining an experiment does not import Levanter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from marin_resources.resource_config import ResourceConfig, TpuPodConfig
+
+
+@dataclass(frozen=True)
+class SimpleTrainConfig:
+    """Trainer and optimizer settings of a Marin training run (None: Levanter's default)."""
+
+    resources: ResourceConfig
+    train_batch_size: Any
+    """Sequences per step (an int, or a Levanter ``IntSchedule``)."""
+    num_train_steps: int
+    learning_rate: float
+    data_seed: int | None = None
+    weight_decay: float | None = None
+    beta1: float | None = None
+    beta2: float | None = None
+    epsilon: float | None = None
+    max_grad_norm: float | None = None
+    warmup: float | None = None
+    decay: float | None = None
+    rewarmup: float | None = None
+    lr_schedule: str | None = None
+    min_lr_ratio: float | None = None
+    cycle_length: int | list[int] | None = None
+    z_loss_weight: float | None = None
+    ema_beta: float | None = None
+    skip_bad_steps: bool = False
+    steps_per_eval: int | None = None
+    """How often to compute validation losses (None: every 1000 steps)."""
+    steps_per_export: int = 10000
+    """Keep a checkpoint every N steps."""
+    steps_per_task_eval: int | None = None
+    steps_per_hf_export: int | None = None
+    """None: match ``steps_per_export``; -1 disables."""
+    per_device_eval_parallelism: int | None = None
+    max_eval_batches: int | None = None
+    initialize_from_checkpoint_path: str | None = None
+    initialize_from_hf: str | None = None
+    reset_data_loader_on_init: bool = True
+    allow_partial_checkpoint: bool = False
+    int8: bool = False
+    optimizer_config: Any = None
+    watch: Any = None
+    train_seq_len: int | None = None
+    """Training context length (None: the model's ``seq_len``)."""
+    per_device_parallelism: int = -1
+    pad_tokenizer_to_match_model: bool = False
+
+    @property
+    def tpu_type(self) -> str | None:
+        """The TPU type of ``resources`` (None when not a TPU)."""
+        return self.resources.tpu_type if isinstance(self.resources, TpuPodConfig) else None
+
+    @property
+    def node_count(self) -> int:
+        """TPU slices (1 when not a TPU)."""
+        return self.resources.slice_count if isinstance(self.resources, TpuPodConfig) else 1

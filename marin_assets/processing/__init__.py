@@ -1,0 +1,1 @@
+"""Marin's ``marin.processing`` names (tokenization) for scripts that import them."""

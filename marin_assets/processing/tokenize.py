@@ -1,0 +1,274 @@
+"""Marin's ``marin.processing.tokenize`` under its own name: tokenize configs, the tokenize step
+function and the data-mixture builders (``lm_data_config``, ``lm_mixture_data_config``).
+
+Everything resolves offline. A dataset is a local path (folder or file of jsonl / jsonl.gz records), a
+step output, or a Hugging Face dataset id that is already in the local Hugging Face cache
+(``HF_HUB_OFFLINE=1``); a tokenizer is a local directory or a tokenizer name in that cache. What is
+missing is named in the error together with how to make it available. Levanter dataset formats
+(``TextLmDatasetFormat``, ``ChatLmDatasetFormat`` ...) are passed to Levanter's cache builder as is.
+
+Levanter is imported only inside functions (it takes seconds), so defining an experiment stays fast.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from marin_assets.execution.step import ExecutorStep, InputName, output_path_of, unwrap_versioned_value
+from marin_assets.execution.storage import atomic_write_bytes, filesystem, join_path
+from marin_assets.models._io import as_path_list, list_document_files
+
+logger = logging.getLogger(__name__)
+
+OFFLINE_HINT = (
+    "nothing is downloaded at run time (HF_HUB_OFFLINE=1): on a machine with network run "
+    "`huggingface-cli download {kind}{name}` and copy the Hugging Face cache ($HF_HOME, default "
+    "~/.cache/huggingface) here, or pass a local path instead"
+)
+
+
+@dataclass(frozen=True)
+class HfDatasetSpec:
+    """A Hugging Face dataset id with an optional subset (config) name."""
+
+    id: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class TokenizeConfig:
+    """Config of :func:`tokenize` (Marin's field names).
+
+    Attributes:
+        train_paths: documents for the ``train`` split: paths (folders or jsonl files) / step outputs.
+        validation_paths: documents for the ``validation`` split.
+        cache_path: the cache root; splits go to ``<cache_path>/<split>``.
+        tokenizer: a local tokenizer directory or a tokenizer name in the local HF cache.
+        format: a Levanter dataset format (None: ``TextLmDatasetFormat()``).
+        sample_count: tokenize only the first ``sample_count`` records of each split (None: all).
+        hf_dataset: a Hugging Face dataset (from the local cache) instead of paths.
+        timeout_s: fail instead of hanging when a build takes longer than this.
+    """
+
+    train_paths: Sequence[Any]
+    validation_paths: Sequence[Any]
+    cache_path: Any
+    tokenizer: Any
+    format: Any = None
+    sample_count: Any = None
+    hf_dataset: HfDatasetSpec | None = None
+    timeout_s: float = 3600.0
+
+
+TokenizerStep = ExecutorStep
+
+
+def resolve_tokenizer(tokenizer: str) -> str:
+    """A local directory ``AutoTokenizer`` can load for ``tokenizer`` (a path or a cached HF name).
+
+    Raises FileNotFoundError naming the tokenizer and how to make it available offline.
+    """
+    name = unwrap_versioned_value(tokenizer)
+    if os.path.isdir(name):
+        return os.path.abspath(name)
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return snapshot_download(name, local_files_only=True)
+    except (LocalEntryNotFoundError, OSError, ValueError) as exc:
+        hint = OFFLINE_HINT.format(kind="", name=name)
+        raise FileNotFoundError(
+            f"tokenizer {name!r} is neither a local directory nor in the local Hugging Face cache ({exc}); {hint}"
+        ) from exc
+
+
+def hf_dataset_records(spec: HfDatasetSpec, split: str = "train") -> Iterator[dict[str, Any]]:
+    """Rows of a Hugging Face dataset from the local cache only; FileNotFoundError when absent."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    import datasets
+
+    try:
+        dataset = datasets.load_dataset(spec.id, spec.name, split=split)
+    except Exception as exc:  # datasets raises several types (ConnectionError, FileNotFoundError, ValueError)
+        label = spec.id + (f" (subset {spec.name})" if spec.name else "")
+        hint = OFFLINE_HINT.format(kind="--repo-type dataset ", name=spec.id)
+        raise FileNotFoundError(
+            f"Hugging Face dataset {label}, split {split!r}, is not in the local cache: "
+            f"{type(exc).__name__}: {exc}; {hint}"
+        ) from exc
+    yield from dataset
+
+
+def _file_records(files: Sequence[str]) -> Iterator[dict[str, Any]]:
+    for path in files:
+        fs, p = filesystem(path)
+        with fs.open(p, "rb") as raw:
+            stream = gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw
+            for number, line in enumerate(io.TextIOWrapper(stream, encoding="utf-8"), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}:{number}: not a JSON record: {exc}") from exc
+
+
+def _write_records(records: Iterator[dict[str, Any]], limit: int | None, dest: str) -> list[str]:
+    """The first ``limit`` records (all when None) as one jsonl.gz file under ``dest``."""
+    buf = io.BytesIO()
+    count = 0
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:
+        for record in records:
+            if limit is not None and count >= limit:
+                break
+            gz.write((json.dumps(record, default=str) + "\n").encode("utf-8"))
+            count += 1
+    if count == 0:
+        raise ValueError(f"no records to tokenize for {dest}")
+    path = join_path(dest, "records-00000.jsonl.gz")
+    atomic_write_bytes(path, buf.getvalue())
+    return [path]
+
+
+def _split_files(config: TokenizeConfig, split: str, paths: Sequence[str], sample_count: int | None) -> list[str]:
+    staging = join_path(config.cache_path, f"_input/{split}")
+    if config.hf_dataset is not None:
+        return _write_records(hf_dataset_records(config.hf_dataset, split), sample_count, staging)
+    files = list_document_files(paths)
+    if not files:
+        raise FileNotFoundError(f"no jsonl documents for split {split} under {list(as_path_list(paths))}")
+    if sample_count is not None:
+        return _write_records(_file_records(files), sample_count, staging)
+    return files
+
+
+def tokenize(config: TokenizeConfig) -> dict[str, Any]:
+    """Build (or resume) the Levanter cache of every split that has documents; return its counts."""
+    from levanter.data.text import TextLmDatasetFormat, UrlSingleDatasetLMConfig
+    from levanter.store.cache import CacheOptions
+
+    from marin_assets.models.tokenize import cache_split_stats
+    from marin_resources.ray_cluster import ensure_ray
+
+    tokenizer = resolve_tokenizer(config.tokenizer)
+    ensure_ray()  # Levanter's cache builder runs on Ray
+    data_format = config.format if config.format is not None else TextLmDatasetFormat()
+    sample_count = unwrap_versioned_value(config.sample_count)
+    splits = {"train": list(config.train_paths), "validation": list(config.validation_paths)}
+    if config.hf_dataset is not None:
+        splits = {"train": [config.hf_dataset.id], "validation": []}
+    start = time.monotonic()
+    per_split: dict[str, Any] = {}
+    for split, paths in splits.items():
+        if not paths:
+            continue
+        files = _split_files(config, split, paths, sample_count)
+        urls = {"train_urls": files} if split == "train" else {"validation_urls": files}
+        data = UrlSingleDatasetLMConfig(
+            tokenizer=tokenizer,
+            cache_dir=config.cache_path,
+            cache_options=CacheOptions(num_shard_groups=1),
+            format=data_format,
+            **urls,
+        )
+        cache = data.build_or_load_cache(split, monitors=False)
+        if cache is None:
+            raise RuntimeError(f"Levanter built no cache for split {split} from {len(files)} files")
+        cache.await_finished(timeout=config.timeout_s)
+        per_split[split] = cache_split_stats(join_path(config.cache_path, split))
+    if not per_split:
+        raise ValueError("tokenize step got no documents for any split")
+    return {
+        "tokenizer": str(unwrap_versioned_value(config.tokenizer)),
+        "seconds": round(time.monotonic() - start, 2),
+        "splits": per_split,
+    }
+
+
+def _component(step: ExecutorStep | InputName, include_raw_paths: bool) -> Any:
+    """Levanter's ``UrlDatasetSourceConfig`` for a tokenize step, its cache dir a placeholder."""
+    from levanter.data.text import UrlDatasetSourceConfig
+
+    tokenize_step = step if isinstance(step, ExecutorStep) else step.step
+    cache_dir = output_path_of(step) if isinstance(step, ExecutorStep) else step
+    config = tokenize_step.config if tokenize_step is not None else None
+    if not isinstance(config, TokenizeConfig):
+        return UrlDatasetSourceConfig(cache_dir=cache_dir, train_urls=[], validation_urls=[])
+    return UrlDatasetSourceConfig(
+        cache_dir=cache_dir,
+        train_urls=list(config.train_paths) if include_raw_paths else [],
+        validation_urls=list(config.validation_paths) if include_raw_paths else [],
+        format=config.format if config.format is not None else _text_format(),
+    )
+
+
+def _text_format() -> Any:
+    from levanter.data.text import TextLmDatasetFormat
+
+    return TextLmDatasetFormat()
+
+
+def tokenizer_of(step: ExecutorStep | InputName) -> Any:
+    """The (versioned) tokenizer of a tokenize step."""
+    tokenize_step = step if isinstance(step, ExecutorStep) else step.step
+    config = getattr(tokenize_step, "config", None)
+    if not isinstance(config, TokenizeConfig):
+        raise ValueError(f"could not determine the tokenizer of {step!r}: not a tokenize step")
+    return config.tokenizer
+
+
+def lm_mixture_data_config(
+    components: Mapping[str, ExecutorStep | InputName],
+    weights: Mapping[str, float],
+    *,
+    shuffle: bool | int = True,
+    missing_weights_are_validation: bool = True,
+    include_raw_paths: bool = True,
+) -> Any:
+    """Levanter's ``LMMixtureDatasetConfig`` over tokenize steps (cache dirs stay placeholders until
+    the training step runs). Components without a weight are validation-only (weight 0)."""
+    from levanter.data.text import LMMixtureDatasetConfig
+
+    unknown = set(weights) - set(components)
+    if unknown:
+        raise ValueError(f"weights for unknown components: {sorted(unknown)}")
+    if not components:
+        raise ValueError("a mixture needs at least one component")
+    full_weights = dict(weights)
+    if missing_weights_are_validation:
+        full_weights.update({name: 0.0 for name in components if name not in weights})
+    first = next(iter(components.values()))
+    return LMMixtureDatasetConfig(
+        configs={name: _component(step, include_raw_paths) for name, step in components.items()},
+        train_weights=full_weights,
+        tokenizer=tokenizer_of(first),
+        cache_dir=None,
+        shuffle=shuffle,
+        permutation_type="feistel" if shuffle else None,
+    )
+
+
+def lm_data_config(
+    training_set: ExecutorStep | InputName,
+    validation_sets: Mapping[str, ExecutorStep | InputName] | None = None,
+    shuffle: bool | int = True,
+) -> Any:
+    """One tokenized training set (weight 1, named after its step) plus validation-only sets."""
+    validation_sets = dict(validation_sets or {})
+    step = training_set if isinstance(training_set, ExecutorStep) else training_set.step
+    if step is None:
+        raise ValueError("lm_data_config needs a tokenize step or an InputName of one, not a hardcoded path")
+    train_name = os.path.basename(step.name)
+    if train_name in validation_sets:
+        raise ValueError(f"training set name {train_name!r} is also a validation set name")
+    return lm_mixture_data_config({train_name: training_set, **validation_sets}, {train_name: 1.0}, shuffle=shuffle)

@@ -1,0 +1,1 @@
+"""Marin's ``marin.training`` names: the Levanter training step function."""
