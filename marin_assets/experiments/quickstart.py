@@ -22,6 +22,7 @@ Steps:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -78,7 +79,9 @@ def build_steps(size: str = "tiny", curation_steps: dict[str, ExecutorStep] | No
     }
 
 
-STEPS = build_steps()
+# The size the code location shows: the README's tiny model, or the test size where minutes matter
+# (the deployment test sets MARIN_QUICKSTART_SIZE=test for the code server it starts).
+STEPS = build_steps(os.environ.get("MARIN_QUICKSTART_SIZE", "tiny"))
 PARTITIONS = curation.PARTITIONS
 
 
