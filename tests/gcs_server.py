@@ -84,10 +84,12 @@ class GcsServer:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise RuntimeError(f"fake-gcs-server exited ({self._process.returncode}); log {self.log_path}")
-            with contextlib.suppress(OSError, urllib.error.URLError):
-                with urllib.request.urlopen(f"{self.url}/storage/v1/b", timeout=2) as response:
-                    if response.status == 200:
-                        return self
+            with (
+                contextlib.suppress(OSError, urllib.error.URLError),
+                urllib.request.urlopen(f"{self.url}/storage/v1/b", timeout=2) as response,
+            ):
+                if response.status == 200:
+                    return self
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"fake-gcs-server did not answer within {timeout_s}s; log {self.log_path}")
