@@ -52,6 +52,8 @@ class RawConfig:
         docs_per_shard: records per output shard.
         max_doc_bytes: larger documents are quarantined (reason ``too_large``).
         verify_checksums: re-check the manifest's sha256 before reading.
+        drop_path: read this folder as the drop instead of ``landing_dir/drop_id`` -- e.g. the
+            output of a ``default_download`` step (``output_path_of(download)``).
     """
 
     landing_dir: str
@@ -61,6 +63,7 @@ class RawConfig:
     docs_per_shard: int = 1000
     max_doc_bytes: int = 10_000_000
     verify_checksums: bool = True
+    drop_path: str | None = None
 
 
 def to_dolma(
@@ -241,11 +244,12 @@ def drop_inputs(manifest: dict[str, Any]) -> list[str]:
 
 def run_raw(config: RawConfig) -> dict[str, Any]:
     """Step function of the raw stage; returns materialization metadata."""
-    drop_path = join_path(config.landing_dir, config.drop_id)
+    drop_path = config.drop_path or join_path(config.landing_dir, config.drop_id)
     status, reason, manifest = validate_drop(drop_path, config.drop_id, config.verify_checksums)
     if status != STATUS_VALID:
         raise RuntimeError(f"drop {config.drop_id!r} at {drop_path} is {status}: {reason}")
-    source = config.source or config.landing_dir.rstrip("/").rsplit("/", 1)[-1]
+    manifest_source = manifest.get("source") if config.drop_path and isinstance(manifest.get("source"), str) else None
+    source = config.source or manifest_source or config.landing_dir.rstrip("/").rsplit("/", 1)[-1]
     added = manifest.get("created_at") if isinstance(manifest.get("created_at"), str) else None
     added = added or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     stage = RawStage(config, drop_path, drop_inputs(manifest), source, added)

@@ -19,7 +19,10 @@ Page ``k`` of drop number ``d`` depends only on ``(seed, d, k)``, so a later dro
 originals of earlier drops it copies without reading them. All drops of one source must use the
 same ``docs_per_drop``.
 
-CLI: ``python -m marin_assets.curation.sample_data --prefix DIR --drop drop-004 [--docs 400]``.
+Drops are written as ``part-N.jsonl.gz`` or, with ``--format warc``, as ``part-N.warc.gz``
+(HTTP response records written with FastWARC's WARC writer, ids = WARC-Record-IDs).
+
+CLI: ``python -m marin_assets.curation.sample_data --prefix DIR --drop drop-004 [--docs 400] [--format warc]``.
 """
 
 from __future__ import annotations
@@ -471,27 +474,60 @@ def ground_truth_path(prefix: str, source: str, drop_id: str) -> str:
     return join_path(prefix, f"ground_truth/{source}/{drop_id}.json")
 
 
+def _as_warc(records: list[dict[str, Any]], truth: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Records and ground truth with every id replaced by the page's WARC-Record-ID."""
+    from marin_assets.curation.warc_writer import warc_record_id
+
+    def rid(doc_id: str | None) -> str | None:
+        return warc_record_id(doc_id) if doc_id else doc_id
+
+    truth = dict(truth)
+    truth["labels"] = {rid(k): v for k, v in truth["labels"].items()}
+    truth["lq_styles"] = {rid(k): v for k, v in truth["lq_styles"].items()}
+    for kind in ("exact_dups", "near_dups", "para_dups"):
+        truth[kind] = [{**d, "id": rid(d["id"]), "of": rid(d["of"])} for d in truth[kind]]
+    return [{**r, "key": r["id"], "id": rid(r["id"])} for r in records], truth
+
+
+def _encode_file(chunk: list[dict[str, Any]], file_format: str, name: str) -> bytes:
+    if file_format == "warc":
+        from marin_assets.curation.warc_writer import WarcPage, encode_warc_gz
+
+        pages = [WarcPage(r["key"], r["metadata"]["url"], r["metadata"]["crawl_date"], r["text"]) for r in chunk]
+        return encode_warc_gz(pages, name)
+    return gzip.compress("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in chunk).encode("utf-8"), mtime=0)
+
+
 def write_drop(
     prefix: str,
     drop_id: str,
     config: SampleConfig = SampleConfig(),
     source: str = DEFAULT_SOURCE,
     extra_dirs: tuple[str, ...] = (),
+    file_format: str = "jsonl",
 ) -> dict[str, Any]:
     """Write one complete drop (data files, then ``manifest.json`` last) and its ground truth.
+
+    ``file_format`` ``"jsonl"`` writes ``part-N.jsonl.gz`` (Marin's input shape, with labels in
+    metadata); ``"warc"`` writes ``part-N.warc.gz`` with FastWARC's writer (HTTP response records
+    as a crawler fetched them; ids are the WARC-Record-IDs, also in the ground truth).
 
     Returns the manifest. The manifest is written last and atomically: the drop becomes complete
     in one step, and a sensor never sees a half-written drop as complete.
     """
+    if file_format not in ("jsonl", "warc"):
+        raise ValueError(f"file_format must be 'jsonl' or 'warc', got {file_format!r}")
     records, truth = generate_drop(drop_id, config, source, extra_dirs)
+    if file_format == "warc":
+        records, truth = _as_warc(records, truth)
     drop_dir = landing_drop_dir(prefix, source, drop_id)
     n_files = max(1, config.files_per_drop)
     per_file = -(-len(records) // n_files)
     files = []
     for i in range(n_files):
         chunk = records[i * per_file : (i + 1) * per_file]
-        data = gzip.compress("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in chunk).encode("utf-8"), mtime=0)
-        name = f"part-{i:05d}.jsonl.gz"
+        name = f"part-{i:05d}.{file_format}.gz"
+        data = _encode_file(chunk, file_format, name)
         atomic_write_bytes(join_path(drop_dir, name), data)
         files.append({"path": name, "bytes": len(data), "sha256": _sha256(data), "records": len(chunk)})
     atomic_write_bytes(
@@ -517,13 +553,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--files", type=int, default=2, help="files per drop")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--source", default=DEFAULT_SOURCE)
+    parser.add_argument(
+        "--format", choices=("jsonl", "warc"), default="jsonl", help="data files: jsonl.gz or warc.gz (FastWARC)"
+    )
     args = parser.parse_args(argv)
     drops = list(args.drop) + [drop_id_for(i) for i in range(1, args.drops + 1)]
     if not drops:
         parser.error("give --drop ID or --drops N")
     config = SampleConfig(seed=args.seed, docs_per_drop=args.docs, files_per_drop=args.files)
     for drop in drops:
-        manifest = write_drop(args.prefix, drop, config, args.source)
+        manifest = write_drop(args.prefix, drop, config, args.source, file_format=args.format)
         total = sum(f["records"] for f in manifest["files"])
         print(f"wrote {landing_drop_dir(args.prefix, args.source, drop)} ({total} documents)")
 

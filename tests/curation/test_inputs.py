@@ -1,0 +1,199 @@
+"""Raw inputs: WARC / WET, JSON lines (plain, gzip, zstd), parquet, saved HF datasets -- format
+sniffed from content, provenance on every record, and the sample WARC drop through raw -> text."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from marin_assets.curation.html_to_text import HtmlToTextConfig, run_html_to_text
+from marin_assets.curation.io import list_files, read_jsonl_gz
+from marin_assets.curation.raw import RawConfig, run_raw
+from marin_assets.curation.sample_data import SampleConfig, ground_truth_path, write_drop
+from marin_assets.curation.warc_writer import WarcPage, encode_warc_gz, warc_record_id
+
+
+def write_drop_files(drop_dir: str, files: dict[str, bytes]) -> None:
+    """Data files + a correct manifest (written last)."""
+    entries = []
+    for name, data in files.items():
+        path = os.path.join(drop_dir, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(data)
+        entries.append({"path": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    with open(os.path.join(drop_dir, "manifest.json"), "w") as handle:
+        json.dump({"drop_id": os.path.basename(drop_dir), "files": entries}, handle)
+
+
+def docs_of(out: str) -> dict[str, dict]:
+    return {r["id"]: r for f in list_files(f"{out}/docs", ".jsonl.gz") for r in read_jsonl_gz(f)}
+
+
+def quarantine_of(out: str) -> list[dict]:
+    rows = []
+    for f in list_files(f"{out}/quarantine", ".jsonl"):
+        with open(f) as handle:
+            rows.extend(json.loads(line) for line in handle if line.strip())
+    return rows
+
+
+def _jsonl(prefix: str, n: int) -> bytes:
+    return "".join(
+        json.dumps({"id": f"{prefix}-{i}", "text": f"<p>{prefix} {i}</p>"}) + "\n" for i in range(n)
+    ).encode()
+
+
+def _parquet(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+def test_warc_records_keep_provenance(tmp_path):
+    pages = [
+        WarcPage("a", "https://a.example/1", "2024-03-01T10:00:00Z", "<html><body><p>Page one text.</p></body></html>"),
+        WarcPage("img", "https://a.example/logo.png", "2024-03-01T10:00:01Z", "PNG", content_type="image/png"),
+        WarcPage("moved", "https://a.example/old", "2024-03-01T10:00:02Z", "", status=301),
+        WarcPage("b", "https://b.example/2", "2024-03-02T11:00:00Z", "<html><body><p>Page two.</p></body></html>"),
+    ]
+    wet = [
+        WarcPage(
+            "t", "https://c.example/3", "2024-03-03T00:00:00Z", "Plain text\n\nwith two paragraphs.", plain_text=True
+        )
+    ]
+    landing = tmp_path / "landing" / "crawl"
+    write_drop_files(
+        str(landing / "drop-001"),
+        {"cc.warc.gz": encode_warc_gz(pages, "cc.warc.gz"), "cc.warc.wet.gz": encode_warc_gz(wet, "cc.wet")},
+    )
+    out = str(tmp_path / "raw")
+    meta = run_raw(RawConfig(landing_dir=str(landing), drop_id="drop-001", output_path=out))
+    docs = docs_of(out)
+    assert set(docs) == {warc_record_id("a"), warc_record_id("b"), warc_record_id("t")}
+    assert meta["records_in"] == 5 and meta["records_skipped"] == 2 and meta["documents_out"] == 3
+    assert meta["formats"] == {"warc.gz": 2}
+    b = docs[warc_record_id("b")]
+    md = b["metadata"]
+    assert md["url"] == "https://b.example/2" and md["warc_date"] == "2024-03-02T11:00:00Z"
+    assert md["warc_record_id"] == warc_record_id("b") and md["landing_file"] == "cc.warc.gz"
+    assert md["landing_line"] == 4 and md["warc_offset"] > docs[warc_record_id("a")]["metadata"]["warc_offset"] > 0
+    assert b["created"] == "2024-03-02T11:00:00Z" and "Page two." in b["text"]
+    # WET conversions are already text: the text stage passes them through, HTML is extracted.
+    text_out = str(tmp_path / "text")
+    text_meta = run_html_to_text(HtmlToTextConfig(out, text_out))
+    texts = docs_of(text_out)
+    assert texts[warc_record_id("t")]["text"] == "Plain text\n\nwith two paragraphs."
+    assert texts[warc_record_id("a")]["text"] == "Page one text."
+    assert text_meta["plain_text_passthrough"] == 1
+
+
+def test_sample_warc_drop_next_to_jsonl_drops(tmp_path):
+    prefix = str(tmp_path)
+    write_drop(prefix, "drop-001", SampleConfig(docs_per_drop=30), "web")
+    manifest = write_drop(prefix, "drop-002", SampleConfig(docs_per_drop=30), "web", file_format="warc")
+    assert [f["path"] for f in manifest["files"]] == ["part-00000.warc.gz", "part-00001.warc.gz"]
+    with open(f"{prefix}/landing/web/drop-002/part-00000.warc.gz", "rb") as handle:
+        assert gzip.decompress(handle.read())[:5] == b"WARC/"
+    out = str(tmp_path / "raw")
+    meta = run_raw(RawConfig(landing_dir=f"{prefix}/landing/web", drop_id="drop-002", output_path=out))
+    with open(ground_truth_path(prefix, "web", "drop-002")) as handle:
+        truth = json.load(handle)
+    docs = docs_of(out)
+    assert set(docs) == set(truth["labels"]) and meta["documents_out"] == 30
+    assert all(d["metadata"]["warc_record_id"] == d["id"] and d["metadata"]["url"] for d in docs.values())
+    assert {d["of"] for d in truth["exact_dups"] + truth["near_dups"]} <= set(docs)
+
+
+def test_format_is_sniffed_not_taken_from_the_name(tmp_path):
+    landing = tmp_path / "landing" / "src"
+    zstd = zstandard.ZstdCompressor().compress
+    files = {
+        "a.jsonl": gzip.compress(_jsonl("gz-named-plain", 3)),  # gzip named .jsonl
+        "b.jsonl.gz": _jsonl("plain-named-gz", 3),  # text named .jsonl.gz
+        "c.jsonl.zst": zstd(_jsonl("zst", 3)),
+        "d.jsonl": zstd(_jsonl("zst-named-plain", 2)),
+        "e.json.gz": _parquet(pa.table({"id": ["pq-0", "pq-1"], "text": ["<p>x</p>", "<p>y</p>"]})),
+        "f.parquet": b"just some words\nand another line\nthird\n",  # not parquet, not JSON
+        "g.warc": encode_warc_gz([WarcPage("w", "https://w.example/", "2024-01-01T00:00:00Z", "<p>warc</p>")]),
+        "h.jsonl.zst": zstd(_jsonl("cut", 20000))[:-50],  # truncated zstd (many blocks)
+    }
+    write_drop_files(str(landing / "drop-1"), files)
+    out = str(tmp_path / "raw")
+    meta = run_raw(RawConfig(landing_dir=str(landing), drop_id="drop-1", output_path=out))
+    ids = set(docs_of(out))
+    for prefix, n in (("gz-named-plain", 3), ("plain-named-gz", 3), ("zst", 3), ("zst-named-plain", 2)):
+        assert {f"{prefix}-{i}" for i in range(n)} <= ids, prefix
+    assert {"pq-0", "pq-1", warc_record_id("w")} <= ids
+    assert len({i for i in ids if i.startswith("cut-")}) > 10000
+    assert meta["quarantine_reasons"]["unsupported_format"] == 3  # every line of f.parquet counted
+    assert meta["quarantine_reasons"]["truncated_zstd"] == 1
+    assert set(meta["format_mismatches"]) == {"a.jsonl", "b.jsonl.gz", "d.jsonl", "e.json.gz", "f.parquet", "g.warc"}
+    with open(f"{out}/provenance.json") as handle:
+        formats = {f["file"]: f["format"] for f in json.load(handle)["files"]}
+    assert formats["a.jsonl"] == "jsonl.gz" and formats["b.jsonl.gz"] == "jsonl" and formats["e.json.gz"] == "parquet"
+    [unsupported] = [q for q in quarantine_of(out) if q["reason"] == "unsupported_format"]
+    assert unsupported["file"] == "f.parquet" and "3 line(s)" in unsupported["detail"]
+
+
+def test_saved_hf_datasets_in_a_drop(tmp_path):
+    import datasets
+
+    drop = tmp_path / "landing" / "hf" / "drop-1"
+    datasets.Dataset.from_dict({"text": ["<p>alpha</p>", "<p>beta</p>"], "url": ["u1", "u2"]}).save_to_disk(
+        str(drop / "plain")
+    )
+    datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_dict({"id": ["t-0", "t-1", "t-2"], "text": ["<p>a</p>", "<p>b</p>", ""]}),
+            "test": datasets.Dataset.from_dict({"id": ["s-0"], "text": ["<p>c</p>"]}),
+        }
+    ).save_to_disk(str(drop / "splits"))
+    files = {}
+    for directory, _, names in os.walk(drop):
+        for name in names:
+            full = os.path.join(directory, name)
+            with open(full, "rb") as handle:
+                files[os.path.relpath(full, drop)] = handle.read()
+    write_drop_files(str(drop), files)
+    out = str(tmp_path / "raw")
+    meta = run_raw(RawConfig(landing_dir=str(drop.parent), drop_id="drop-1", output_path=out))
+    docs = docs_of(out)
+    assert set(docs) == {"drop-1/plain/data/1", "drop-1/plain/data/2", "t-0", "t-1", "s-0"}
+    assert meta["formats"] == {"hf-dataset": 2} and meta["quarantine_reasons"] == {"empty_text": 1}
+    t1 = docs["t-1"]["metadata"]
+    assert t1["hf_split"] == "train" and t1["hf_row"] == 2 and t1["landing_file"] == "splits"
+    assert docs["drop-1/plain/data/2"]["text"] == "<p>beta</p>"
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_lone_surrogate_quarantined_per_record(tmp_path, compress):
+    lines = [
+        json.dumps({"id": "ok-1", "text": "<p>fine</p>"}),
+        '{"id": "bad", "text": "broken \\ud800 text"}',
+        '{"id": "bad-meta", "text": "fine", "metadata": {"title": "\\udfff"}}',
+        json.dumps({"id": "ok-2", "text": "<p>also fine \u00e9</p>"}),
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+    name = "part.jsonl.gz" if compress else "part.jsonl"
+    landing = tmp_path / "landing" / "src"
+    write_drop_files(str(landing / "drop-1"), {name: gzip.compress(data) if compress else data})
+    out = str(tmp_path / "raw")
+    meta = run_raw(RawConfig(landing_dir=str(landing), drop_id="drop-1", output_path=out))
+    assert set(docs_of(out)) == {"ok-1", "ok-2"}
+    assert meta["quarantine_reasons"] == {"unencodable_text": 2}
+    rows = quarantine_of(out)
+    assert [(r["file"], r["line"], r["id"], r["stage"]) for r in rows] == [
+        (name, 2, "bad", "raw"),
+        (name, 3, "bad-meta", "raw"),
+    ]
+    assert f"{name} line 2" in rows[0]["detail"]
+    # The downstream stage reads what raw wrote without trouble.
+    assert run_html_to_text(HtmlToTextConfig(out, str(tmp_path / "text")))["documents_out"] == 2
