@@ -1,0 +1,73 @@
+"""Run an experiment script written for Marin here, changing only its imports.
+
+The mapping is textual and applied in this order (the order matters: ``marin.resources`` is a
+package of its own here):
+
+1. ``marin.resources`` -> ``marin_resources``
+2. ``marin.`` -> ``marin_assets.``
+3. ``experiments.`` -> ``marin_assets.experiments.``
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+IMPORT_MAPPING: tuple[tuple[str, str], ...] = (
+    (r"\bmarin\.resources\b", "marin_resources"),
+    (r"\bmarin\.", "marin_assets."),
+    (r"\bexperiments\.", "marin_assets.experiments."),
+)
+
+
+def map_imports(source: str) -> str:
+    """``source`` with Marin's module names replaced by this project's."""
+    for pattern, replacement in IMPORT_MAPPING:
+        source = re.sub(pattern, replacement, source)
+    return source
+
+
+def run_marin_script(
+    name: str, prefix: str, *args: str, cwd: str | None = None, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Map the imports of ``scripts/<name>.py``, run it with ``--prefix prefix`` and ``args``."""
+    mapped = map_imports((SCRIPTS / f"{name}.py").read_text())
+    target = Path(prefix).parent / f"{name}.py"
+    target.write_text(mapped)
+    run_env = {**os.environ, "PYTHONPATH": str(REPO), "MARIN_RUN_OBSERVERS": "", **(env or {})}
+    return subprocess.run(
+        [sys.executable, str(target), "--prefix", prefix, *args],
+        cwd=cwd or str(Path(prefix).parent),
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def summary(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """The JSON summary line ``executor_main`` prints at the end of a run."""
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("{") and '"run_id"' in line:
+            return json.loads(line)
+    raise AssertionError(f"no run summary in the output:\n{proc.stdout}\n{proc.stderr[-3000:]}")
+
+
+def recorded_paths(prefix: str) -> dict[str, list[str]]:
+    """Step name -> output paths (relative to ``prefix``) from the experiment records written there."""
+    paths: dict[str, list[str]] = {}
+    for record in sorted(Path(prefix, "experiments").glob("*.json")):
+        for step in json.loads(record.read_text())["steps"]:
+            rel = os.path.relpath(step["output_path"], prefix)
+            paths.setdefault(step["name"], [])
+            if rel not in paths[step["name"]]:
+                paths[step["name"]].append(rel)
+    return paths
