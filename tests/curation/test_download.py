@@ -1,0 +1,90 @@
+"""``default_download``: an HF dataset id + revision from a local HF hub cache built here (no
+network), revision and file hashes recorded, a clear error when something is missing, and the
+output read by the raw stage as a drop."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import pytest
+
+from marin_assets.curation.download import DownloadConfig, HfDatasetNotCachedError, default_download, download_hf
+from marin_assets.curation.raw import RawConfig, run_raw
+from marin_assets.execution.runner import ExecutorOptions, run_steps
+
+from .test_inputs import docs_of
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+REPO = "tiny-org/tiny-web"
+
+
+@pytest.fixture
+def hf_cache(tmp_path, monkeypatch):
+    """The on-disk layout of the HF hub cache: blobs, a snapshot of symlinks, refs/main."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cache = tmp_path / "hf" / "hub"
+    repo = cache / f"datasets--{REPO.replace('/', '--')}"
+    files = {
+        "data/train.jsonl": "".join(
+            json.dumps({"id": f"tw-{i}", "text": f"<p>tiny web page {i}</p>"}) + "\n" for i in range(4)
+        ).encode(),
+        "README.md": b"# tiny web\n",
+    }
+    for rel, data in files.items():
+        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(data)
+        link = repo / "snapshots" / COMMIT / rel
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.relpath(blob, link.parent), link)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+    return str(cache), files
+
+
+def test_download_from_offline_cache_records_revision_and_hashes(hf_cache, tmp_path):
+    cache, files = hf_cache
+    out = str(tmp_path / "out")
+    meta = download_hf(DownloadConfig(REPO, "main", out, cache_dir=cache))
+    assert meta["commit"] == COMMIT and meta["files"] == 2
+    with open(f"{out}/provenance.json") as handle:
+        provenance = json.load(handle)
+    assert provenance["hf_dataset_id"] == REPO and provenance["revision"] == "main" and provenance["commit"] == COMMIT
+    recorded = {f["path"]: f["sha256"] for f in provenance["files"]}
+    assert recorded == {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()}
+    # Real files (not links into the cache), and the output is a valid drop for the raw stage.
+    assert not os.path.islink(f"{out}/data/train.jsonl")
+    raw = str(tmp_path / "raw")
+    raw_meta = run_raw(RawConfig(landing_dir="", drop_id="hf", output_path=raw, drop_path=out))
+    docs = docs_of(raw)
+    assert set(docs) == {f"tw-{i}" for i in range(4)} and docs["tw-2"]["source"] == REPO
+    assert docs["tw-2"]["metadata"]["landing_file"] == "data/train.jsonl"
+    assert raw_meta["quarantine_reasons"] == {"unsupported_format": 1}  # README.md, counted, not lost silently
+
+
+def test_globs_and_a_pinned_commit(hf_cache, tmp_path):
+    cache, _ = hf_cache
+    meta = download_hf(DownloadConfig(REPO, COMMIT, str(tmp_path / "out"), hf_urls_glob=["data/*"], cache_dir=cache))
+    assert meta["files"] == 1 and meta["commit"] == COMMIT
+
+
+def test_missing_dataset_or_revision_names_what_is_missing(hf_cache, tmp_path):
+    cache, _ = hf_cache
+    with pytest.raises(HfDatasetNotCachedError, match=r"'tiny-org/absent'.*'main'.*huggingface-cli download"):
+        download_hf(DownloadConfig("tiny-org/absent", "main", str(tmp_path / "a"), cache_dir=cache))
+    with pytest.raises(HfDatasetNotCachedError, match=r"revision 'v9' of it is missing"):
+        download_hf(DownloadConfig(REPO, "v9", str(tmp_path / "b"), cache_dir=cache))
+    assert not os.path.exists(tmp_path / "a" / "manifest.json")
+
+
+def test_default_download_is_a_versioned_step(hf_cache, tmp_path):
+    cache, _ = hf_cache
+    step = default_download("raw/tiny-web", REPO, "main", cache_dir=cache)
+    other = default_download("raw/tiny-web", REPO, COMMIT, cache_dir=cache)
+    report = run_steps([step, other], str(tmp_path / "prefix"), ExecutorOptions(max_concurrent=1))
+    ran = {o.output_path: o for o in report.outcomes}
+    assert len(ran) == 2 and all(o.action == "ran" for o in ran.values())  # the revision is in the version
+    again = run_steps([step], str(tmp_path / "prefix"), ExecutorOptions(max_concurrent=1))
+    assert [o.action for o in again.outcomes] == ["cached"]
