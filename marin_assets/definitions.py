@@ -33,7 +33,6 @@ def experiments() -> list[Experiment]:
             description="Sample HTML drops: raw -> text -> quality -> dedup -> consolidated",
             partitions=curation.PARTITIONS,
             checks=curation.build_checks(curation.STEPS),
-            eager_steps=curation.eager_steps(curation.STEPS),
         ),
         Experiment(
             name="quickstart",
@@ -72,7 +71,8 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
         )
         jobs.append(job)
         for step_schedule in experiment.schedules:
-            # Only the listed steps (their upstream assets are inputs, already materialized).
+            # Only the listed steps; inputs that are not materialized (the caches of drops that
+            # arrived since the last run) are brought along by the run itself (unit_run.bring_inputs).
             keys = [asset_key_for(s.name) for s in step_schedule.steps if s.partitioned_by is None]
             scheduled_job = dg.define_asset_job(
                 f"{step_schedule.name}_job",
@@ -91,16 +91,17 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
                 )
             )
         if experiment.name == "curation" and isinstance(partitions_def, dg.DynamicPartitionsDefinition):
-            # A new drop: the sensor adds the partition and runs the drop-local assets (raw ->
-            # text -> dedup of that drop). Assets that need every drop (the classifier) and those
-            # downstream of it react by declarative automation (eager) once all inputs exist.
+            # A new drop: the sensor adds the partition and runs every asset of that drop (raw ->
+            # text -> quality -> dedup -> consolidated) in one run; the partition-free classifier
+            # they need is brought along by the first run that finds it missing. Steps that read
+            # every drop (training) are not in it: a schedule or an explicit request runs them.
             graph = StepGraph(experiment.steps, "/")
             local_keys = [asset_key_for(n.name) for n in partition_local_steps(graph, partitions_def.name)]
             drop_job = dg.define_asset_job(
                 f"{experiment.name}_drop_job",
                 selection=dg.AssetSelection.assets(*local_keys),
                 partitions_def=partitions_def,
-                description="The drop-local curation assets of one new drop (started by the landing sensor)",
+                description="Every curation asset of one new drop (started by the landing sensor)",
                 tags={
                     "marin/curation": curation.SOURCE,
                     SOURCE_TAG: "landing_sensor",

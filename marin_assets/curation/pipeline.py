@@ -167,7 +167,9 @@ def curation_steps(
             input_path=output_path_of(text),
             output_path=this_output_path(),
             drop_id=this_partition(),
-            landing_dir=landing,
+            # No landing_dir: the partition keys (valid drops only -- the sensor's checksum-verified
+            # set in Dagster, discover_drops on the command line) order the chain through
+            # sequential_partitions, so a drop rejected by its checksums never blocks later drops.
             ngram=versioned(ngram),
             num_perm=versioned(num_perm),
             bands=versioned(bands),

@@ -18,15 +18,30 @@ from typing import Any
 
 import dagster as dg
 
+from marin_assets.dagster_bridge.unit_run import SOURCE_TAG as SOURCE_TAG  # re-exported: jobs tag their runs
+from marin_assets.dagster_bridge.unit_run import (
+    bring_inputs,
+    code_version_of,
+    depends_on_partition_set,
+    is_explicit_request,
+    reason_for,
+    unit_label,
+)
 from marin_assets.execution.executor_main import PartitionSource, default_prefix, resolve_partitions
 from marin_assets.execution.metadata import TYPE_KEY
-from marin_assets.execution.runner import Executor, ExecutorOptions, function_name, is_ray_remote_function
+from marin_assets.execution.runner import (
+    Executor,
+    ExecutorOptions,
+    StepOutcome,
+    Unit,
+    function_name,
+    is_ray_remote_function,
+)
 from marin_assets.execution.status import read_metadata, read_status
 from marin_assets.execution.step import ExecutorStep
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, version_json
 
 RUN_ID_TAG = "marin/run_id"
-SOURCE_TAG = "marin/source"
 _INVALID_KEY_CHARS = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -139,12 +154,18 @@ def _partition_keys_at_runtime(
     partition_sets: Sequence[str],
     prefix: str,
 ) -> dict[str, list[str]]:
-    """Keys of every partition set: the Dagster instance's (the UI's truth), else the experiment's sources."""
-    keys = resolve_partitions(sources, prefix)
-    for name in {*keys, *partition_sets}:
-        instance_keys = context.instance.get_dynamic_partitions(name)
-        if instance_keys or name not in keys:
-            keys[name] = sorted(set(instance_keys))
+    """Keys of every partition set: the Dagster instance's (the UI's truth), else the experiment's sources.
+
+    A source is only called for a set the instance holds no keys of: the sensor already verified
+    the instance's drops, and discovering them again (checksums) on every materialization would not scale.
+    """
+    keys: dict[str, list[str]] = {}
+    for name in {*sources, *partition_sets}:
+        instance_keys = sorted(set(context.instance.get_dynamic_partitions(name)))
+        if instance_keys or name not in sources:
+            keys[name] = instance_keys
+        else:
+            keys[name] = resolve_partitions({name: sources[name]}, prefix)[name]
     return keys
 
 
@@ -162,10 +183,18 @@ def _make_compute(
         node = graph.resolved(step)
         partition = context.partition_key if step.partitioned_by else None
         run_tag = context.run.tags.get(RUN_ID_TAG)
+        explicit = is_explicit_request(context.run.tags)
         options = ExecutorOptions(
-            run_id=run_tag or context.run_id[:12], heartbeat_s=experiment.heartbeat_s, stale_s=experiment.stale_s
+            run_id=run_tag or context.run_id[:12],
+            heartbeat_s=experiment.heartbeat_s,
+            stale_s=experiment.stale_s,
+            force_run_failed=explicit,
         )
-        outcome = Executor(options).execute_unit((node, partition), graph)
+        executor = Executor(options)
+        if explicit:
+            bring_inputs(executor, (node, partition), graph, lambda u, o, r: _record_input(context, u, o, r))
+        reason = reason_for((node, partition))
+        outcome = executor.execute_unit((node, partition), graph)
         status = read_status(outcome.output_path)
         computed_here = outcome.action == "ran" or (
             run_tag is not None and status is not None and status.run_id == run_tag
@@ -178,7 +207,9 @@ def _make_compute(
                 "marin/action": dg.MetadataValue.text(
                     outcome.action if not computed_here or outcome.action == "ran" else "ran (executor_main)"
                 ),
+                "marin/reason": dg.MetadataValue.text(reason if outcome.action == "ran" else f"{outcome.action}"),
                 "marin/hash": dg.MetadataValue.text(node.hash),
+                "marin/code_version": dg.MetadataValue.text(code_version_of(node)),
                 "marin/version": dg.MetadataValue.json(_plain_version(node)),
                 "marin/seconds": dg.MetadataValue.float(round(outcome.seconds, 3)),
             }
@@ -208,6 +239,29 @@ def _make_compute(
     return compute
 
 
+def _record_input(context: dg.AssetExecutionContext, unit: Unit, outcome: StepOutcome, reason: str) -> None:
+    """Record an input this run brought along as a materialization of its own asset."""
+    node, partition = unit
+    if outcome.action == "ran":
+        context.log.info(f"{unit_label(unit)}: input computed first ({reason})")
+    context.log_event(
+        dg.AssetMaterialization(
+            asset_key=asset_key_for(node.name),
+            partition=partition,
+            metadata={
+                "dagster/uri": dg.MetadataValue.path(outcome.output_path),
+                "marin/cached": dg.MetadataValue.bool(outcome.action != "ran"),
+                "marin/action": dg.MetadataValue.text(
+                    f"{outcome.action} (input of {context.asset_key.to_user_string()})"
+                ),
+                "marin/reason": dg.MetadataValue.text(reason),
+                "marin/hash": dg.MetadataValue.text(node.hash),
+                **to_dagster_metadata(read_metadata(outcome.output_path)),
+            },
+        )
+    )
+
+
 def _resource_prefix(storage: Any) -> str:
     root = getattr(storage, "root", None)
     prefix = root() if callable(root) else (getattr(storage, "prefix", None) or default_prefix())
@@ -223,14 +277,26 @@ def _static_metadata(node: ResolvedStep) -> dict[str, Any]:
     step = node.step
     meta: dict[str, Any] = {
         "marin/step": node.name,
-        "marin/hash": node.hash,
+        "marin/code_version": code_version_of(node),
         "marin/fn": function_name(step.fn),
-        "marin/version": dg.MetadataValue.json(_plain_version(node)),
     }
+    if depends_on_partition_set(node):
+        # Its hash and path follow the drops it consumes, which change without a code reload:
+        # materializations carry them (marin/hash, dagster/uri); the definition shows the pattern.
+        base = node.output_path.rpartition("/")[0]
+        meta["marin/output_path_pattern"] = f"{base}/{node.name.rpartition('/')[2]}-<hash of version and drops>"
+        return _optional_metadata(node, meta)
+    meta["marin/hash"] = node.hash
+    meta["marin/version"] = dg.MetadataValue.json(_plain_version(node))
     if step.partitioned_by is None:
         meta["dagster/uri"] = dg.MetadataValue.path(node.output_path)
     else:
         meta["marin/output_path_pattern"] = f"{node.output_path}/<{step.partitioned_by}>"
+    return _optional_metadata(node, meta)
+
+
+def _optional_metadata(node: ResolvedStep, meta: dict[str, Any]) -> dict[str, Any]:
+    step = node.step
     if step.resources is not None:
         meta["marin/resources"] = repr(step.resources)
     if step.pip_dependency_groups:
@@ -252,12 +318,23 @@ def _partition_mapping(node: ResolvedStep, dep: ResolvedStep) -> dg.PartitionMap
 
 
 def partition_local_steps(graph: StepGraph, partition_set: str) -> list[ResolvedStep]:
-    """Partitioned steps that need nothing outside their own partition (transitively).
+    """Partitioned steps whose run for one partition needs nothing of another partition (transitively).
 
-    These can run for a new partition on their own -- e.g. raw -> text -> dedup of a new drop --
-    while steps that read every partition (a classifier) or depend on one wait for all drops.
+    Their inputs are the same partition of other such steps and *partition-free* steps -- steps
+    that read no partition at all, like the quality classifier trained on its own labelled set
+    (a run brings those along when they are missing). So one run per new drop covers raw -> text
+    -> quality -> dedup -> consolidated, while steps that read every partition (training) or one
+    fixed partition wait outside it.
     """
     local: dict[int, bool] = {}
+    free: dict[int, bool] = {}
+
+    def is_partition_free(node: ResolvedStep) -> bool:
+        if id(node) not in free:
+            free[id(node)] = node.partitioned_by is None and all(
+                is_partition_free(d) for d in (*node.dependencies, *node.pseudo_dependencies)
+            )
+        return free[id(node)]
 
     def is_local(node: ResolvedStep) -> bool:
         if id(node) not in local:
@@ -265,7 +342,7 @@ def partition_local_steps(graph: StepGraph, partition_set: str) -> list[Resolved
                 node.partitioned_by == partition_set
                 and not node.all_partition_inputs
                 and not node.specific_partition_inputs
-                and all(is_local(d) for d in (*node.dependencies, *node.pseudo_dependencies))
+                and all(is_local(d) or is_partition_free(d) for d in (*node.dependencies, *node.pseudo_dependencies))
             )
         return local[id(node)]
 
@@ -287,7 +364,9 @@ def build_step_assets(
     # Shared across experiments (mutated): one DynamicPartitionsDefinition per partition set.
     partitions_defs = partitions_defs if partitions_defs is not None else {}
     prefix = prefix or default_prefix()
-    partitions = resolve_partitions(experiment.partitions, prefix)
+    # Partition sets discovered at run time (drops) stay out of the definitions: code versions
+    # leave them out anyway, and a load must not scan (or checksum) the landing zone.
+    partitions = {name: [] if callable(src) else list(src) for name, src in experiment.partitions.items()}
     graph = StepGraph(experiment.steps, prefix, partitions)
     cache = GraphCache(experiment)
     assets: list[dg.AssetsDefinition] = []
@@ -300,14 +379,14 @@ def build_step_assets(
             )
         seen_keys[key] = node.name
         if emitted is not None and key in emitted:
-            if emitted[key] != node.hash:
+            if emitted[key] != code_version_of(node):
                 raise ValueError(
-                    f"experiment {experiment.name}: step {node.name} has version {node.hash}, but an "
+                    f"experiment {experiment.name}: step {node.name} has version {code_version_of(node)}, but an "
                     f"earlier experiment defines it with version {emitted[key]}; rename one of them"
                 )
             continue
         if emitted is not None:
-            emitted[key] = node.hash
+            emitted[key] = code_version_of(node)
         deps = []
         for dep in (*node.dependencies, *node.pseudo_dependencies):
             deps.append(dg.AssetDep(asset_key_for(dep.name), partition_mapping=_partition_mapping(node, dep)))
@@ -322,7 +401,7 @@ def build_step_assets(
             dg.asset(
                 key=key,
                 deps=deps,
-                code_version=node.hash,
+                code_version=code_version_of(node),
                 group_name=experiment.name,
                 description=node.step.description or f"Step {node.name}",
                 metadata=_static_metadata(node),

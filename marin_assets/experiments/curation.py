@@ -31,8 +31,12 @@ CLASSIFIER_ACCURACY_FLOOR = 0.8
 
 
 def discover_drops(prefix: str) -> list[str]:
-    """Complete, valid drops of the sample source (cheap: manifests only, no checksums)."""
-    return valid_drops(prefix, SOURCE, verify_checksums=False)
+    """Complete, valid drops of the sample source, checksums verified (the command line's partition keys).
+
+    A drop its checksums reject is not a partition, so it never enters the dedup chain. Dagster
+    does not call this: its partition keys are the drops the landing sensor verified.
+    """
+    return valid_drops(prefix, SOURCE, verify_checksums=True)
 
 
 def build_steps(use_ray: bool = True) -> dict[str, ExecutorStep]:
@@ -69,11 +73,6 @@ def build_checks(steps: dict[str, ExecutorStep]) -> list[StepCheck]:
             f"Held-out accuracy of the quality classifier >= {CLASSIFIER_ACCURACY_FLOOR}",
         ),
     ]
-
-
-def eager_steps(steps: dict[str, ExecutorStep]) -> list[ExecutorStep]:
-    """Steps that Dagster materializes by declarative automation after a drop's local steps ran."""
-    return [steps["quality_training_set"], steps["quality_model"], steps["quality"], steps["consolidated"]]
 
 
 STEPS = build_steps()
