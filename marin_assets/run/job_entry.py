@@ -1,0 +1,73 @@
+"""The entrypoint ``ray_run`` gives a Ray job: secret environment in, secret-free logs out.
+
+``python -m marin_assets.run.job_entry -- <command...>`` runs on the cluster. The ``-e KEY VALUE``
+variables of ``ray_run`` do not travel in the job's ``runtime_env.env_vars`` (Ray keeps those in
+the job's metadata, which ``ray job list`` and the dashboard show to anyone); they travel as a
+file inside a throw-away ``py_modules`` package whose module name is in ``$MARIN_JOB_ENV_MODULE``.
+This entrypoint loads them, runs the command with them, and copies the command's output to the
+job log with every secret value replaced by ``***`` -- so a job that prints its own environment
+still leaves no secret in the logs. Exit status and SIGTERM (``ray_run stop``) pass through.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+ENV_MODULE_VAR = "MARIN_JOB_ENV_MODULE"
+ENV_FILE = "env.json"
+REDACTED = b"***"
+
+
+def load_job_env() -> dict[str, str]:
+    """The variables shipped by ``ray_run -e`` (empty when none were)."""
+    module_name = os.environ.get(ENV_MODULE_VAR)
+    if not module_name:
+        return {}
+    module = importlib.import_module(module_name)
+    data = json.loads((Path(module.__file__).parent / ENV_FILE).read_text())
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def scrub(line: bytes, secrets: list[bytes]) -> bytes:
+    """``line`` with every secret value replaced by ``***``."""
+    for secret in secrets:
+        line = line.replace(secret, REDACTED)
+    return line
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command after ``--`` with the shipped environment; return its exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = args[args.index("--") + 1 :] if "--" in args else args
+    if not command:
+        print("usage: python -m marin_assets.run.job_entry -- <command...>", file=sys.stderr)
+        return 2
+    extra = load_job_env()
+    env = {**os.environ, **extra, "PYTHONUNBUFFERED": "1"}
+    env.pop(ENV_MODULE_VAR, None)
+    # Longest first, so a secret containing another is replaced whole; short values (1-2 chars)
+    # would turn every log line into asterisks and are not secrets anyone should pass.
+    secrets = sorted({v.encode() for v in extra.values() if len(v) >= 3}, key=len, reverse=True)
+    child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def forward(signum: int, _frame: object) -> None:
+        child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    assert child.stdout is not None
+    out = sys.stdout.buffer
+    for line in iter(child.stdout.readline, b""):
+        out.write(scrub(line, secrets))
+        out.flush()
+    return child.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
