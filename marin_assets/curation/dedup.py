@@ -252,13 +252,15 @@ def _deduplicate(
     para_end = np.concatenate([r["para_end"] for r in results]) if results else np.zeros(0, np.int64)
     para_hash = np.concatenate([r["para_hash"] for r in results]) if results else np.zeros(0, np.uint64)
 
-    # Earlier drops' indices, in drop order.
+    # Earlier drops' indices, in drop order (timed: the part of a drop's cost that grows with N).
+    index_start = time.monotonic()
     old = [_load_index(path) for _, path in done]
     old_ids = np.concatenate([o["ids"] for o in old]) if old else np.zeros(0, dtype=str)
     old_sigs = np.concatenate([o["sigs"] for o in old]) if old else np.zeros((0, params.num_perm), np.uint32)
     old_keys = np.concatenate([o["keys"] for o in old]) if old else np.zeros((0, params.bands), np.uint64)
     old_valid = np.concatenate([o["has_words"] for o in old]) if old else np.zeros(0, bool)
     old_paras = np.unique(np.concatenate([o["paragraphs"] for o in old])) if old else np.zeros(0, np.uint64)
+    index_seconds = time.monotonic() - index_start
 
     # Exact paragraphs: duplicate if seen in an earlier drop or earlier in this one.
     para_dup = np.zeros(len(para_hash), dtype=bool)
@@ -326,6 +328,8 @@ def _deduplicate(
         "fuzzy_duplicates_of_earlier_drops": fuzzy_cross,
         "earlier_drops_indexed": [name for name, _ in done],
         "earlier_drops_without_index": pending,
+        "earlier_index_seconds": round(index_seconds, 3),
+        "earlier_index_documents": int(len(old_ids)),
         "seconds": round(time.monotonic() - start, 3),
         "samples": table_markdown(samples),
     }

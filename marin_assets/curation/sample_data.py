@@ -37,6 +37,7 @@ import os
 import random
 import re
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -422,6 +423,15 @@ class _Generator:
         url = f"https://{site[0]}/docs/{re.sub(r'[^a-z0-9]+', '-', title.lower()).strip('-')}-{number}-{k}"
         html = _wrap(title, _hq_body(title, paragraphs), site, page_rng)
         return Page(doc_id, html, url, "hq", "para_dup", site[0], paragraphs, of=src.id, quoted_paragraph=quoted)
+
+
+def iter_pages(drop_id: str, config: SampleConfig = SampleConfig(), extra_dirs: tuple[str, ...] = ()) -> Iterator[Page]:
+    """The pages of one drop, one at a time (benchmarks stream drops far larger than memory)."""
+    validate_partition_key(drop_id)
+    number = drop_number(drop_id)
+    gen = _Generator(config, sentence_pool(extra_dirs))
+    for k in range(config.docs_per_drop):
+        yield gen.page(number, k)
 
 
 def generate_drop(
