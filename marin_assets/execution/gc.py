@@ -1,0 +1,38 @@
+"""``python -m marin_assets.execution.gc [--prefix P] [--yes]``: list step outputs under the prefix
+that no recorded experiment references, then delete them on confirmation.
+
+Without ``--yes`` it lists and asks; a non-interactive run only lists. Outputs under a live lease are
+never deleted. See ``marin_assets.execution.maintenance``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from marin_assets.execution.executor_main import default_prefix
+from marin_assets.execution.maintenance import apply_gc, confirm, plan_gc
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--prefix", default=None, help="output root (default: $MARIN_PREFIX or ./data)")
+    parser.add_argument("--yes", action="store_true", help="delete without asking")
+    args = parser.parse_args(argv)
+    plan = plan_gc(args.prefix or default_prefix())
+    for output in plan.unreferenced:
+        print(f"unreferenced  {output}")
+    for output in plan.kept_live:
+        print(f"live (kept)   {output}")
+    print(f"{len(plan.unreferenced)} unreferenced output(s); {plan.referenced} referenced by experiment records")
+    if not plan.unreferenced or not confirm("Delete them?", args.yes):
+        print("dry run: nothing deleted (pass --yes to delete)" if plan.unreferenced else "nothing to collect")
+        return 0
+    deleted = apply_gc(plan)
+    print(f"deleted {len(deleted)} output(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,224 @@
+"""Two things Marin users ask for: invalidate a step (and everything built on it) and garbage-collect
+outputs no experiment uses. No Dagster import; the command lines are ``invalidate`` and ``gc``.
+
+Both work from what is on storage, so they need no experiment script: every run of
+``executor_main`` writes an experiment record (``<prefix>/experiments/*.json``) listing each step's
+name, output path and full version dict, and a step's version holds the versions of everything it
+depends on. A step is a *descendant* of another when the other's version appears among its
+(pseudo-)dependency versions, at any depth.
+
+* **invalidate** marks a step and every recorded descendant for recomputation without deleting
+  data: the status file is moved aside to ``.executor_invalidated`` (with when and why), so the
+  next run recomputes the step into the same path -- files the step writes again are replaced,
+  others are kept -- and a dry run lists it as "run". A step being computed under a live lease is
+  refused.
+* **gc** lists step outputs under the prefix (folders holding ``.executor_status`` or
+  ``.executor_info``) that no recorded experiment references, and deletes them only on
+  confirmation. Outputs under a live lease are never deleted; deleting an experiment record makes
+  its outputs collectable.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from marin_assets.execution.lease import lease_for_output
+from marin_assets.execution.status import INFO_FILE, STATUS_FILE, read_json, read_status
+from marin_assets.execution.storage import atomic_write_text, filesystem, join_path, read_text
+
+logger = logging.getLogger("marin.executor")
+
+RECORDS_DIR = "experiments"
+INVALIDATED_FILE = ".executor_invalidated"
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    """One step as an experiment record lists it."""
+
+    name: str
+    output_path: str
+    version: dict[str, Any]
+    record: str
+
+
+def recorded_steps(prefix: str) -> list[RecordedStep]:
+    """Every step of every experiment record under ``prefix`` (one entry per output path)."""
+    fs, root = filesystem(join_path(prefix, RECORDS_DIR))
+    if not fs.exists(root):
+        return []
+    steps: dict[str, RecordedStep] = {}
+    for path in sorted(fs.glob(f"{root}/*.json")):
+        url = path if "://" not in prefix else f"{prefix.split('://', 1)[0]}://{path}"
+        data = read_json(url)
+        if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
+            logger.warning("%s: not an experiment record, skipped", url)
+            continue
+        for step in data["steps"]:
+            if isinstance(step, dict) and "output_path" in step and "name" in step:
+                steps.setdefault(
+                    step["output_path"], RecordedStep(step["name"], step["output_path"], step.get("version") or {}, url)
+                )
+    return list(steps.values())
+
+
+def _dependency_versions(version: Any) -> list[dict[str, Any]]:
+    """Every (pseudo-)dependency version inside ``version``, at any depth."""
+    found: list[dict[str, Any]] = []
+    if isinstance(version, dict):
+        for key in ("dependencies", "pseudo_dependencies"):
+            for dep in version.get(key) or []:
+                if isinstance(dep, dict):
+                    found.append(dep)
+                    found.extend(_dependency_versions(dep))
+    return found
+
+
+def _matches(step: RecordedStep, selector: str, prefix: str) -> bool:
+    """``selector`` is a step name, ``name-hash``, or an output path (absolute or under the prefix)."""
+    base = step.output_path.rstrip("/")
+    return (
+        selector in (step.name, base, base.rsplit("/", 1)[-1])
+        or join_path(prefix, selector) == base
+        or (base.endswith("/" + selector))
+    )
+
+
+@dataclass
+class InvalidationPlan:
+    """What ``invalidate`` would mark: the selected steps and their descendants."""
+
+    selected: list[RecordedStep] = field(default_factory=list)
+    descendants: list[RecordedStep] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (output path, why)
+
+    @property
+    def targets(self) -> list[RecordedStep]:
+        return [*self.selected, *self.descendants]
+
+
+def plan_invalidation(prefix: str, selector: str) -> InvalidationPlan:
+    """The steps ``selector`` names and every recorded step that depends on one of them.
+
+    Raises ValueError when no recorded step matches.
+    """
+    steps = recorded_steps(prefix)
+    selected = [s for s in steps if _matches(s, selector, prefix)]
+    if not selected:
+        names = sorted({s.name for s in steps})
+        raise ValueError(f"no recorded step matches {selector!r} under {prefix}; recorded steps: {names}")
+    keys = [json.dumps(s.version, sort_keys=True) for s in selected]
+    descendants = [
+        s
+        for s in steps
+        if s not in selected and any(json.dumps(d, sort_keys=True) in keys for d in _dependency_versions(s.version))
+    ]
+    plan = InvalidationPlan(selected, descendants)
+    for step in plan.targets:
+        status = read_status(step.output_path)
+        if status is not None and status.status == "RUNNING" and lease_for_output(step.output_path).is_held_by_other():
+            plan.refused.append((step.output_path, "being computed under a live lease"))
+    return plan
+
+
+def apply_invalidation(plan: InvalidationPlan, reason: str = "invalidated by user") -> list[str]:
+    """Move each target's status aside (data kept); returns the output paths marked."""
+    if plan.refused:
+        raise RuntimeError(f"refusing to invalidate while steps are being computed: {plan.refused}")
+    marked: list[str] = []
+    for step in plan.targets:
+        for folder in _status_folders(step.output_path):
+            status_file = join_path(folder, STATUS_FILE)
+            previous = read_text(status_file)
+            if previous is None:
+                continue  # never ran (or already invalidated): the next run computes it anyway
+            record = {"time": time.time(), "reason": reason, "previous_status": previous.strip(), "name": step.name}
+            atomic_write_text(join_path(folder, INVALIDATED_FILE), json.dumps(record))
+            fs, path = filesystem(status_file)
+            fs.rm(path)
+            marked.append(folder)
+    return marked
+
+
+def _status_folders(output_path: str) -> list[str]:
+    """``output_path`` and its partition folders (``<output>/<partition>``) that hold a status."""
+    fs, root = filesystem(output_path)
+    if not fs.exists(root):
+        return []
+    folders = [output_path]
+    for entry in fs.ls(root, detail=True):
+        if entry.get("type") == "directory":
+            name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
+            if fs.exists(f"{root.rstrip('/')}/{name}/{STATUS_FILE}"):
+                folders.append(join_path(output_path, name))
+    return folders
+
+
+def _step_outputs(prefix: str) -> list[str]:
+    """Folders under ``prefix`` that are step outputs (hold a status or info file), outermost only."""
+    fs, root = filesystem(prefix)
+    protocol = f"{prefix.split('://', 1)[0]}://" if "://" in prefix else ""
+    outputs: list[str] = []
+    for path in sorted(fs.find(root)):
+        base = path.rsplit("/", 1)[-1]
+        if base not in (STATUS_FILE, INFO_FILE, INVALIDATED_FILE):
+            continue
+        folder = protocol + path.rsplit("/", 1)[0]
+        if folder not in outputs and not any(folder.startswith(o.rstrip("/") + "/") for o in outputs):
+            outputs.append(folder)
+    # An output listed after a folder inside it (sorting puts "a-1/x" after "a-1/.executor_status"
+    # only sometimes): keep the outermost.
+    return [o for o in outputs if not any(o != p and o.startswith(p.rstrip("/") + "/") for p in outputs)]
+
+
+@dataclass
+class GcPlan:
+    """Outputs no experiment record references."""
+
+    unreferenced: list[str] = field(default_factory=list)
+    kept_live: list[str] = field(default_factory=list)
+    referenced: int = 0
+
+
+def plan_gc(prefix: str) -> GcPlan:
+    """Step outputs under ``prefix`` that no recorded experiment references."""
+    referenced = {s.output_path.rstrip("/") for s in recorded_steps(prefix)}
+    plan = GcPlan(referenced=len(referenced))
+    records_root = join_path(prefix, RECORDS_DIR)
+    for output in _step_outputs(prefix):
+        folder = output.rstrip("/")
+        # A partition folder (<output>/<drop>) belongs to its step's referenced output.
+        if folder.startswith(records_root) or any(folder == r or folder.startswith(r + "/") for r in referenced):
+            continue
+        if lease_for_output(output).is_held_by_other():
+            plan.kept_live.append(output)
+        else:
+            plan.unreferenced.append(output)
+    return plan
+
+
+def apply_gc(plan: GcPlan) -> list[str]:
+    """Delete the unreferenced outputs of ``plan`` (re-checking each lease); returns what was deleted."""
+    deleted: list[str] = []
+    for output in plan.unreferenced:
+        if lease_for_output(output).is_held_by_other():
+            logger.warning("%s: a runner took it meanwhile, kept", output)
+            continue
+        fs, path = filesystem(output)
+        fs.rm(path, recursive=True)
+        deleted.append(output)
+    return deleted
+
+
+def confirm(question: str, assume_yes: bool) -> bool:
+    """Ask on the terminal unless ``assume_yes``; a non-interactive stdin answers no."""
+    if assume_yes:
+        return True
+    if not os.isatty(0):
+        return False
+    return input(f"{question} [y/N] ").strip().lower() in {"y", "yes"}
