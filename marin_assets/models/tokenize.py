@@ -1,88 +1,88 @@
-"""Tokenized caches as steps: Levanter's own cache builder on Ray.
+"""Tokenized caches as steps: Levanter token caches written by our own writer (or Levanter's).
 
-``default_tokenize`` turns a documents directory (jsonl/jsonl.gz with a ``text`` field) into a
-Levanter ``TreeCache`` with ``train/`` and ``validation/`` splits, exactly the layout Levanter's
-``LMMixtureDatasetConfig`` reads (``<cache_dir>/<split>``). When the documents step is partitioned
-by data drop, the tokenize step is partitioned the same way: one cache per drop, so a new drop only
-tokenizes that drop.
+``default_tokenize`` turns a documents directory (jsonl / jsonl.gz / jsonl.zst with a ``text``
+field) into a Levanter ``TreeCache`` with ``train/`` and ``validation/`` splits, exactly the
+layout Levanter's ``LMMixtureDatasetConfig`` reads (``<cache_dir>/<split>``). When the documents
+step is partitioned by data drop, the tokenize step is partitioned the same way: one cache per
+drop, so a new drop only tokenizes that drop.
 
-Crash safety comes from Levanter: a split is finished only when its ``shard_ledger.json`` says
-``is_finished``; an unfinished cache is resumed shard by shard on the next run, and if resuming
-fails (e.g. the options changed) the split is deleted and rebuilt.
+Two writers, chosen by ``TokenizeConfig.writer`` (not versioned: both write the same tokens):
+
+* ``"marin"`` (default): :mod:`marin_assets.models.cache_writer` -- parallel ``encode_batch``
+  in a local process pool (Ray tasks when the step itself runs on Ray), appended in order
+  straight into the final arrays. A split is finished when its ``shard_ledger.json`` says
+  ``is_finished``; a killed build resumes after the last finished input file.
+* ``"levanter"``: Levanter's own builder on Ray, kept for comparison. Crash safety comes from
+  Levanter; if resuming fails (e.g. the options changed) the split is deleted and rebuilt.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
+import itertools
 import json
 import logging
 import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
+from marin_assets.curation.io import write_jsonl_gz
 from marin_assets.execution.step import ExecutorStep, InputName, this_output_path, versioned
 from marin_assets.execution.storage import atomic_write_bytes, filesystem, join_path
 from marin_assets.models._io import as_path_list, iter_texts, list_document_files
+from marin_assets.models.cache_writer import build_cache, read_cache_ledger
 
 logger = logging.getLogger(__name__)
 
-LEDGER_FILE = "shard_ledger.json"
 SPLITS = ("train", "validation")
 
 
 @dataclass(frozen=True)
 class TokenizeConfig:
-    """Config of :func:`tokenize`.
-
-    Attributes:
-        train_paths: document directories/files for the ``train`` split (may be empty).
-        validation_paths: document directories/files for the ``validation`` split (may be empty).
-        cache_path: the cache root; splits go to ``<cache_path>/<split>``.
-        tokenizer: a tokenizer directory (``AutoTokenizer``-loadable).
-        format: Levanter dataset format: ``"text"`` (the ``text_key`` field of each record).
-        text_key: the field holding the text.
-        sample_count: tokenize only the first ``sample_count`` documents of each split (None: all).
-        num_shard_groups: Levanter's shard groups (parallel tokenizer tasks); None picks
-            ``min(files, max(1, ray_cpus // 4))`` -- few groups on small clusters avoids the
-            builder deadlock where a copy task waits for CPUs held by tokenizer tasks.
-        timeout_s: fail instead of hanging when a build takes longer than this.
-    """
+    """Config of :func:`tokenize`."""
 
     train_paths: Sequence[str] | str
+    """Document directories/files for the ``train`` split (may be empty)."""
     validation_paths: Sequence[str] | str
+    """Document directories/files for the ``validation`` split (may be empty)."""
     cache_path: str
+    """The cache root; splits go to ``<cache_path>/<split>``."""
     tokenizer: str
+    """A tokenizer directory (``AutoTokenizer``-loadable, local or remote)."""
     format: str = "text"
+    """Levanter dataset format: ``"text"`` (the ``text_key`` field of each record)."""
     text_key: str = "text"
+    """The field holding the text."""
     sample_count: int | None = None
+    """Tokenize only the first ``sample_count`` documents of each split (None: all)."""
+    writer: Literal["marin", "levanter"] = "marin"
+    """``"marin"``: our cache writer (:mod:`~marin_assets.models.cache_writer`); ``"levanter"``:
+    Levanter's Ray builder, for comparison. Same files and tokens either way."""
+    workers: int | None = None
+    """Marin writer: encoding processes (None: the CPUs this process may use); when the step runs
+    on Ray, Ray tasks in flight (None: the cluster's CPUs)."""
     num_shard_groups: int | None = None
+    """Levanter writer: shard groups (parallel tokenizer tasks); None picks
+    ``min(files, max(1, ray_cpus // 4))`` -- few groups on small clusters avoids the builder
+    deadlock where a copy task waits for CPUs held by tokenizer tasks."""
     batch_size: int = 128
+    """Levanter writer: documents per tokenizer call."""
     timeout_s: float = 3600.0
+    """Levanter writer: fail instead of hanging when a build takes longer than this."""
 
 
 def _sampled_files(files: list[str], sample_count: int, dest: str, text_key: str) -> list[str]:
     """Write the first ``sample_count`` documents of ``files`` to one file under ``dest``."""
-    buf = io.BytesIO()
-    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:
-        for i, text in enumerate(iter_texts(files, text_key)):
-            if i >= sample_count:
-                break
-            gz.write((json.dumps({text_key: text}) + "\n").encode("utf-8"))
     path = join_path(dest, "sample-00000.jsonl.gz")
-    atomic_write_bytes(path, buf.getvalue())
+    write_jsonl_gz(path, ({text_key: text} for text in itertools.islice(iter_texts(files, text_key), sample_count)))
     return [path]
 
 
 def read_ledger(split_path: str) -> dict | None:
     """The parsed ``shard_ledger.json`` of a cache split, or None."""
-    fs, p = filesystem(join_path(split_path, LEDGER_FILE))
-    try:
-        with fs.open(p, "r") as handle:
-            return json.load(handle)
-    except FileNotFoundError:
-        return None
+    return read_cache_ledger(split_path)
 
 
 def cache_split_stats(split_path: str) -> dict | None:
@@ -104,10 +104,12 @@ def _ray_cpus() -> int:
     return int(ensure_ray().get("CPU", 1))
 
 
-def _build_split(config: TokenizeConfig, split: str, files: list[str], num_groups: int) -> None:
+def _build_split_levanter(config: TokenizeConfig, split: str, files: list[str]) -> None:
+    """Levanter's builder on Ray; a split that fails to resume is deleted and built once more."""
     from levanter.data.text import TextLmDatasetFormat, UrlSingleDatasetLMConfig
     from levanter.store.cache import CacheOptions
 
+    num_groups = config.num_shard_groups or min(len(files), max(1, _ray_cpus() // 4))
     urls = {"train_urls": files} if split == "train" else {"validation_urls": files}
     data = UrlSingleDatasetLMConfig(
         tokenizer=config.tokenizer,
@@ -116,10 +118,44 @@ def _build_split(config: TokenizeConfig, split: str, files: list[str], num_group
         format=TextLmDatasetFormat(text_key=config.text_key),
         **urls,
     )
-    cache = data.build_or_load_cache(split, monitors=False)
-    if cache is None:
-        raise RuntimeError(f"Levanter built no cache for split {split} from {len(files)} files")
-    cache.await_finished(timeout=config.timeout_s)
+
+    def build() -> None:
+        cache = data.build_or_load_cache(split, monitors=False)
+        if cache is None:
+            raise RuntimeError(f"Levanter built no cache for split {split} from {len(files)} files")
+        cache.await_finished(timeout=config.timeout_s)
+
+    try:
+        build()
+    except Exception as exc:  # noqa: BLE001 -- any failure to resume means: rebuild from scratch once
+        split_path = join_path(config.cache_path, split)
+        logger.warning("resuming cache %s failed (%s); rebuilding it", split_path, exc)
+        fs, p = filesystem(split_path)
+        if fs.exists(p):
+            fs.rm(p, recursive=True)
+        build()
+
+
+def _in_ray_task() -> bool:
+    if "ray" not in sys.modules:  # never import Ray just to find out
+        return False
+    import ray
+
+    return ray.is_initialized() and ray.get_runtime_context().get_task_id() is not None
+
+
+def marin_writer_placement(workers: int | None) -> tuple[str, int]:
+    """``(backend, workers)`` of the marin writer: Ray tasks when the step runs on Ray, else processes.
+
+    The engine launches a step that declares ``resources`` as a Ray task; its blocks then go to
+    the cluster (``workers`` in flight, default the cluster's CPUs). A step run in process uses a
+    local pool of ``workers`` processes (default: the CPUs this process may use).
+    """
+    if _in_ray_task():
+        import ray
+
+        return "ray", workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    return "local", workers or len(os.sched_getaffinity(0))
 
 
 def tokenize(config: TokenizeConfig) -> dict:
@@ -129,8 +165,9 @@ def tokenize(config: TokenizeConfig) -> dict:
     """
     if config.format != "text":
         raise ValueError(f"only the 'text' format is supported here, got {config.format!r}")
+    if config.writer not in ("marin", "levanter"):
+        raise ValueError(f"writer must be 'marin' or 'levanter', got {config.writer!r}")
     start = time.monotonic()
-    ray_cpus = _ray_cpus()
     per_split: dict[str, dict] = {}
     for split, paths in (("train", config.train_paths), ("validation", config.validation_paths)):
         if not as_path_list(paths):
@@ -143,16 +180,12 @@ def tokenize(config: TokenizeConfig) -> dict:
                 files, config.sample_count, join_path(config.cache_path, f"_sample/{split}"), config.text_key
             )
         split_path = join_path(config.cache_path, split)
-        num_groups = config.num_shard_groups or min(len(files), max(1, ray_cpus // 4))
         t0 = time.monotonic()
-        try:
-            _build_split(config, split, files, num_groups)
-        except Exception as exc:  # noqa: BLE001 -- any failure to resume means: rebuild from scratch once
-            logger.warning("resuming cache %s failed (%s); rebuilding it", split_path, exc)
-            fs, p = filesystem(split_path)
-            if fs.exists(p):
-                fs.rm(p, recursive=True)
-            _build_split(config, split, files, num_groups)
+        if config.writer == "marin":
+            backend, workers = marin_writer_placement(config.workers)
+            build_cache(files, split_path, config.tokenizer, text_key=config.text_key, workers=workers, backend=backend)
+        else:
+            _build_split_levanter(config, split, files)
         stats = cache_split_stats(split_path)
         if not stats or not stats["finished"]:
             raise RuntimeError(f"cache {split_path} is not finished after building")
@@ -172,6 +205,7 @@ def tokenize(config: TokenizeConfig) -> dict:
         "seconds": round(seconds, 2),
         "cache_path": config.cache_path,
         "tokenizer": config.tokenizer,
+        "writer": config.writer,
         "splits": per_split,
     }
     atomic_write_bytes(join_path(config.cache_path, "tokenize_stats.json"), json.dumps(summary, indent=2).encode())

@@ -1,0 +1,659 @@
+"""Our own writer of Levanter token caches: tokenizer speed, Levanter's on-disk format.
+
+Levanter's builder (``levanter.store.cache``) tokenizes shard groups in Ray actors into
+temporary caches and then copies them into the final one. This writer produces the same files
+without the detour:
+
+* **format** -- a split is a ``TreeStore``: per field of the tokenizer's output exemplar
+  (``input_ids``, and ``token_type_ids`` for tokenizers that return it) a ``JaggedArrayStore``
+  at ``<split>/<field>/{data,offsets}``: zarr3 arrays of the exemplar's dtype with Levanter's
+  chunking (1 GiB shards of 256 k-element blosc/lz4 chunks), ``offsets[0]`` = rows,
+  ``offsets[i]`` = end of row ``i``; plus ``shard_ledger.json`` (Levanter's ``CacheLedger``,
+  same shard names and preprocessor metadata). ``TreeCache.load`` / ``train_lm`` read it as is.
+* **tokens** -- exactly Levanter's ``BatchTokenizer``: ``bos + " " + text + " " + eos`` when
+  the tokenizer does not add them itself, the long-string split for tokenizers with
+  ``Replace`` normalizers, the backend tokenizer as transformers configures it.
+* **parallelism** -- this process streams each input file (gzip / zstd / plain, sniffed) in
+  blocks of whole lines to workers (a local process pool sized by ``workers``, or Ray tasks when
+  the step itself runs on Ray), which parse JSON and call ``encode_batch``; results come back in
+  order and are appended straight to the final arrays (no temporary caches, no copy phase), with
+  a bounded number of blocks in flight.
+* **resume** -- after each input file the arrays are flushed, ``offsets[0]`` is set and the
+  ledger records the file as finished. A killed build resumes after the last finished file;
+  rows written beyond it are ignored and overwritten. A ledger written with another tokenizer
+  or file list is not resumed: the split is rebuilt.
+* **storage** -- tensorstore's ``file`` and ``gcs`` drivers (``gs://``; ``TENSORSTORE_GCS_HTTP_URL``
+  points it at an emulator), the ledger through fsspec.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from marin_assets.curation.io import iter_block_records, iter_line_blocks
+from marin_assets.execution.storage import atomic_write_bytes, filesystem, join_path, read_bytes
+
+logger = logging.getLogger(__name__)
+
+LEDGER_FILE = "shard_ledger.json"
+# Levanter's jagged_array constants: the chunking is part of the format (readers pass it when
+# opening, and tensorstore rejects an array whose stored metadata differs).
+READ_CHUNK_ELEMENTS = 256 * 1024
+WRITE_CHUNK_ELEMENTS = READ_CHUNK_ELEMENTS * 512
+ARRAY_LENGTH = 2**54
+LONG_STRING_CHARS = 10_000  # levanter.data.text.LONG_STRING_WORKAROUND
+SUPPORTED_FIELDS = ("input_ids", "token_type_ids")
+
+
+# ------------------------------------------------------------------------------------------
+# Tokenizer description (built once here, shipped to workers)
+
+
+@dataclass(frozen=True)
+class EncodingSpec:
+    """What a worker needs to tokenize exactly like Levanter's ``BatchTokenizer``."""
+
+    backend_json: str  # the transformers-configured backend tokenizer, serialized
+    text_key: str
+    bos_prefix: str  # "<bos> " or ""
+    eos_suffix: str  # " <eos>" or ""
+    split_long_strings: bool
+    type_ids: bool  # token_type_ids stored and possibly non-zero (else all zeros, not computed)
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha1(self.backend_json.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheFormat:
+    """The preprocessor side of a cache: fields, their dtypes and Levanter's ledger metadata."""
+
+    spec: EncodingSpec
+    dtypes: dict[str, str]
+    metadata: dict[str, Any]
+
+
+def load_hf_tokenizer(path: str):
+    """``AutoTokenizer`` of a local directory, or of a remote one (gs://...) fetched to a temp dir."""
+    from transformers import AutoTokenizer
+
+    if "://" not in path:
+        return AutoTokenizer.from_pretrained(path)
+    fs, p = filesystem(path)
+    with tempfile.TemporaryDirectory(prefix="marin-tok-") as tmp:
+        for entry in fs.ls(p, detail=True):
+            if entry.get("type") == "file":
+                fs.get_file(entry["name"], os.path.join(tmp, os.path.basename(entry["name"].rstrip("/"))))
+        tokenizer = AutoTokenizer.from_pretrained(tmp)
+    tokenizer.name_or_path = path
+    return tokenizer
+
+
+def _needs_long_string_split(tokenizer) -> bool:
+    """Levanter's ``BatchTokenizer._needs_long_sequence_workaround``."""
+    from tokenizers import normalizers
+
+    normalizer = tokenizer.backend_tokenizer.normalizer
+    return normalizer is not None and isinstance(normalizer, (normalizers.Replace, normalizers.Sequence))
+
+
+def _token_content(value: Any) -> str | None:
+    return value.get("content") if isinstance(value, dict) else value
+
+
+def _plain_fast_format(tokenizer_path: str, text_key: str) -> CacheFormat | None:
+    """:func:`cache_format` of a plain ``PreTrainedTokenizerFast`` directory, read without transformers.
+
+    Importing transformers' auto classes costs seconds (more than tokenizing a small cache);
+    for the generic fast class, whose behaviour is its three JSON files, this gives the same
+    description. Other classes (Llama, GPT-2, ...) adjust the backend in code: None here.
+    """
+    import json
+
+    def load(name: str) -> dict[str, Any] | None:
+        data = read_bytes(join_path(tokenizer_path, name))
+        return None if data is None else json.loads(data)
+
+    config = load("tokenizer_config.json")
+    backend_bytes = read_bytes(join_path(tokenizer_path, "tokenizer.json"))
+    if not config or config.get("tokenizer_class") != "PreTrainedTokenizerFast" or backend_bytes is None:
+        return None
+    specials = {**config, **(load("special_tokens_map.json") or {})}
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(backend_bytes.decode("utf-8"))
+    backend.no_truncation()
+    backend.no_padding()
+    bos, eos = _token_content(specials.get("bos_token")), _token_content(specials.get("eos_token"))
+    bos_id = backend.token_to_id(bos) if bos else None
+    eos_id = backend.token_to_id(eos) if eos else None
+    probe = backend.encode("hi there", add_special_tokens=True)
+    append_bos = bos_id is not None and probe.ids[0] != bos_id
+    append_eos = eos_id is not None and probe.ids[-1] != eos_id
+    input_names = config.get("model_input_names") or ["input_ids", "token_type_ids", "attention_mask"]
+    fields = [name for name in input_names if name != "attention_mask"]
+    unknown = sorted(set(fields) - set(SUPPORTED_FIELDS))
+    if unknown or "input_ids" not in fields:
+        return None
+    normalizer = (json.loads(backend.to_str()).get("normalizer") or {}).get("type")
+    post = (json.loads(backend.to_str()).get("post_processor") or {}).get("type")
+    spec = EncodingSpec(
+        backend_json=backend.to_str(),
+        text_key=text_key,
+        bos_prefix=bos + " " if append_bos else "",
+        eos_suffix=" " + eos if append_eos else "",
+        split_long_strings=normalizer in ("Replace", "Sequence"),
+        type_ids="token_type_ids" in fields and post not in (None, "ByteLevel"),
+    )
+    metadata = {
+        "tokenizer": tokenizer_path,
+        "vocab_size": backend.get_vocab_size(with_added_tokens=True),
+        "return_attention_mask": False,
+        "padding": False,
+        "max_length": config.get("model_max_length", int(1e30)),
+        "append_bos": append_bos,
+        "append_eos": append_eos,
+    }
+    return CacheFormat(spec=spec, dtypes={name: "int64" for name in fields}, metadata=metadata)
+
+
+def cache_format(tokenizer_path: str, text_key: str = "text", *, use_transformers: bool = False) -> CacheFormat:
+    """Describe how ``tokenizer_path`` fills a cache, mirroring Levanter's ``BatchTokenizer``.
+
+    A plain ``PreTrainedTokenizerFast`` directory is read directly (see :func:`_plain_fast_format`)
+    unless ``use_transformers``; everything else is loaded with ``AutoTokenizer``.
+    """
+    import json
+
+    if not use_transformers:
+        plain = _plain_fast_format(tokenizer_path, text_key)
+        if plain is not None:
+            return plain
+    tokenizer = load_hf_tokenizer(tokenizer_path)
+    if not tokenizer.is_fast:
+        raise ValueError(f"tokenizer {tokenizer_path} has no fast (Rust) backend; use writer='levanter'")
+    append_bos = append_eos = False
+    if tokenizer.bos_token_id is not None or tokenizer.eos_token_id is not None:
+        probe = tokenizer("hi there")["input_ids"]
+        append_eos = tokenizer.eos_token_id is not None and probe[-1] != tokenizer.eos_token_id
+        append_bos = tokenizer.bos_token_id is not None and probe[0] != tokenizer.bos_token_id
+    exemplar = dict(**tokenizer("hi there", return_attention_mask=False, verbose=False))
+    unknown = sorted(set(exemplar) - set(SUPPORTED_FIELDS))
+    if unknown or "input_ids" not in exemplar:
+        raise ValueError(f"tokenizer {tokenizer_path} returns fields {sorted(exemplar)}; supported: {SUPPORTED_FIELDS}")
+    backend = tokenizer.backend_tokenizer
+    post = json.loads(backend.to_str()).get("post_processor") or {}
+    spec = EncodingSpec(
+        backend_json=backend.to_str(),
+        text_key=text_key,
+        bos_prefix=tokenizer.bos_token + " " if append_bos else "",
+        eos_suffix=" " + tokenizer.eos_token if append_eos else "",
+        split_long_strings=_needs_long_string_split(tokenizer),
+        type_ids="token_type_ids" in exemplar and post.get("type") not in (None, "ByteLevel"),
+    )
+    metadata = {
+        "tokenizer": tokenizer.name_or_path,
+        "vocab_size": len(tokenizer),
+        "return_attention_mask": False,
+        "padding": False,
+        "max_length": tokenizer.model_max_length,
+        "append_bos": append_bos,
+        "append_eos": append_eos,
+    }
+    dtypes = {name: np.asarray(value).dtype.name for name, value in exemplar.items()}
+    return CacheFormat(spec=spec, dtypes=dtypes, metadata=metadata)
+
+
+# ------------------------------------------------------------------------------------------
+# Worker side: one block of lines -> token arrays
+
+
+@dataclass
+class EncodedBlock:
+    """Tokens of one block of documents: per-document lengths and the flat token ids."""
+
+    lengths: np.ndarray  # int64, one per document
+    input_ids: np.ndarray  # int32
+    token_type_ids: np.ndarray | None  # int32, None when all zeros
+    chars: int
+
+
+_WORKER_TOKENIZERS: dict[str, Any] = {}
+
+
+def _backend(spec: EncodingSpec):
+    tok = _WORKER_TOKENIZERS.get(spec.key)
+    if tok is None:
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_str(spec.backend_json)
+        tok.no_truncation()  # transformers does the same for a call without truncation/padding
+        tok.no_padding()
+        _WORKER_TOKENIZERS.clear()
+        _WORKER_TOKENIZERS[spec.key] = tok
+    return tok
+
+
+def _split_long(texts: list[str]) -> tuple[list[str], list[int]]:
+    """Levanter's ``_break_for_long_sequences``: pieces of at most ~10k chars, cut at whitespace."""
+    import regex
+
+    ws = regex.compile(r"\s")
+    pieces: list[str] = []
+    owner: list[int] = []
+    for i, text in enumerate(texts):
+        while len(text) > LONG_STRING_CHARS:
+            match = ws.search(text, LONG_STRING_CHARS)
+            split = len(text) if match is None else match.start()
+            pieces.append(text[:split])
+            owner.append(i)
+            text = text[split:]
+        pieces.append(text)
+        owner.append(i)
+    return pieces, owner
+
+
+def encode_block(spec: EncodingSpec, block: bytes, source: str, first_line: int) -> EncodedBlock:
+    """Tokenize the documents of one block of JSON lines (runs in a worker process or Ray task).
+
+    A line that is not JSON, lacks ``spec.text_key`` or holds a non-string there raises
+    ``ValueError`` naming ``source`` and the line.
+    """
+    texts: list[str] = []
+    chars = 0
+    for line_number, record in iter_block_records(block, source, first_line):
+        text = record.get(spec.text_key) if isinstance(record, dict) else None
+        if not isinstance(text, str):
+            raise ValueError(f"{source}:{line_number}: no string field {spec.text_key!r} in the record")
+        chars += len(text)
+        texts.append(spec.bos_prefix + text + spec.eos_suffix if spec.bos_prefix or spec.eos_suffix else text)
+    tok = _backend(spec)
+    if spec.split_long_strings:
+        pieces, owner = _split_long(texts)
+        encodings = tok.encode_batch(pieces, add_special_tokens=True)
+        per_doc: list[list[Any]] = [[] for _ in texts]
+        for enc, i in zip(encodings, owner, strict=True):
+            per_doc[i].append(enc)
+        ids_lists = [list(chain.from_iterable(e.ids for e in encs)) for encs in per_doc]
+        type_lists = [list(chain.from_iterable(e.type_ids for e in encs)) for encs in per_doc] if spec.type_ids else []
+    else:
+        encodings = tok.encode_batch(texts, add_special_tokens=True)
+        ids_lists = [e.ids for e in encodings]
+        type_lists = [e.type_ids for e in encodings] if spec.type_ids else []
+    lengths = np.fromiter(map(len, ids_lists), dtype=np.int64, count=len(ids_lists))
+    total = int(lengths.sum())
+    ids = np.fromiter(chain.from_iterable(ids_lists), dtype=np.int32, count=total)
+    type_ids = np.fromiter(chain.from_iterable(type_lists), dtype=np.int32, count=total) if spec.type_ids else None
+    if type_ids is not None and not type_ids.any():
+        type_ids = None
+    return EncodedBlock(lengths=lengths, input_ids=ids, token_type_ids=type_ids, chars=chars)
+
+
+# ------------------------------------------------------------------------------------------
+# Pools: a local process pool or Ray tasks, both "submit now, results in order"
+
+
+def _init_local_worker() -> None:
+    # One Rayon thread per worker process: the pool already has one process per core.
+    os.environ["RAYON_NUM_THREADS"] = "1"
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+
+class _LocalPool:
+    def __init__(self, workers: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn: the parent holds tensorstore / tokenizer threads, which fork would copy half-done.
+        self._pool = ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_local_worker
+        )
+
+    def submit(self, spec: EncodingSpec, block: bytes, source: str, first_line: int) -> Any:
+        return self._pool.submit(encode_block, spec, block, source, first_line)
+
+    @staticmethod
+    def result(handle: Any) -> EncodedBlock:
+        return handle.result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _InlinePool:
+    """``workers=1``: encode in this process (the tokenizer's own threads still use every core)."""
+
+    def submit(self, spec: EncodingSpec, block: bytes, source: str, first_line: int) -> Any:
+        return encode_block(spec, block, source, first_line)
+
+    @staticmethod
+    def result(handle: Any) -> EncodedBlock:
+        return handle
+
+    def close(self) -> None:
+        pass
+
+
+class _RayPool:
+    def __init__(self, spec: EncodingSpec) -> None:
+        import ray
+
+        self._ray = ray
+        self._remote = ray.remote(num_cpus=1, max_retries=3)(encode_block)
+        self._spec_ref = ray.put(spec)
+
+    def submit(self, spec: EncodingSpec, block: bytes, source: str, first_line: int) -> Any:
+        return self._remote.remote(self._spec_ref, block, source, first_line)
+
+    def result(self, handle: Any) -> EncodedBlock:
+        return self._ray.get(handle)
+
+    def close(self) -> None:
+        pass
+
+
+def _make_pool(backend: str, workers: int, spec: EncodingSpec):
+    if backend == "ray":
+        return _RayPool(spec)
+    return _InlinePool() if workers <= 1 else _LocalPool(workers)
+
+
+# ------------------------------------------------------------------------------------------
+# Storage: Levanter's zarr3 arrays through tensorstore
+
+
+def zarr_spec(path: str) -> dict[str, Any]:
+    """The tensorstore spec Levanter's ``JaggedArrayStore`` opens ``path`` with (same metadata)."""
+    if path.startswith("gs://"):
+        bucket, _, key = path[len("gs://") :].partition("/")
+        kvstore: dict[str, Any] = {"driver": "gcs", "bucket": bucket, "path": key}
+    elif "://" in path and not path.startswith("file://"):
+        raise ValueError(f"the marin cache writer supports local paths and gs://, not {path}")
+    else:
+        kvstore = {"driver": "file", "path": os.path.abspath(path.removeprefix("file://"))}
+    return {
+        "driver": "zarr3",
+        "kvstore": kvstore,
+        "metadata": {
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [WRITE_CHUNK_ELEMENTS]}},
+            "codecs": [
+                {
+                    "name": "sharding_indexed",
+                    "configuration": {
+                        "chunk_shape": [READ_CHUNK_ELEMENTS],
+                        "codecs": [{"name": "blosc", "configuration": {"clevel": 5}}],
+                    },
+                }
+            ],
+        },
+    }
+
+
+def _open_array(path: str, dtype: str):
+    import tensorstore as ts
+
+    if "://" not in path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    return ts.open(
+        zarr_spec(path), dtype=dtype, shape=[ARRAY_LENGTH], open=True, create=True, delete_existing=False
+    ).result()
+
+
+class _JaggedAppender:
+    """Appends rows to one ``JaggedArrayStore`` (data + offsets), committing rows explicitly."""
+
+    def __init__(self, split_path: str, field: str, dtype: str) -> None:
+        self.dtype = dtype
+        self.data = _open_array(join_path(split_path, f"{field}/data"), dtype)
+        self.offsets = _open_array(join_path(split_path, f"{field}/offsets"), "int64")
+        self.rows = 0
+        self.size = 0
+        self._pending: list[Any] = []
+
+    def resume_at(self, rows: int) -> None:
+        """Continue after ``rows`` committed rows (anything written after them is ignored)."""
+        self.rows = rows
+        self.size = int(self.offsets[rows].read().result()) if rows else 0
+        self.offsets[0].write(rows).result()
+
+    def write(self, lengths: np.ndarray, values: np.ndarray | None) -> None:
+        """Start writing ``len(lengths)`` rows (``values`` None: all zeros, nothing to store)."""
+        self.wait()
+        n, total = len(lengths), int(lengths.sum())
+        ends = np.cumsum(lengths, dtype=np.int64) + self.size
+        self._pending.append(self.offsets[self.rows + 1 : self.rows + 1 + n].write(ends))
+        if values is not None and total:
+            self._pending.append(self.data[self.size : self.size + total].write(values.astype(self.dtype, copy=False)))
+        self.rows += n
+        self.size += total
+
+    def wait(self) -> None:
+        for future in self._pending:
+            future.result()
+        self._pending = []
+
+    def commit(self) -> None:
+        """Make the rows written so far visible: wait for the writes, then ``offsets[0] = rows``."""
+        self.wait()
+        self.offsets[0].write(self.rows).result()
+
+
+# ------------------------------------------------------------------------------------------
+# The build
+
+
+def shard_names(files: Sequence[str]) -> list[str]:
+    """Levanter's shard names for ``files`` (``UrlDataSource``: common prefix cut, '.' -> '_')."""
+    prefix = os.path.dirname(files[0]) if len(files) == 1 else os.path.commonprefix(list(files))
+    names = []
+    for url in files:
+        name = url[len(prefix) :].lstrip("/") if prefix else url
+        names.append(name.replace(".", "_"))
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate shard names for {list(files)}")
+    return names
+
+
+def read_cache_ledger(split_path: str) -> dict[str, Any] | None:
+    """The parsed ``shard_ledger.json`` of a cache split, or None."""
+    import json
+
+    data = read_bytes(join_path(split_path, LEDGER_FILE))
+    return None if data is None else json.loads(data)
+
+
+def _write_ledger(split_path: str, ledger: dict[str, Any]) -> None:
+    import json
+
+    atomic_write_bytes(join_path(split_path, LEDGER_FILE), json.dumps(ledger).encode())
+
+
+def _new_ledger(names: Sequence[str], metadata: dict[str, Any]) -> dict[str, Any]:
+    # Key order and fields of Levanter's CacheLedger.to_json().
+    return {
+        "total_num_rows": 0,
+        "shard_rows": {name: 0 for name in names},
+        "is_finished": False,
+        "finished_shards": [],
+        "field_counts": {},
+        "metadata": {"preprocessor_metadata": metadata},
+    }
+
+
+def _resumable(ledger: dict[str, Any] | None, names: list[str], metadata: dict[str, Any]) -> bool:
+    if ledger is None:
+        return False
+    finished = ledger.get("finished_shards", [])
+    return (
+        (ledger.get("metadata") or {}).get("preprocessor_metadata") == metadata
+        and list(ledger.get("shard_rows", {})) == names
+        and finished == names[: len(finished)]
+    )
+
+
+def _remove(path: str) -> None:
+    fs, p = filesystem(path)
+    if fs.exists(p):
+        fs.rm(p, recursive=True)
+
+
+def build_cache(
+    files: Sequence[str],
+    split_path: str,
+    tokenizer: str,
+    *,
+    text_key: str = "text",
+    workers: int = 1,
+    backend: str = "local",
+    block_bytes: int = 1 << 20,
+    flush_tokens: int = 16 << 20,
+) -> dict[str, Any]:
+    """Build (or resume, or find finished) the Levanter cache of ``files`` at ``split_path``.
+
+    Args:
+        files: JSON-lines documents (gzip / zstd / plain), in cache order.
+        split_path: the split directory (``<cache>/<split>``), local or ``gs://``.
+        tokenizer: a tokenizer directory (local or remote) transformers loads.
+        text_key: the field holding the text.
+        workers: encoding processes (``backend="local"``; 1 encodes in this process) or blocks
+            in flight per worker (``backend="ray"``: one Ray task per block).
+        backend: ``"local"`` (process pool) or ``"ray"`` (tasks on the connected cluster).
+        block_bytes: decompressed bytes of whole lines per task.
+        flush_tokens: buffered tokens that trigger a write before the end of a file.
+
+    Returns:
+        ``{"documents", "tokens", "shards", "resumed_shards", "seconds", "finished"}``.
+    """
+    start = time.monotonic()
+    files = list(files)
+    fmt = cache_format(tokenizer, text_key)
+    names = shard_names(files) if files else []
+    ledger = read_cache_ledger(split_path)
+    if ledger is not None and ledger.get("is_finished") and _resumable(ledger, names, fmt.metadata):
+        return _summary(ledger, resumed=len(names), start=start)
+    if ledger is not None and not _resumable(ledger, names, fmt.metadata):
+        logger.warning("cache %s was written with other inputs or another tokenizer; rebuilding it", split_path)
+        _remove(split_path)
+        ledger = None
+    if ledger is None:
+        _remove(split_path)  # arrays of an attempt that died before its first ledger
+        ledger = _new_ledger(names, fmt.metadata)
+    appenders = {field: _JaggedAppender(split_path, field, dtype) for field, dtype in fmt.dtypes.items()}
+    for appender in appenders.values():
+        appender.resume_at(int(ledger["total_num_rows"]))
+    resumed = len(ledger["finished_shards"])
+    pool = _make_pool(backend, workers, fmt.spec)
+    window = max(2, 2 * workers)
+    todo = [(i, path) for i, path in enumerate(files) if i >= resumed]
+    try:
+        buffer = _Buffer()
+        in_flight: deque[tuple[str, Any]] = deque()
+        for item in _work_items(todo, block_bytes):
+            if item[0] == "block":
+                _, path, first_line, block = item
+                in_flight.append(("block", pool.submit(fmt.spec, block, path, first_line)))
+            else:
+                in_flight.append(item)
+            while len(in_flight) > window or (in_flight and in_flight[0][0] == "end"):
+                _consume(in_flight.popleft(), pool, buffer, appenders, flush_tokens, split_path, names, ledger)
+        while in_flight:
+            _consume(in_flight.popleft(), pool, buffer, appenders, flush_tokens, split_path, names, ledger)
+    finally:
+        pool.close()
+    ledger["field_counts"] = {"input_ids": appenders["input_ids"].size}
+    ledger["is_finished"] = True
+    _write_ledger(split_path, ledger)
+    return _summary(ledger, resumed=resumed, start=start)
+
+
+def _consume(
+    item: tuple[str, Any],
+    pool: Any,
+    buffer: _Buffer,
+    appenders: dict[str, _JaggedAppender],
+    flush_tokens: int,
+    split_path: str,
+    names: list[str],
+    ledger: dict[str, Any],
+) -> None:
+    """Take the oldest in-flight item: buffer a block's tokens, or finish a file (commit + ledger)."""
+    kind, payload = item
+    if kind == "block":
+        buffer.add(pool.result(payload))
+        if buffer.tokens >= flush_tokens:
+            buffer.flush(appenders)
+    else:  # every block of file ``payload`` is in: flush, commit, record it finished
+        buffer.flush(appenders)
+        for appender in appenders.values():
+            appender.commit()
+        name = names[payload]
+        rows = appenders["input_ids"].rows
+        ledger["shard_rows"][name] = rows - int(ledger["total_num_rows"])
+        ledger["total_num_rows"] = rows
+        ledger["finished_shards"].append(name)
+        ledger["field_counts"] = {"input_ids": appenders["input_ids"].size}
+        _write_ledger(split_path, ledger)
+
+
+def _work_items(todo: list[tuple[int, str]], block_bytes: int) -> Iterator[tuple]:
+    """``("block", path, first_line, bytes)`` for every block, ``("end", index)`` after each file."""
+    for index, path in todo:
+        for first_line, block in iter_line_blocks(path, block_bytes):
+            yield ("block", path, first_line, block)
+        yield ("end", index)
+
+
+class _Buffer:
+    """Encoded blocks waiting to be written together."""
+
+    def __init__(self) -> None:
+        self.blocks: list[EncodedBlock] = []
+        self.tokens = 0
+
+    def add(self, block: EncodedBlock) -> None:
+        self.blocks.append(block)
+        self.tokens += len(block.input_ids)
+
+    def flush(self, appenders: dict[str, _JaggedAppender]) -> None:
+        if not self.blocks:
+            return
+        lengths = np.concatenate([b.lengths for b in self.blocks])
+        ids = np.concatenate([b.input_ids for b in self.blocks])
+        appenders["input_ids"].write(lengths, ids)
+        if "token_type_ids" in appenders:
+            any_types = any(b.token_type_ids is not None for b in self.blocks)
+            types = (
+                np.concatenate(
+                    [
+                        b.token_type_ids if b.token_type_ids is not None else np.zeros_like(b.input_ids)
+                        for b in self.blocks
+                    ]
+                )
+                if any_types
+                else None
+            )
+            appenders["token_type_ids"].write(lengths, types)
+        self.blocks, self.tokens = [], 0
+
+
+def _summary(ledger: dict[str, Any], resumed: int, start: float) -> dict[str, Any]:
+    return {
+        "documents": int(ledger["total_num_rows"]),
+        "tokens": int((ledger.get("field_counts") or {}).get("input_ids", 0)),
+        "shards": len(ledger["shard_rows"]),
+        "resumed_shards": resumed,
+        "seconds": round(time.monotonic() - start, 3),
+        "finished": bool(ledger["is_finished"]),
+    }
