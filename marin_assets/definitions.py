@@ -17,6 +17,7 @@ from marin_assets.dagster_bridge.assets import (
     build_step_assets,
     partition_local_steps,
 )
+from marin_assets.dagster_bridge.maintenance_jobs import MAINTENANCE_JOBS
 from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.versioning import StepGraph
 from marin_assets.experiments import curation, hello_world, quickstart
@@ -110,6 +111,7 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
             )
             jobs.append(drop_job)
             sensors.append(build_landing_sensor(drop_job, partitions_def, default_prefix, source=curation.SOURCE))
+    jobs.extend(MAINTENANCE_JOBS)  # invalidate / gc: dry runs unless configured with apply: true
     return dg.Definitions(
         assets=assets,
         jobs=jobs,
