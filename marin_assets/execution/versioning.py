@@ -31,6 +31,7 @@ as in Marin. Two additions that only apply to features Marin does not have (data
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import hashlib
@@ -182,6 +183,9 @@ class ResolvedStep:
     all_partition_inputs: list[ResolvedStep]
     specific_partition_inputs: list[tuple[ResolvedStep, str]] = field(default_factory=list)
     same_partition_inputs: list[ResolvedStep] = field(default_factory=list)
+    asset_name: str = ""
+    """The name this step shows under (e.g. as a Dagster asset): its name, or ``<name>-<hash>`` when
+    several versions of one name are in the graph (a sweep). Set by :class:`StepGraph`."""
 
     def partitions_needed(self, dep: ResolvedStep, partition: str | None, graph: StepGraph) -> list[str | None]:
         """Which partitions of ``dep`` this step needs when it runs for ``partition``."""
@@ -240,6 +244,9 @@ class StepGraph:
             resolved = self._resolve(step, stack=())
             if resolved not in self.roots:
                 self.roots.append(resolved)
+        versions_per_name = collections.Counter(node.name for node in self._by_version.values())
+        for node in self._by_version.values():
+            node.asset_name = node.name if versions_per_name[node.name] == 1 else f"{node.name}-{node.hash}"
 
     def partition_keys(self, partition_set: str) -> list[str]:
         """The known keys of ``partition_set`` (sorted)."""
