@@ -127,8 +127,7 @@ def start_embedded_head(config: RayClusterConfig) -> str:
                 cmd.append(f"--resources={json.dumps(config.resources)}")
             if config.object_store_memory:
                 cmd.append(f"--object-store-memory={config.object_store_memory}")
-            env = dict(os.environ)
-            env.pop("RAY_ADDRESS", None)
+            env = head_environment()
             # The embedded head advertises more logical CPUs than cores (Levanter's cache builder
             # deadlocks otherwise); without these, Ray would keep that many idle Python workers
             # (~150 MB each) alive and pre-start them for the first driver. Workers start on demand.
@@ -144,6 +143,60 @@ def start_embedded_head(config: RayClusterConfig) -> str:
             return address
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+# What the embedded head -- and so every Ray worker it starts, for every later run on this machine --
+# inherits: what a process needs to run Python, and Ray's own settings. Never the caller's
+# credentials: each driver passes its steps' (non-secret) settings in its job runtime_env, and a
+# step that needs a secret gets it as a resolved config value (``execution.secrets``).
+HEAD_ENV_VARS = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "LD_LIBRARY_PATH",
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+)
+
+
+def configure_token_auth(environ: dict[str, str] | os._Environ[str] | None = None, embedded: bool = True) -> bool:
+    """Make Ray's auth mode explicit (``RAY_AUTH_MODE``) when it is unset; True when it was set here.
+
+    Ray 2.60's ``ray start --head`` turns token auth on whenever a token is available
+    (``$RAY_AUTH_TOKEN``, ``$RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``), but a driver whose
+    mode is unset never sends a token to an explicit ``ip:port`` address -- so a run could not
+    connect to the embedded head it had just started. Head and driver therefore get the same
+    explicit mode: ``token`` when a token is available, else (embedded head only) ``disabled``.
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get("RAY_AUTH_MODE"):
+        return False
+    home = environ.get("HOME") or os.path.expanduser("~")
+    has_token = bool(environ.get("RAY_AUTH_TOKEN") or environ.get("RAY_AUTH_TOKEN_PATH")) or (
+        os.path.exists(os.path.join(home, ".ray", "auth_token"))
+    )
+    if has_token:
+        environ["RAY_AUTH_MODE"] = "token"
+    elif embedded:
+        environ["RAY_AUTH_MODE"] = "disabled"
+    return "RAY_AUTH_MODE" in environ
+
+
+def head_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The minimal environment of the embedded head: :data:`HEAD_ENV_VARS`, ``LC_*`` and ``RAY_*``
+    (Ray's settings and its auth token), without ``RAY_ADDRESS``."""
+    environ = dict(os.environ if environ is None else environ)
+    env = {name: environ[name] for name in HEAD_ENV_VARS if name in environ}
+    env.update({k: v for k, v in environ.items() if k.startswith(("LC_", "RAY_")) and k != "RAY_ADDRESS"})
+    configure_token_auth(env)
+    return env
 
 
 def _head_processes(temp_dir: str, address: str | None) -> list[Any]:
@@ -300,12 +353,25 @@ def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
     # Steps run in threads (the executor's max_concurrent): connect once, not once per thread.
     with _INIT_LOCK:
         if not ray.is_initialized():
+            embedded = not (config.address or os.environ.get("RAY_ADDRESS"))
+            if configure_token_auth(embedded=embedded):
+                # Ray read its config when it was imported: make it see the auth mode now.
+                from ray._raylet import Config
+
+                Config.initialize("")
             address = resolve_address(config)
+            runtime_env = dict(config.runtime_env or {})
+            if embedded:
+                # The embedded head's workers have a minimal environment: this run's settings
+                # (JAX platform, offline flags, emulator hosts -- no secrets) travel with its job.
+                from marin_resources.runtime_env import passthrough_env_vars
+
+                runtime_env["env_vars"] = {**passthrough_env_vars(), **runtime_env.get("env_vars", {})}
             start = time.monotonic()
             ray.init(
                 address=address,
                 namespace=config.namespace,
-                runtime_env=config.runtime_env or None,
+                runtime_env=runtime_env or None,
                 log_to_driver=True,
                 ignore_reinit_error=True,
             )

@@ -18,6 +18,7 @@ from typing import Any
 
 import dagster as dg
 
+from marin_assets.browse.links import browser_url
 from marin_assets.dagster_bridge.unit_run import SOURCE_TAG as SOURCE_TAG  # re-exported: jobs tag their runs
 from marin_assets.dagster_bridge.unit_run import (
     bring_inputs,
@@ -37,6 +38,7 @@ from marin_assets.execution.runner import (
     function_name,
     is_ray_remote_function,
 )
+from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.status import read_metadata, read_status
 from marin_assets.execution.step import ExecutorStep
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, version_json
@@ -46,7 +48,11 @@ _INVALID_KEY_CHARS = re.compile(r"[^A-Za-z0-9_]")
 
 
 def asset_key_for(step_name: str) -> dg.AssetKey:
-    """Asset key of a step: its '/'-separated name, with characters Dagster rejects as '_'."""
+    """Asset key of a step: its '/'-separated name, with characters Dagster rejects as '_'.
+
+    Pass a step's ``asset_name`` (``ResolvedStep.asset_name``): a sweep's versions of one name get
+    one asset each (``sweep/train-ab0bb1`` -> ``["sweep", "train_ab0bb1"]``).
+    """
     return dg.AssetKey([_INVALID_KEY_CHARS.sub("_", part) for part in step_name.split("/")])
 
 
@@ -212,6 +218,7 @@ def _make_compute(
                 "marin/code_version": dg.MetadataValue.text(code_version_of(node)),
                 "marin/version": dg.MetadataValue.json(_plain_version(node)),
                 "marin/seconds": dg.MetadataValue.float(round(outcome.seconds, 3)),
+                **_browser_link(outcome.output_path, prefix),
             }
         )
         if outcome.action == "ran":
@@ -246,7 +253,7 @@ def _record_input(context: dg.AssetExecutionContext, unit: Unit, outcome: StepOu
         context.log.info(f"{unit_label(unit)}: input computed first ({reason})")
     context.log_event(
         dg.AssetMaterialization(
-            asset_key=asset_key_for(node.name),
+            asset_key=asset_key_for(node.asset_name),
             partition=partition,
             metadata={
                 "dagster/uri": dg.MetadataValue.path(outcome.output_path),
@@ -269,16 +276,26 @@ def _resource_prefix(storage: Any) -> str:
 
 
 def _plain_version(node: ResolvedStep) -> Any:
-    """The version dict as plain JSON (versioned dataclasses/tuples become dicts/lists)."""
-    return json.loads(version_json(node.version))
+    """The version dict as plain JSON (versioned dataclasses/tuples become dicts/lists), secrets redacted."""
+    return redact_secrets(json.loads(version_json(node.version)))
 
 
-def _static_metadata(node: ResolvedStep) -> dict[str, Any]:
+def _browser_link(output_path: str, prefix: str) -> dict[str, Any]:
+    """``marin/browser``: the data browser's page of an output (``$MARIN_BROWSER_URL``), if below the prefix."""
+    url = browser_url(output_path, prefix)
+    return {"marin/browser": dg.MetadataValue.url(url)} if url else {}
+
+
+def _static_metadata(node: ResolvedStep, prefix: str) -> dict[str, Any]:
     step = node.step
     meta: dict[str, Any] = {
         "marin/step": node.name,
         "marin/code_version": code_version_of(node),
         "marin/fn": function_name(step.fn),
+        # The step's folder (its partitions, or its versions when the drops change its hash).
+        **_browser_link(
+            node.output_path.rpartition("/")[0] if depends_on_partition_set(node) else node.output_path, prefix
+        ),
     }
     if depends_on_partition_set(node):
         # Its hash and path follow the drops it consumes, which change without a code reload:
@@ -372,7 +389,7 @@ def build_step_assets(
     assets: list[dg.AssetsDefinition] = []
     seen_keys: dict[dg.AssetKey, str] = {}
     for node in graph.topological():
-        key = asset_key_for(node.name)
+        key = asset_key_for(node.asset_name)
         if key in seen_keys:
             raise ValueError(
                 f"steps {seen_keys[key]!r} and {node.name!r} map to the same asset key {key.to_user_string()}"
@@ -389,7 +406,7 @@ def build_step_assets(
             emitted[key] = code_version_of(node)
         deps = []
         for dep in (*node.dependencies, *node.pseudo_dependencies):
-            deps.append(dg.AssetDep(asset_key_for(dep.name), partition_mapping=_partition_mapping(node, dep)))
+            deps.append(dg.AssetDep(asset_key_for(dep.asset_name), partition_mapping=_partition_mapping(node, dep)))
         node_checks = [c for c in experiment.checks if graph.resolved(c.step) is node]
         eager = any(graph.resolved(s) is node for s in experiment.eager_steps)
         partitions_def = None
@@ -404,7 +421,7 @@ def build_step_assets(
                 code_version=code_version_of(node),
                 group_name=experiment.name,
                 description=node.step.description or f"Step {node.name}",
-                metadata=_static_metadata(node),
+                metadata=_static_metadata(node, prefix),
                 partitions_def=partitions_def,
                 kinds={"ray"} if (node.step.resources is not None or is_ray_remote_function(node.step.fn)) else None,
                 # Every step gets the (lazy) "ray" resource: stage functions that shard work on

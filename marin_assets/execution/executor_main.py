@@ -22,6 +22,7 @@ from typing import Any
 
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.runner import ExecutionReport, Executor, ExecutorError, ExecutorOptions
+from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.status import write_json
 from marin_assets.execution.step import ExecutorStep, InputName
 from marin_assets.execution.storage import join_path
@@ -67,7 +68,7 @@ def write_experiment_record(
             "name": n.name,
             "output_path": n.output_path,
             "hash": n.hash,
-            "version": n.version,
+            "version": redact_secrets(n.version),
             "description": n.step.description,
             "partitioned_by": n.partitioned_by,
         }

@@ -417,7 +417,7 @@ class Executor:
             raise StepFailedError(f"{label} failed: {exc}") from exc
         metadata = result if isinstance(result, dict) else {}
         if metadata:
-            write_json(join_path(output_path, METADATA_FILE), metadata)
+            write_json(join_path(output_path, METADATA_FILE), redact_secrets(metadata))
         self._fenced_status(lease, label, output_path, STATUS_SUCCESS, token, run_id=run_id)
         seconds = time.monotonic() - start
         logger.info("%s: SUCCESS in %.1fs", label, seconds)

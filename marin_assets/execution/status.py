@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.storage import atomic_write_text, join_path, read_text
 
 if TYPE_CHECKING:
@@ -198,4 +199,4 @@ def read_info(output_path: str) -> dict[str, Any] | None:
 def read_metadata(output_path: str) -> dict[str, Any]:
     """The metadata a step returned for ``output_path`` (empty when none)."""
     data = read_json(join_path(output_path, METADATA_FILE))
-    return data if isinstance(data, dict) else {}
+    return redact_secrets(data) if isinstance(data, dict) else {}
