@@ -97,7 +97,7 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
             # they need is brought along by the first run that finds it missing. Steps that read
             # every drop (training) are not in it: a schedule or an explicit request runs them.
             graph = StepGraph(experiment.steps, "/")
-            local_keys = [asset_key_for(n.name) for n in partition_local_steps(graph, partitions_def.name)]
+            local_keys = [asset_key_for(n.asset_name) for n in partition_local_steps(graph, partitions_def.name)]
             drop_job = dg.define_asset_job(
                 f"{experiment.name}_drop_job",
                 selection=dg.AssetSelection.assets(*local_keys),

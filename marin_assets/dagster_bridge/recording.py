@@ -44,11 +44,11 @@ def record_cli_run(
     resources = {"marin_storage": MarinStorageResource(prefix=graph.prefix), "ray": RayResource()}
     tags = {RUN_ID_TAG: run_id, SOURCE_TAG: "executor_main"}
     run_ids: list[str] = []
-    unpartitioned = [asset_key_for(n.name) for n in selected_nodes.values() if n.partitioned_by is None]
+    unpartitioned = [asset_key_for(n.asset_name) for n in selected_nodes.values() if n.partitioned_by is None]
     partitioned: dict[tuple[str, str], list[dg.AssetKey]] = {}
     for node, partition in units:
         if partition is not None:
-            partitioned.setdefault((node.partitioned_by or "", partition), []).append(asset_key_for(node.name))
+            partitioned.setdefault((node.partitioned_by or "", partition), []).append(asset_key_for(node.asset_name))
     for partition_set, key in partitioned:
         instance.add_dynamic_partitions(partition_set, [key])
     # Partitioned assets first (one run per partition key), then the unpartitioned ones.
