@@ -92,13 +92,23 @@ def resolve_tokenizer(tokenizer: str) -> str:
 
 
 def hf_dataset_records(spec: HfDatasetSpec, split: str = "train") -> Iterator[dict[str, Any]]:
-    """Rows of a Hugging Face dataset from the local cache only; FileNotFoundError when absent."""
+    """Rows of a Hugging Face dataset from the local cache only; FileNotFoundError when absent.
+
+    A hub snapshot in the cache (what ``huggingface-cli download --repo-type dataset`` writes) is
+    read with ``datasets`` from its folder; otherwise a dataset ``datasets`` prepared earlier.
+    """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     import datasets
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
 
     try:
-        dataset = datasets.load_dataset(spec.id, spec.name, split=split)
+        source = snapshot_download(spec.id, repo_type="dataset", local_files_only=True)
+    except (LocalEntryNotFoundError, OSError, ValueError):
+        source = spec.id  # maybe prepared by datasets itself (its own cache)
+    try:
+        dataset = datasets.load_dataset(source, spec.name, split=split)
     except Exception as exc:  # datasets raises several types (ConnectionError, FileNotFoundError, ValueError)
         label = spec.id + (f" (subset {spec.name})" if spec.name else "")
         hint = OFFLINE_HINT.format(kind="--repo-type dataset ", name=spec.id)
