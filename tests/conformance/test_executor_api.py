@@ -1,0 +1,52 @@
+"""Marin's programmatic ``Executor(prefix, executor_info_base_path).run(steps, ...)``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from marin_assets.execution.executor import (
+    Executor,
+    ExecutorMainConfig,
+    ExecutorStep,
+    get_executor_step,
+    output_path_of,
+    this_output_path,
+    versioned,
+)
+
+
+@dataclass(frozen=True)
+class WriteConfig:
+    output_path: str
+    value: int
+    source: str | None = None
+
+
+def write_value(config: WriteConfig) -> None:
+    Path(config.output_path).mkdir(parents=True, exist_ok=True)
+    Path(config.output_path, "value.json").write_text(json.dumps({"value": config.value, "source": config.source}))
+
+
+def test_executor_run_dry_run_and_output_paths(prefix, tmp_path, capsys):
+    first = ExecutorStep(name="api/first", fn=write_value, config=WriteConfig(this_output_path(), versioned(1)))
+    second = ExecutorStep(
+        name="api/second",
+        fn=write_value,
+        config=WriteConfig(this_output_path(), versioned(2), source=output_path_of(first, "value.json")),
+    )
+    info_base = str(tmp_path / "records")
+    executor = Executor(prefix=prefix, executor_info_base_path=info_base, description="api test")
+    assert executor.run([output_path_of(second)], dry_run=True) is None
+    assert "dry run: 0 skip, 2 run" in capsys.readouterr().out
+    report = executor.run([second])
+    assert len(report.by_action("ran")) == 2
+    assert executor.output_paths[second].startswith(f"{prefix}/api/second-")
+    written = json.loads(Path(executor.output_paths[second], "value.json").read_text())
+    assert written == {"value": 2, "source": f"{executor.output_paths[first]}/value.json"}
+    assert executor.versions[second]["dependencies"] == [executor.versions[first]]
+    assert Path(executor.executor_info_path).parent == Path(info_base)
+    assert len(Executor(prefix=prefix).run([second]).by_action("cached")) == 2
+    assert get_executor_step(output_path_of(first)) is first
+    assert ExecutorMainConfig().force_run_failed is True and ExecutorMainConfig().max_concurrent is None
