@@ -80,8 +80,8 @@ def redact_secrets(value: Any) -> Any:
     """A JSON-like copy of ``value`` with secret-looking fields' values replaced by ``"***"``.
 
     Dataclasses become dicts (as ``dataclasses.asdict``); an :class:`EnvSecret` stays visible as
-    ``{"env": NAME}`` -- it is a reference, not a secret. Values that are containers are searched
-    recursively rather than hidden wholesale.
+    ``{"env": NAME}`` -- it is a reference, not a secret. Only string values are hidden; containers
+    are searched recursively rather than hidden wholesale.
     """
     if isinstance(value, EnvSecret):
         return {"env": value.env}
@@ -91,8 +91,8 @@ def redact_secrets(value: Any) -> Any:
         out: dict[Any, Any] = {}
         for key, item in value.items():
             plain = redact_secrets(item)
-            if is_secret_name(str(key)) and plain not in (None, "", REDACTED) and not isinstance(plain, (dict, list)):
-                plain = REDACTED
+            if is_secret_name(str(key)) and isinstance(plain, (str, bytes)) and plain not in ("", b"", REDACTED):
+                plain = REDACTED  # strings only: a count or flag named "tokens_..." holds no secret
             out[key] = plain
         return out
     if isinstance(value, (list, tuple)):

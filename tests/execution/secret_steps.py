@@ -1,0 +1,80 @@
+"""Steps that handle secrets, for the secrets tests (importable from subprocesses and Ray workers).
+
+``python -m tests.execution.secret_steps config|ray_env <executor_main args...>``
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+
+from marin_assets.execution import ExecutorStep, executor_main, this_output_path, versioned
+from marin_assets.execution.secrets import EnvSecret, secret_from_env
+from marin_assets.execution.storage import atomic_write_text, join_path
+
+
+@dataclass(frozen=True)
+class SecretConfig:
+    output_path: str
+    api_key: str = ""  # a plain secret put in a config field by mistake: must be redacted
+    password: str = ""  # versioned below: enters the version, must be redacted wherever written
+    token: str | EnvSecret = ""  # by reference: resolved at run time
+    rows: int = 3
+
+
+def use_secrets(config: SecretConfig) -> dict[str, object]:
+    """Check the resolved secret arrived; write only non-secret facts about it."""
+    expected = os.environ.get("MARIN_TEST_API_TOKEN", "")
+    atomic_write_text(join_path(config.output_path, "result.json"), json.dumps({"rows": config.rows}))
+    print(f"use_secrets: running with {config.rows} rows")  # a log line, no secret in it
+    return {"rows": config.rows, "token_resolved": config.token == expected and bool(expected)}
+
+
+def config_steps() -> list[ExecutorStep]:
+    return [
+        ExecutorStep(
+            "secrets/use",
+            use_secrets,
+            SecretConfig(
+                this_output_path(),
+                api_key=os.environ.get("TEST_PLAIN_API_KEY", ""),
+                password=versioned(os.environ.get("TEST_VERSIONED_PASSWORD", "")),
+                token=versioned(secret_from_env("MARIN_TEST_API_TOKEN")),
+            ),
+        )
+    ]
+
+
+@dataclass(frozen=True)
+class EnvDumpConfig:
+    output_path: str
+    run: str
+
+
+def dump_task_environment(config: EnvDumpConfig) -> dict[str, int]:
+    """Runs as a Ray task: write the task's whole environment (the test greps it)."""
+    atomic_write_text(join_path(config.output_path, "environ.json"), json.dumps(dict(os.environ)))
+    return {"variables": len(os.environ)}
+
+
+def ray_env_steps(run: str) -> list[ExecutorStep]:
+    from marin_resources.accelerators import CpuConfig
+
+    return [
+        ExecutorStep(
+            f"secrets/ray_env_{run}",
+            dump_task_environment,
+            EnvDumpConfig(this_output_path(), versioned(run)),
+            resources=CpuConfig(num_cpus=1),
+        )
+    ]
+
+
+if __name__ == "__main__":
+    which, argv = sys.argv[1], sys.argv[2:]
+    if which == "config":
+        executor_main(config_steps(), argv=argv)
+    else:
+        executor_main(ray_env_steps(os.environ["RUN_NAME"]), argv=argv)

@@ -1,0 +1,129 @@
+"""Secrets never end up in the prefix, the Dagster instance, logs or later runs' Ray tasks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import fsspec
+import pytest
+
+from marin_assets.execution import StepGraph
+from marin_assets.execution.secrets import (
+    EnvSecret,
+    MissingSecretError,
+    redact_secrets,
+    resolve_secrets,
+    secret_from_env,
+)
+from marin_assets.execution.status import read_info, read_metadata
+from tests.execution import secret_steps
+
+REPO = Path(__file__).resolve().parents[2]
+
+SECRETS = {
+    "AWS_SECRET_ACCESS_KEY": "fake-aws-SECRET-7f3a9c",
+    "WANDB_API_KEY": "fake-wandb-SECRET-51d0e2",
+    "MARIN_TEST_API_TOKEN": "tok-by-reference-SECRET-c0ffee",
+    "TEST_PLAIN_API_KEY": "sk-plain-SECRET-19be42",
+    "TEST_VERSIONED_PASSWORD": "pw-versioned-SECRET-a4d2f1",
+}
+
+
+def _grep_bytes(blobs: dict[str, bytes]) -> list[tuple[str, str]]:
+    return [(name, key) for name, data in blobs.items() for key, value in SECRETS.items() if value.encode() in data]
+
+
+def _bucket_contents(prefix: str) -> dict[str, bytes]:
+    fs, root = fsspec.core.url_to_fs(prefix)
+    return {path: fs.cat_file(path) for path in fs.find(root)}
+
+
+def _folder_contents(folder: str | Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in Path(folder).rglob("*") if p.is_file()}
+
+
+def test_secret_helpers_redact_resolve_and_version_by_name(monkeypatch):
+    config = secret_steps.SecretConfig("out", api_key="sk-x", password="pw", token=secret_from_env("MY_TOKEN"))
+    redacted = redact_secrets(config)
+    assert redacted["api_key"] == "***" and redacted["password"] == "***"
+    assert redacted["token"] == {"env": "MY_TOKEN"} and redacted["output_path"] == "out"
+    assert redact_secrets({"tokenizer": "gpt2", "eos_token": "</s>", "num_tokens": 5}) == {
+        "tokenizer": "gpt2",
+        "eos_token": "</s>",
+        "num_tokens": 5,
+    }
+    with pytest.raises(MissingSecretError, match=r"\$MY_TOKEN"):
+        resolve_secrets(config)
+    monkeypatch.setenv("MY_TOKEN", "value-1")
+    assert resolve_secrets(config).token == "value-1"
+    assert "value-1" not in repr(EnvSecret("MY_TOKEN"))
+    # The reference enters the version by name: rotating the secret does not change the output path.
+    steps = secret_steps.config_steps()
+    before = StepGraph(steps, "/tmp/x").resolved(steps[0]).hash
+    monkeypatch.setenv("MARIN_TEST_API_TOKEN", "rotated")
+    assert StepGraph(steps, "/tmp/x").resolved(steps[0]).hash == before
+
+
+def test_no_secret_in_prefix_dagster_instance_or_logs(gcs_prefix, dagster_home):
+    env = {**os.environ, **SECRETS, "PYTHONPATH": str(REPO), "DAGSTER_HOME": dagster_home}
+    env.pop("MARIN_RUN_OBSERVERS", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.execution.secret_steps", "config", "--prefix", gcs_prefix],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "recorded in Dagster instance" in proc.stderr
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in SECRETS.items():
+            patch.setenv(key, value)
+        steps = secret_steps.config_steps()
+        out = StepGraph(steps, gcs_prefix).resolved(steps[0]).output_path
+    assert read_metadata(out)["token_resolved"] is True  # the step got the secret's value
+    info = read_info(out)
+    assert info["config"]["token"] == {"env": "MARIN_TEST_API_TOKEN"} and info["config"]["api_key"] == "***"
+    hits = _grep_bytes(_bucket_contents(gcs_prefix))
+    hits += _grep_bytes(_folder_contents(dagster_home))
+    hits += _grep_bytes({"stdout": proc.stdout.encode(), "stderr": proc.stderr.encode()})
+    assert hits == []
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+def test_later_runs_ray_tasks_see_no_earlier_credentials_and_auth_token_works(prefix, tmp_path):
+    """Run 1 (with credentials and RAY_AUTH_TOKEN) starts the embedded head; run 2 has no credentials."""
+    ray_tmp = f"/tmp/mrs-{os.getpid()}"
+    base = {k: v for k, v in os.environ.items() if k not in SECRETS}
+    base.update({"PYTHONPATH": str(REPO), "MARIN_RAY_TMPDIR": ray_tmp, "RAY_AUTH_TOKEN": "marin-test-cluster-token"})
+    base.pop("RAY_AUTH_MODE", None)
+    base.pop("RAY_ADDRESS", None)
+    try:
+        for run, extra in (("first", SECRETS), ("second", {})):
+            proc = subprocess.run(
+                [sys.executable, "-m", "tests.execution.secret_steps", "ray_env", "--prefix", prefix, "--no_record"],
+                cwd=REPO,
+                env={**base, **extra, "RUN_NAME": run},
+                capture_output=True,
+                text=True,
+                timeout=420,
+            )
+            assert proc.returncode == 0, proc.stderr[-3000:]
+    finally:
+        from marin_resources.ray_cluster import stop_embedded_head
+
+        stop_embedded_head(ray_tmp)
+    (second,) = Path(prefix, "secrets").glob("ray_env_second-*")
+    environ = json.loads((second / "environ.json").read_text())
+    assert environ.get("JAX_PLATFORMS") == os.environ.get("JAX_PLATFORMS")  # run settings do arrive
+    assert [k for k in SECRETS if k in environ] == []
+    assert _grep_bytes({"second run's task environment": json.dumps(environ).encode()}) == []
+    # Even the run that had the credentials did not hand them to its Ray task.
+    (first,) = Path(prefix, "secrets").glob("ray_env_first-*")
+    assert _grep_bytes({"first run's task environment": (first / "environ.json").read_bytes()}) == []
