@@ -142,6 +142,20 @@ def _config_for_info(config: Any) -> Any:
     return config
 
 
+def runs_in_process(step: Any, runtime_env: dict[str, Any]) -> bool:
+    """Whether ``step`` runs in this process: a plain function, no resources, not ``steps_on_ray()``,
+    and nothing to pip-install -- a step whose ``pip_dependency_groups`` this interpreter does not
+    satisfy runs as a Ray task with them installed, as Marin runs every step (``RuntimeEnv(pip=...)``)."""
+    from marin_resources.ray_cluster import steps_on_ray
+
+    return (
+        step.resources is None
+        and not is_ray_remote_function(step.fn)
+        and not runtime_env.get("pip")
+        and not steps_on_ray()
+    )
+
+
 def launch_step_function(node: ResolvedStep, config: Any) -> Any:
     """Call the step function: on Ray when it is a remote function, declares resources or needs pip
     groups this interpreter lacks, or when ``ray_cluster.steps_on_ray()`` (a Ray Client address or
@@ -150,18 +164,11 @@ def launch_step_function(node: ResolvedStep, config: Any) -> Any:
     from marin_resources.runtime_env import runtime_env_for
 
     runtime_env = runtime_env_for(step.pip_dependency_groups)
-    # An in-process step whose pip_dependency_groups this interpreter does not satisfy runs as a
-    # Ray task with them installed, as Marin runs every step (RuntimeEnv(pip=...)).
-    from marin_resources.ray_cluster import ensure_ray, recording_placement, steps_on_ray
-
-    if (
-        step.resources is None
-        and not is_ray_remote_function(step.fn)
-        and not runtime_env.get("pip")
-        and not steps_on_ray()
-    ):
+    if runs_in_process(step, runtime_env):
         return step.fn(config)
     import ray
+
+    from marin_resources.ray_cluster import ensure_ray, recording_placement
 
     ensure_ray()
     # Every Ray path records where the step ran (node id, assigned resources) in its metadata.

@@ -50,3 +50,21 @@ def test_executor_run_dry_run_and_output_paths(prefix, tmp_path, capsys):
     assert len(Executor(prefix=prefix).run([second]).by_action("cached")) == 2
     assert get_executor_step(output_path_of(first)) is first
     assert ExecutorMainConfig().force_run_failed is True and ExecutorMainConfig().max_concurrent is None
+
+
+def test_pip_dependency_groups_decide_whether_an_in_process_step_goes_to_ray(monkeypatch):
+    from marin_assets.execution.runner import runs_in_process
+    from marin_resources.runtime_env import runtime_env_for
+
+    monkeypatch.delenv("MARIN_STEPS_ON_RAY", raising=False)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    installed = ExecutorStep(
+        name="api/a", fn=write_value, config=WriteConfig("x", 1), pip_dependency_groups=["dagster"]
+    )
+    missing = ExecutorStep(
+        name="api/b", fn=write_value, config=WriteConfig("x", 1), pip_dependency_groups=["no-such-package-xyz==1.0"]
+    )
+    assert runs_in_process(installed, runtime_env_for(installed.pip_dependency_groups))
+    env = runtime_env_for(missing.pip_dependency_groups)
+    assert env["pip"] == ["no-such-package-xyz==1.0"]
+    assert not runs_in_process(missing, env)  # honoured: it runs on Ray with the requirement installed
