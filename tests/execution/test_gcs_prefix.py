@@ -125,3 +125,29 @@ def test_hello_world_on_gcs_computes_skips_and_matches_local_hashes(gcs_prefix, 
     fs, _ = fsspec.core.url_to_fs(gcs_prefix)
     # No rename happened on GCS: no temporary objects are left next to the outputs.
     assert not [p for p in fs.find(gcs_prefix.removeprefix("gs://")) if ".tmp" in p]
+
+
+def test_four_racing_runners_on_gcs_compute_each_step_exactly_once(gcs_prefix, tmp_path):
+    markers = tmp_path / "markers"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MARKER_DIR": str(markers), "PART_DELAY_S": "0.05"}
+    cmd = [sys.executable, "-m", "tests.execution.fencing_steps", "chain", "--prefix", gcs_prefix, "--no_record"]
+    procs = [
+        subprocess.Popen(
+            [*cmd, "--heartbeat_s", "1", "--stale_s", "10"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outputs]
+    starts = Counter(
+        line.split()[1] for line in (markers / "events.log").read_text().splitlines() if line.startswith("start")
+    )
+    assert starts == Counter({f"chain{i}": 1 for i in range(6)})
+    summaries = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+    assert sum(s["ran"] for s in summaries) == 6
+    assert sum(s["ran"] + s["cached"] + s["waited"] for s in summaries) == 24
