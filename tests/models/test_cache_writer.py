@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from marin_assets.curation.io import write_jsonl_shard
-from marin_assets.models.cache_writer import build_cache, cache_format, encode_block, read_cache_ledger, shard_names
+from marin_assets.models.cache_encoding import cache_format, encode_block
+from marin_assets.models.cache_writer import build_cache, read_cache_ledger, shard_names
 from marin_assets.models.tokenize import TokenizeConfig, tokenize
 from marin_assets.models.tokenizer import build_fast_tokenizer
 
