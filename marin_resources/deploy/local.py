@@ -41,8 +41,22 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEFAULT_STATE_DIR = os.path.join(REPO, ".local_deploy")
 PROJECT = "marin-local"
 LOCATION_NAME = "marin"
+WORKER_START_ATTEMPTS = 3
 # Leaked from the caller's shell, these would point the topology at another instance or cluster.
 _CLEARED_ENV = ("RAY_ADDRESS", "MARIN_PREFIX", "DAGSTER_HOME", "MARIN_STEPS_ON_RAY", "RAY_AUTH_TOKEN")
+# What `env` exports to a shell (nothing secret: the password is read from its 0600 file).
+_SHELL_ENV = (
+    "DAGSTER_HOME",
+    "MARIN_PREFIX",
+    "RAY_ADDRESS",
+    "STORAGE_EMULATOR_HOST",
+    "FSSPEC_GCS_TOKEN",
+    "TENSORSTORE_GCS_HTTP_URL",
+    "GOOGLE_AUTH_TOKEN_FOR_TESTING",
+    "GOOGLE_CLOUD_PROJECT",
+    "RAY_AUTH_MODE",
+    "RAY_AUTH_TOKEN_PATH",
+)
 _PORT_NAMES = (
     "postgres",
     "gcs",
@@ -70,7 +84,12 @@ def topology_env(state_dir: str, ports: dict[str, int], bucket: str, pg_password
         {
             "DAGSTER_HOME": os.path.join(state_dir, "dagster_home"),
             instance_config.PASSWORD_ENV: pg_password,
+            # Every GCS client is pointed at the emulator: gcsfs and google-cloud-storage (this
+            # variable, anonymous credentials), tensorstore (Levanter's caches) its own variables.
             "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{ports['gcs']}",
+            "FSSPEC_GCS_TOKEN": "anon",
+            "TENSORSTORE_GCS_HTTP_URL": f"http://127.0.0.1:{ports['gcs']}",
+            "GOOGLE_AUTH_TOKEN_FOR_TESTING": "anonymous",
             "GOOGLE_CLOUD_PROJECT": PROJECT,
             "MARIN_PREFIX": f"gs://{bucket}/marin",
             "RAY_ADDRESS": f"ray://127.0.0.1:{ports['ray_client']}",
@@ -137,7 +156,7 @@ def up(args: argparse.Namespace) -> DeployState:
     env = topology_env(state_dir, ports, args.bucket, pg_password)
     state = DeployState(state_dir=state_dir, ports=ports)
     # Only non-secret settings are recorded (the password stays in its 0600 file).
-    state.env = {k: env[k] for k in ("DAGSTER_HOME", "STORAGE_EMULATOR_HOST", "MARIN_PREFIX", "RAY_ADDRESS")}
+    state.env = {k: env[k] for k in _SHELL_ENV}
     started = time.monotonic()
 
     def step(message: str) -> None:
@@ -180,26 +199,32 @@ def up(args: argparse.Namespace) -> DeployState:
         state.services.append(head)
         state.save()
         services.wait_for_port(ports["ray_gcs"], "Ray head", head.log, 120, head.pid)
-        worker = services.start_service(
-            "ray-worker",
-            services.ray_worker_command(
-                _bin("ray"),
-                ray_tmp,
-                ports,
-                args.worker_cpus,
-                args.worker_object_store_mb * 1024**2,
-                num_gpus=args.worker_gpus,
-                resources=json.loads(args.worker_resources) if args.worker_resources else None,
-            ),
-            node_env,
-            log_dir,
+        worker_command = services.ray_worker_command(
+            _bin("ray"),
+            ray_tmp,
+            ports,
+            args.worker_cpus,
+            args.worker_object_store_mb * 1024**2,
+            num_gpus=args.worker_gpus,
+            resources=json.loads(args.worker_resources) if args.worker_resources else None,
         )
-        state.services.append(worker)
-        state.save()
         services.wait_for_port(ports["ray_client"], "Ray Client server", head.log, 120, head.pid)
-        nodes = services.wait_for_ray_nodes(
-            f"127.0.0.1:{ports['ray_gcs']}", 2, node_env, 180, worker.log, sys.executable
-        )
+        for attempt in range(1, WORKER_START_ATTEMPTS + 1):
+            worker = services.start_service("ray-worker", worker_command, node_env, log_dir)
+            state.services.append(worker)
+            state.save()
+            try:
+                nodes = services.wait_for_ray_nodes(
+                    f"127.0.0.1:{ports['ray_gcs']}", 2, node_env, 180, worker.log, sys.executable, pid=worker.pid
+                )
+                break
+            except DeployError:
+                # `ray start` gives a node 30 s (hard-coded) to register; on an overloaded machine
+                # it gives up. Another attempt usually succeeds.
+                if attempt == WORKER_START_ATTEMPTS or services.group_processes(worker.pid):
+                    raise
+                state.services.remove(worker)
+                step(f"ray worker node did not register (attempt {attempt}); starting it again")
         step(f"ray           {env['RAY_ADDRESS']}  ({len(nodes)} nodes, head pid {head.pid}, worker pid {worker.pid})")
 
         home = env["DAGSTER_HOME"]
@@ -309,11 +334,6 @@ def shell_env(state_dir: str) -> str:
     lines.append(
         f'export {instance_config.PASSWORD_ENV}="$(cat {shlex.quote(os.path.join(secrets_dir, "postgres_password"))})"'
     )
-    lines += [
-        f"export GOOGLE_CLOUD_PROJECT={PROJECT}",
-        "export RAY_AUTH_MODE=token",
-        f"export RAY_AUTH_TOKEN_PATH={shlex.quote(os.path.join(secrets_dir, 'ray_auth_token'))}",
-    ]
     return "\n".join(lines)
 
 

@@ -403,9 +403,11 @@ def ray_worker_command(
 
 
 def wait_for_ray_nodes(
-    address: str, count: int, env: Mapping[str, str], timeout_s: float, log: str, python: str
+    address: str, count: int, env: Mapping[str, str], timeout_s: float, log: str, python: str, pid: int | None = None
 ) -> list[dict]:
-    """Wait until ``count`` nodes are alive (checked in a subprocess: this process stays Ray-free)."""
+    """Wait until ``count`` nodes are alive (checked in a subprocess: this process stays Ray-free).
+
+    Raises DeployError when process group ``pid`` (the node being started) exits first."""
     probe = (
         f"import json, ray; ray.init(address={address!r}, logging_level='ERROR');"
         "print(json.dumps([{'id': n['NodeID'], 'resources': n['Resources']} for n in ray.nodes() if n['Alive']]))"
@@ -413,6 +415,8 @@ def wait_for_ray_nodes(
     deadline = time.monotonic() + timeout_s
     last = ""
     while time.monotonic() < deadline:
+        if pid is not None and not group_processes(pid):
+            raise DeployError(f"the Ray node exited during startup; see {log}:\n{_tail(log)}")
         result = subprocess.run([python, "-c", probe], env=dict(env), capture_output=True, text=True, timeout=120)
         if result.returncode == 0:
             nodes = json.loads(result.stdout.strip().splitlines()[-1])
