@@ -47,19 +47,15 @@ def remove_tpu_lockfile_on_exit(lockfile: str = TPU_LOCKFILE) -> Iterator[None]:
             logger.warning("could not remove %s: %s", lockfile, exc)
 
 
-@dataclass(frozen=True)
-class _RemovingTpuLockfile:
-    """``fn`` wrapped in :func:`remove_tpu_lockfile_on_exit` (a picklable callable for Ray)."""
+def removing_tpu_lockfile(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``fn`` wrapped in :func:`remove_tpu_lockfile_on_exit` (a plain function: Ray needs one)."""
 
-    fn: Callable[[Any], Any]
-
-    def __call__(self, config: Any) -> Any:
+    def call(config: Any) -> Any:
         with remove_tpu_lockfile_on_exit():
-            return self.fn(config)
+            return fn(config)
 
-    @property
-    def __name__(self) -> str:  # Ray names tasks after the function
-        return getattr(self.fn, "__name__", "tpu_task")
+    call.__name__ = getattr(fn, "__name__", "tpu_task")
+    return call
 
 
 def _merged_env(own: Mapping[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -213,4 +209,4 @@ class TpuPodConfig(_Common):
     def launch(self, fn: Callable[[Any], Any], config: Any, runtime_env: Mapping[str, Any] | None = None) -> Any:
         """Run ``fn(config)`` on every host of the slice(s), removing libtpu's lockfile afterwards."""
         accelerator = TpuConfig(tpu_type=self.tpu_type, slice_count=self.slice_count)
-        return accelerator.launch(_RemovingTpuLockfile(fn), config, _merged_env(self.runtime_env, runtime_env))
+        return accelerator.launch(removing_tpu_lockfile(fn), config, _merged_env(self.runtime_env, runtime_env))

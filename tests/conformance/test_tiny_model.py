@@ -64,6 +64,7 @@ def test_cpu_tiny_model_tutorial(prefix, tmp_path):
         "dependencies": [tokenized],
     }
     assert marin_hash(tokenized) == "cfc9e0"
+    assert marin_hash(train) == "09718d"  # pinned with the constraints' Levanter (its LlamaConfig repr)
     first = run_marin_script("tiny_model", prefix, cwd=str(tmp_path), timeout=900)
     assert first.returncode == 0, first.stderr[-4000:]
     assert summary(first)["ran"] == 2
