@@ -105,10 +105,10 @@ def write_reference_checkpoint(path: str, model: LlamaModelConfig, tokenizer: st
     Levanter's HF export reads the reference checkpoint's config for fields it does not set
     itself; by default that is a hub model, which cannot be fetched here.
     """
-    from transformers import AutoTokenizer
+    from levanter.compat.hf_checkpoints import load_tokenizer
     from transformers import LlamaConfig as HfLlamaConfig
 
-    tok = AutoTokenizer.from_pretrained(tokenizer)
+    tok = load_tokenizer(tokenizer)  # AutoTokenizer that also reads gs:// (fsspec) tokenizer folders
     hf = HfLlamaConfig(
         vocab_size=len(tok),
         hidden_size=model.hidden_dim,
