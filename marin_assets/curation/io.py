@@ -55,6 +55,7 @@ except ImportError:  # pragma: no cover - exercised where orjson is not installe
 # One encoder for every record: ``json.dumps(obj, **kwargs)`` builds a new JSONEncoder per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _encode = _ENCODER.encode
+_encode_ascii = json.JSONEncoder(separators=(",", ":")).encode
 
 # Encoded+compressed in pieces of this many bytes; read in blocks of this many decompressed bytes.
 _CHUNK = 4 << 20
@@ -79,7 +80,8 @@ def dumpb(record: Any) -> bytes:
 
     orjson writes NaN/Infinity as ``null`` where json writes ``NaN``, so output holding ``null``
     is re-encoded with json (rare: records rarely hold null); keys that are not strings, ints
-    beyond 64 bits, lone surrogates: orjson raises and json decides. The only other difference
+    beyond 64 bits, lone surrogates: orjson raises and json decides (lone surrogates written as escapes,
+    as UTF-8 cannot hold them). The only other difference
     is the spelling of some small floats (``1e-7`` vs ``1e-07``): the same value.
     """
     if _orjson is not None:
@@ -90,7 +92,10 @@ def dumpb(record: Any) -> bytes:
         else:
             if b"null" not in out:
                 return out
-    return _encode(record).encode("utf-8")
+    try:
+        return _encode(record).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: \u-escaped, json reads it back as it was
+        return _encode_ascii(record).encode("ascii")
 
 
 # ``line.translate(_DIGITS).find(_LONG_NUMBER)``: a run of 19+ digits, i.e. possibly an integer
