@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
-import io
-import json
 from collections.abc import Iterator, Sequence
 
 from marin_assets.execution.storage import filesystem
@@ -43,11 +40,9 @@ def list_document_files(paths: str | Sequence[str]) -> list[str]:
 
 
 def iter_texts(files: Sequence[str], field: str = "text") -> Iterator[str]:
-    """Yield the ``field`` of every record of jsonl(.gz) ``files``."""
+    """Yield the ``field`` of every record of JSON-lines ``files`` (plain / gzip / zstd, sniffed)."""
+    from marin_assets.curation.io import read_jsonl
+
     for path in files:
-        fs, p = filesystem(path)
-        with fs.open(p, "rb") as raw:
-            stream = gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw
-            for line in io.TextIOWrapper(stream, encoding="utf-8"):
-                if line.strip():
-                    yield json.loads(line)[field]
+        for record in read_jsonl(path):
+            yield record[field]
