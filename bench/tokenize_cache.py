@@ -1,31 +1,25 @@
-"""Benchmark: the tokenize step vs raw ``tokenizers`` encode_batch vs Levanter's builder called directly.
+"""Benchmark: the tokenize step vs raw ``tokenizers`` encode_batch (and Levanter's builder).
 
-Same corpus (stdlib + site-packages docstrings, >= 5 M tokens), same tokenizer, same machine.
-Prints tokens/s and ratios; no timed asserts.
+Same corpus (stdlib + site-packages docstrings, >= 5 M tokens), same tokenizer, same machine, one
+process. Raw ``encode_batch`` and the step (our cache writer, local process pool of ``--workers``,
+default all cores) run ``--repeat`` times interleaved and the best of each is compared (robust on a
+shared, busy machine). Then the writer on 1, 2, 4 Ray workers (actors) and, with ``--levanter``,
+the step with ``writer="levanter"``. Peak RSS is the sum over this process and its child processes
+(plus Ray worker processes in the Ray runs), sampled every 50 ms. Prints ratios; no timed asserts.
 
-    .venv/bin/python -m bench.tokenize_cache [--max-bytes 22000000] [--work /tmp/bench-tokenize]
+    .venv/bin/python -m bench.tokenize_cache [--max-bytes 22000000] [--repeat 3] [--levanter] [--work DIR]
 """
 
 from __future__ import annotations
 
-# This file is named like the stdlib module ``tokenize``; drop its folder from sys.path so that
-# ``import tokenize`` elsewhere (linecache, inspect, ...) gets the standard library's.
-import os as _os
-import sys as _sys
-
-_HERE = _os.path.dirname(_os.path.abspath(__file__))
-_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or ".") != _HERE]
-if getattr(_sys.modules.get("tokenize"), "__file__", None) == _os.path.abspath(__file__):
-    del _sys.modules["tokenize"]
-
-import argparse  # noqa: E402
-import os  # noqa: E402
-import shutil  # noqa: E402
-import sysconfig  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-
-from marin_resources.ray_cluster import stop_embedded_head  # noqa: E402 - targeted: only this temp dir's Ray
+import argparse
+import contextlib
+import os
+import shutil
+import sysconfig
+import tempfile
+import threading
+import time
 
 for _k, _v in {
     "HF_HUB_OFFLINE": "1",
@@ -36,23 +30,88 @@ for _k, _v in {
     os.environ.setdefault(_k, _v)
 
 
+class PeakRss:
+    """Peak of (this process + descendants [+ Ray workers]) RSS, sampled in a thread."""
+
+    def __init__(self, ray_workers: bool = False) -> None:
+        self.ray_workers = ray_workers
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> int:
+        import psutil
+
+        me = psutil.Process()
+        procs = [me, *me.children(recursive=True)]
+        if self.ray_workers:
+            procs += [p for p in psutil.process_iter(["name"]) if (p.info["name"] or "").startswith("ray::")]
+        total = 0
+        for proc in {p.pid: p for p in procs}.values():
+            with contextlib.suppress(psutil.Error):
+                total += proc.memory_info().rss
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._sample())
+            self._stop.wait(0.05)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def gib(self) -> float:
+        return self.peak / 2**30
+
+
+def raw_encode(files: list[str], tokenizer_json: str) -> tuple[int, int]:
+    """Read + parse + ``encode_batch`` in batches of 1024; tokens counted with bos/eos (+2 per doc)."""
+    from tokenizers import Tokenizer
+
+    from marin_assets.models._io import iter_texts
+
+    tok = Tokenizer.from_file(tokenizer_json)
+    tokens = docs = 0
+    batch: list[str] = []
+    for text in iter_texts(files):
+        batch.append(text)
+        if len(batch) == 1024:
+            tokens += sum(len(e.ids) + 2 for e in tok.encode_batch(batch))
+            docs += len(batch)
+            batch = []
+    if batch:
+        tokens += sum(len(e.ids) + 2 for e in tok.encode_batch(batch))
+        docs += len(batch)
+    return tokens, docs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-bytes", type=int, default=22_000_000)
     parser.add_argument("--work", default="/tmp/bench-tokenize")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=None, help="local processes (default: all cores)")
+    parser.add_argument("--ray-workers", default="1,2,4")
+    parser.add_argument("--levanter", action="store_true", help="also time writer='levanter' (slow)")
     args = parser.parse_args()
 
-    from marin_assets.models._io import iter_texts, list_document_files
+    from marin_assets.models._io import list_document_files
+    from marin_assets.models.cache_writer import build_cache
     from marin_assets.models.sample_documents import SampleDocumentsConfig, write_sample_documents
-    from marin_assets.models.tokenize import TokenizeConfig, _build_split, cache_split_stats, tokenize
+    from marin_assets.models.tokenize import TokenizeConfig, tokenize
     from marin_assets.models.tokenizer import TokenizerConfig, train_tokenizer
 
     work = args.work
-    os.makedirs(work, exist_ok=True)
     docs = os.path.join(work, "docs")
     if not os.path.exists(os.path.join(docs, "train")):
-        site = sysconfig.get_paths()["purelib"]
         # stdlib alone is ~1.2 MB of long docstrings; site-packages brings it past 5 M tokens.
+        site = sysconfig.get_paths()["purelib"]
         write_sample_documents(
             SampleDocumentsConfig(output_path=docs, max_bytes=args.max_bytes, source_dir=site, docs_per_file=4000)
         )
@@ -64,74 +123,80 @@ def main() -> None:
             )
         )
     files = list_document_files(os.path.join(docs, "train"))
+    cores = len(os.sched_getaffinity(0))
+    workers = args.workers or cores
     print(
-        f"corpus: {len(files)} files, {sum(os.path.getsize(f) for f in files) / 1e6:.1f} MB gz, cores={os.cpu_count()}"
+        f"corpus: {len(files)} files, {sum(os.path.getsize(f) for f in files) / 1e6:.1f} MB gz; cores={cores}; "
+        f"load average {os.getloadavg()[0]:.1f} (a shared machine: absolute figures are noisy, ratios count)"
     )
 
-    # 1. raw tokenizers encode_batch (read + encode, bos/eos counted as Levanter adds them)
-    from tokenizers import Tokenizer
+    def step(writer: str, out: str) -> tuple[dict, float, float]:
+        shutil.rmtree(out, ignore_errors=True)
+        config = TokenizeConfig(
+            train_paths=files, validation_paths=[], cache_path=out, tokenizer=tok_dir, writer=writer, workers=workers
+        )
+        with PeakRss(ray_workers=writer == "levanter") as rss:
+            t0 = time.perf_counter()
+            meta = tokenize(config)
+            seconds = time.perf_counter() - t0
+        return meta, seconds, rss.gib
 
-    tok = Tokenizer.from_file(os.path.join(tok_dir, "tokenizer.json"))
-    t0 = time.monotonic()
-    raw_tokens = raw_docs = 0
-    batch: list[str] = []
-    for text in iter_texts(files):
-        batch.append(text)
-        if len(batch) == 1024:
-            raw_tokens += sum(len(e.ids) + 2 for e in tok.encode_batch(batch))
-            raw_docs += len(batch)
-            batch = []
-    if batch:
-        raw_tokens += sum(len(e.ids) + 2 for e in tok.encode_batch(batch))
-        raw_docs += len(batch)
-    raw_s = time.monotonic() - t0
+    raw_best = step_best = float("inf")
+    raw_tokens = step_tokens = 0
+    raw_rss = step_rss = 0.0
+    for i in range(max(1, args.repeat)):
+        with PeakRss() as rss:
+            t0 = time.perf_counter()
+            raw_tokens, raw_docs = raw_encode(files, os.path.join(tok_dir, "tokenizer.json"))
+            raw_s = time.perf_counter() - t0
+        raw_best, raw_rss = min(raw_best, raw_s), max(raw_rss, rss.gib)
+        meta, step_s, rss_gib = step("marin", os.path.join(work, "step"))
+        step_best, step_tokens, step_rss = min(step_best, step_s), meta["tokens"], max(step_rss, rss_gib)
+        print(f"  round {i + 1}: raw {raw_s:6.2f} s   step {step_s:6.2f} s", flush=True)
+    raw_rate, step_rate = raw_tokens / raw_best, step_tokens / step_best
     print(
-        f"raw encode_batch:       {raw_tokens:>10,} tokens {raw_docs:,} docs in {raw_s:6.1f} s = {raw_tokens / raw_s:>10,.0f} tok/s"
+        f"raw encode_batch (1 process):   {raw_tokens:>10,} tokens {raw_docs:,} docs  best {raw_best:6.2f} s "
+        f"= {raw_rate:>10,.0f} tok/s  peak RSS {raw_rss:.2f} GiB"
     )
+    print(
+        f"tokenize step (marin, {workers} procs): {step_tokens:>10,} tokens  best {step_best:6.2f} s "
+        f"= {step_rate:>10,.0f} tok/s  peak RSS {step_rss:.2f} GiB"
+    )
+    print(f"ratio step/raw = {step_rate / raw_rate:.3f}  (goal >= 0.9)")
+    print(f"  token counts differ by {step_tokens - raw_tokens:+,}: Levanter's bos/eos come with a space each side")
 
     ray_tmp = tempfile.mkdtemp(prefix="mbt-", dir="/tmp")
     os.environ["MARIN_RAY_TMPDIR"] = ray_tmp
     try:
-        from marin_resources.ray_cluster import ensure_ray
+        from marin_resources.ray_cluster import ensure_ray, stop_embedded_head
 
-        ensure_ray()
-        # Warm-up: Ray worker start-up (imports of levanter/jax) is paid once per cluster.
-        warm = os.path.join(work, "warm")
-        shutil.rmtree(warm, ignore_errors=True)
-        tokenize(
-            TokenizeConfig(
-                train_paths=[files[0]], validation_paths=[], cache_path=warm, tokenizer=tok_dir, sample_count=50
+        cpus = int(ensure_ray().get("CPU", 1))
+        build_cache(files[:1], os.path.join(work, "ray-warm/train"), tok_dir, workers=1, backend="ray")
+        base = None
+        for count in [int(n) for n in args.ray_workers.split(",") if n]:
+            out = os.path.join(work, f"ray-{count}/train")
+            shutil.rmtree(os.path.dirname(out), ignore_errors=True)
+            with PeakRss(ray_workers=True) as rss:
+                t0 = time.perf_counter()
+                meta = build_cache(files, out, tok_dir, workers=count, backend="ray")
+                seconds = time.perf_counter() - t0
+            rate = meta["tokens"] / seconds
+            base = base or rate
+            print(
+                f"marin writer on {count} Ray workers ({cpus} Ray CPUs, {cores} cores): {seconds:6.2f} s "
+                f"= {rate:>10,.0f} tok/s  x{rate / base:.2f} vs 1 worker, {rate / raw_rate:.2f} x raw  "
+                f"peak RSS {rss.gib:.2f} GiB",
+                flush=True,
             )
-        )
-
-        # 2. Levanter's builder called directly (same options the step picks)
-        direct = os.path.join(work, "direct")
-        shutil.rmtree(direct, ignore_errors=True)
-        cfg = TokenizeConfig(train_paths=files, validation_paths=[], cache_path=direct, tokenizer=tok_dir)
-        groups = min(len(files), max(1, int(ensure_ray().get("CPU", 1)) // 4))
-        t0 = time.monotonic()
-        _build_split(cfg, "train", files, groups)
-        direct_s = time.monotonic() - t0
-        direct_tokens = cache_split_stats(os.path.join(direct, "train"))["tokens"]
-        print(
-            f"levanter builder:       {direct_tokens:>10,} tokens in {direct_s:6.1f} s = {direct_tokens / direct_s:>10,.0f} tok/s"
-        )
-
-        # 3. the step function (what the engine runs)
-        step_out = os.path.join(work, "step")
-        shutil.rmtree(step_out, ignore_errors=True)
-        t0 = time.monotonic()
-        meta = tokenize(TokenizeConfig(train_paths=files, validation_paths=[], cache_path=step_out, tokenizer=tok_dir))
-        step_s = time.monotonic() - t0
-        print(
-            f"tokenize step:          {meta['tokens']:>10,} tokens in {step_s:6.1f} s = {meta['tokens'] / step_s:>10,.0f} tok/s"
-        )
-        assert meta["tokens"] == direct_tokens
-        print(f"ratio step/raw      = {(meta['tokens'] / step_s) / (raw_tokens / raw_s):.3f}")
-        print(f"ratio step/levanter = {(meta['tokens'] / step_s) / (direct_tokens / direct_s):.3f}")
-        print(
-            f"token count step vs raw encode: {meta['tokens']} vs {raw_tokens} (Levanter inserts spaces around bos/eos)"
-        )
+        if args.levanter:
+            meta, seconds, rss_gib = step("levanter", os.path.join(work, "levanter"))
+            rate = meta["tokens"] / seconds
+            print(
+                f"tokenize step (levanter builder): {meta['tokens']:>10,} tokens in {seconds:6.2f} s "
+                f"= {rate:>10,.0f} tok/s  ratio {rate / raw_rate:.3f} x raw, marin/levanter {step_rate / rate:.2f}  "
+                f"peak RSS {rss_gib:.2f} GiB"
+            )
+            assert meta["tokens"] == step_tokens, "both writers must store the same tokens"
     finally:
         import ray
 
