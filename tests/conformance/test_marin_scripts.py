@@ -56,7 +56,7 @@ def test_hello_world_gives_marins_hashes_and_reruns_cached(prefix):
 
 
 def test_cli_parses_like_draccus(prefix):
-    dry = run_marin_script("hello_world", prefix, "--dry_run", "true")
+    dry = run_marin_script("hello_world", prefix, "--dry_run", "true", "--force_run_failed", "true")
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert "dry run: 0 skip, 2 run" in dry.stdout
     assert not Path(prefix, "hello_world").exists()
@@ -67,6 +67,12 @@ def test_cli_parses_like_draccus(prefix):
     assert status_of(prefix, "hello_world/stats-8118f4") is None
     unmatched = run_marin_script("hello_world", prefix, "--run_only", "[no_such_step]")
     assert unmatched.returncode == 0 and "did not match any step" in unmatched.stderr
+    # Marin: a matched step that already succeeded does not pull in its dependencies.
+    assert summary(run_marin_script("hello_world", prefix))["ran"] == 1
+    Path(prefix, "hello_world/data-bd4f05/.executor_status").unlink()
+    stats_only = run_marin_script("hello_world", prefix, "--run_only", "[hello_world/stats]")
+    assert (summary(stats_only)["ran"], summary(stats_only)["cached"]) == (0, 1)
+    assert status_of(prefix, "hello_world/data-bd4f05") is None
 
 
 SWEEP_DATA = {"name": "sweep/data", "config": {"size": 10}, "dependencies": []}

@@ -77,3 +77,46 @@ def test_cpu_tiny_model_tutorial(prefix, tmp_path):
     again = run_marin_script("tiny_model", prefix, cwd=str(tmp_path), timeout=600)
     assert again.returncode == 0, again.stderr[-4000:]
     assert (summary(again)["ran"], summary(again)["cached"]) == (0, 2)
+
+
+def test_mixture_of_tokenize_steps_versions_and_resolves_like_marin(tmp_path):
+    """``lm_mixture_data_config`` over two tokenize steps: Marin's version keys, concrete caches when
+    instantiated, and the training config the step function derives from them."""
+    from marin_assets.execution.executor import versioned
+    from marin_assets.execution.versioning import StepGraph, instantiate_config
+    from marin_assets.experiments.defaults import default_tokenize, default_train, lm_mixture_data_config
+    from marin_assets.experiments.llama import llama_nano
+    from marin_assets.experiments.simple_train_config import SimpleTrainConfig
+    from marin_assets.training.training import to_train_config
+    from marin_resources import CpuOnlyConfig
+
+    write_inputs(tmp_path)
+    web = default_tokenize("web", str(tmp_path / "local_docs"), str(tmp_path / "local_tokenizer"))
+    code = default_tokenize("code", str(tmp_path / "local_docs"), str(tmp_path / "local_tokenizer"), sample_count=5)
+    mixture = lm_mixture_data_config({"web": web, "code": code}, {"web": 0.75, "code": 0.25})
+    train = default_train(
+        "mix",
+        mixture,
+        versioned(llama_nano),
+        SimpleTrainConfig(
+            resources=CpuOnlyConfig(num_cpus=1), train_batch_size=4, num_train_steps=3, learning_rate=1e-3
+        ),
+        eval_harness_tasks=[],
+    )
+    graph = StepGraph([train], str(tmp_path / "prefix"))
+    node = graph.resolved(train)
+    tokenizer = str(tmp_path / "local_tokenizer")
+    assert node.version["config"] == {
+        "train_config.data.configs.web.cache_dir": "DEP[0]",
+        "train_config.data.configs.code.cache_dir": "DEP[1]",
+        "train_config.data.tokenizer": tokenizer,
+        "train_config.model": llama_nano_repr(),
+    }
+    assert [d["name"] for d in node.version["dependencies"]] == ["tokenized/web", "tokenized/code"]
+    resolved = instantiate_config(train.config, node, None, graph)
+    caches = {name: source.cache_dir for name, source in resolved.train_config.data.configs.items()}
+    assert caches == {"web": graph.resolved(web).output_path, "code": graph.resolved(code).output_path}
+    ours = to_train_config(resolved)
+    assert ours.weights == {"web": 0.75, "code": 0.25} and ours.components == caches
+    assert (ours.model.hidden_dim, ours.model.num_layers, ours.model.seq_len) == (32, 2, 512)
+    assert ours.accelerator == "cpu" and ours.env["JAX_PLATFORMS"] == "cpu"
