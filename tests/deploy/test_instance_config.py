@@ -1,0 +1,72 @@
+"""The local topology's dagster.yaml is derived from the Helm values, and it is a valid instance."""
+
+from __future__ import annotations
+
+import os
+
+from marin_resources.deploy import instance_config
+from marin_resources.deploy.local import topology_env
+
+
+def _derive(tmp_path):
+    values = instance_config.load_values()
+    config = instance_config.instance_config(values, instance_config.PostgresEndpoint("127.0.0.1", 5999), "bkt")
+    return values, config
+
+
+def test_storage_is_postgres_with_psycopg2_and_password_from_env(tmp_path):
+    values, config = _derive(tmp_path)
+    for kind in ("run_storage", "event_log_storage", "schedule_storage"):
+        db = config[kind]["config"]["postgres_db"]
+        assert config[kind]["module"] == "dagster_postgres"
+        # SQLAlchemy 2.1 maps postgresql:// to psycopg 3 (not installed): the scheme must be explicit.
+        assert db["scheme"] == "postgresql+psycopg2"
+        assert db["password"] == {"env": instance_config.PASSWORD_ENV}
+        assert (db["hostname"], db["port"]) == ("127.0.0.1", 5999)
+        assert db["db_name"] == values["postgresql"]["postgresqlDatabase"]
+    assert "postgresqlPassword" not in values["postgresql"]  # only the user-created Secret holds it
+
+
+def test_coordinator_logs_and_the_one_stand_in_follow_the_values(tmp_path):
+    values, config = _derive(tmp_path)
+    queued = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]
+    coordinator = config["run_coordinator"]
+    assert coordinator["class"] == "QueuedRunCoordinator"
+    assert coordinator["config"]["max_concurrent_runs"] == queued["maxConcurrentRuns"]
+    assert coordinator["config"]["tag_concurrency_limits"] == queued["tagConcurrencyLimits"]
+    assert {"key": "marin/curation", "limit": 1} in coordinator["config"]["tag_concurrency_limits"]
+    assert values["runLauncher"]["type"] == "K8sRunLauncher"
+    assert config["run_launcher"]["class"] == "DefaultRunLauncher"
+    logs = config["compute_logs"]
+    assert logs["class"] == "GCSComputeLogManager"
+    assert logs["config"] == {
+        "bucket": "bkt",
+        "prefix": values["computeLogManager"]["config"]["gcsComputeLogManager"]["prefix"],
+    }
+    assert config["scheduler"]["class"] == "DagsterDaemonScheduler"
+
+
+def test_written_instance_config_validates_against_dagster_schema(tmp_path):
+    from dagster._core.instance.config import dagster_instance_config
+
+    _, config = _derive(tmp_path)
+    home = tmp_path / "home"
+    instance_config.write_instance_config(str(home), config)
+    validated, _ = dagster_instance_config(str(home))
+    assert validated["run_storage"]["class"] == "PostgresRunStorage"
+    assert (
+        validated["run_coordinator"]["config"]["max_concurrent_runs"]
+        == config["run_coordinator"]["config"]["max_concurrent_runs"]
+    )
+
+
+def test_local_processes_get_every_variable_the_helm_values_give_the_pods(tmp_path):
+    values = instance_config.load_values()
+    ports = {"gcs": 1, "ray_client": 2}
+    env = topology_env(str(tmp_path), ports, "bkt", "pw")
+    missing = [name for name in instance_config.user_code_env_names(values) if name not in env]
+    assert missing == []
+    # Same transport as the pods: Ray Client, and data in a gs:// bucket.
+    assert env["RAY_ADDRESS"] == "ray://127.0.0.1:2"
+    assert env["MARIN_PREFIX"] == "gs://bkt/marin"
+    assert env["DAGSTER_HOME"] == os.path.join(str(tmp_path), "dagster_home")
