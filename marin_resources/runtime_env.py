@@ -53,6 +53,7 @@ PASSTHROUGH_ENV_VARS: tuple[str, ...] = (
     "GOOGLE_APPLICATION_CREDENTIALS",  # a path to a key file; its contents are never read here
     "STORAGE_EMULATOR_HOST",  # a GCS API emulator (tests, local deployment)
     "FSSPEC_GCS_TOKEN",  # gcsfs credentials method or key-file path, e.g. "anon" for an emulator
+    "TENSORSTORE_GCS_HTTP_URL",  # the same emulator for tensorstore (Levanter caches, checkpoints)
 )
 # Passed only with include_secrets=True (the runtime env is stored in Ray's GCS and shown by the
 # dashboard); on Kubernetes the Ray pods get them from a Secret instead.

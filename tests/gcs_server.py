@@ -7,7 +7,9 @@ fenced status files rely on. (``gcp-storage-emulator`` ignores preconditions: us
 Use it through the fixtures of ``tests/conftest.py``:
 
 * ``gcs_server`` (session): the running server; ``gcs_server.env`` are the variables a subprocess
-  needs (``STORAGE_EMULATOR_HOST``, ``FSSPEC_GCS_TOKEN=anon``), ``gcs_server.create_bucket(name)``;
+  needs (``STORAGE_EMULATOR_HOST`` and ``FSSPEC_GCS_TOKEN=anon`` for gcsfs,
+  ``TENSORSTORE_GCS_HTTP_URL`` and ``GOOGLE_AUTH_TOKEN_FOR_TESTING`` for tensorstore, which
+  Levanter's caches use), ``gcs_server.create_bucket(name)``;
 * ``gcs_prefix`` (per test): a fresh bucket, returned as ``gs://<bucket>/marin``, with the variables
   set in this process (so gcsfs, ``fsspec.open`` and subprocesses started with ``os.environ``
   reach the server with anonymous credentials).
@@ -54,8 +56,14 @@ class GcsServer:
 
     @property
     def env(self) -> dict[str, str]:
-        """Environment variables that point gcsfs (in this or another process) at the server."""
-        return {"STORAGE_EMULATOR_HOST": self.url, "FSSPEC_GCS_TOKEN": "anon"}
+        """Environment variables that point gcsfs and tensorstore (Levanter's caches and
+        checkpoints), in this or another process, at the server with anonymous credentials."""
+        return {
+            "STORAGE_EMULATOR_HOST": self.url,
+            "FSSPEC_GCS_TOKEN": "anon",
+            "TENSORSTORE_GCS_HTTP_URL": self.url,
+            "GOOGLE_AUTH_TOKEN_FOR_TESTING": "anonymous",
+        }
 
     def start(self, timeout_s: float = 20.0) -> GcsServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
