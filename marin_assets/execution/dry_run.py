@@ -8,6 +8,7 @@ from typing import Any
 
 from marin_assets.execution.lease import lease_for_output
 from marin_assets.execution.runner import Executor
+from marin_assets.execution.secrets import REDACTED, is_secret_name
 from marin_assets.execution.status import (
     STATUS_FAILED,
     STATUS_RUNNING,
@@ -48,16 +49,24 @@ def flatten_version(version: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def version_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Every flattened difference between two version dicts (both read in canonical form)."""
+    """Every flattened difference between two version dicts (both read in canonical form).
+
+    A changed secret-looking field still shows as changed, but its values print as ``***``.
+    """
     a, b = flatten_version(canonical_version(old)), flatten_version(canonical_version(new))
+
+    def shown(key: str, value: Any) -> str:
+        secret = isinstance(value, str) and value and is_secret_name(key.rsplit(".", 1)[-1].split("[", 1)[0])
+        return repr(REDACTED if secret else value)
+
     lines: list[str] = []
     for key in sorted(set(a) | set(b)):
         if key not in a:
-            lines.append(f"+ {key} = {b[key]!r}")
+            lines.append(f"+ {key} = {shown(key, b[key])}")
         elif key not in b:
-            lines.append(f"- {key} (was {a[key]!r})")
+            lines.append(f"- {key} (was {shown(key, a[key])})")
         elif a[key] != b[key]:
-            lines.append(f"~ {key}: {a[key]!r} -> {b[key]!r}")
+            lines.append(f"~ {key}: {shown(key, a[key])} -> {shown(key, b[key])}")
     return lines
 
 

@@ -12,6 +12,7 @@ import fsspec
 import pytest
 
 from marin_assets.execution import StepGraph
+from marin_assets.execution.dry_run import version_diff
 from marin_assets.execution.secrets import (
     EnvSecret,
     MissingSecretError,
@@ -61,6 +62,10 @@ def test_secret_helpers_redact_resolve_and_version_by_name(monkeypatch):
     monkeypatch.setenv("MY_TOKEN", "value-1")
     assert resolve_secrets(config).token == "value-1"
     assert "value-1" not in repr(EnvSecret("MY_TOKEN"))
+    # A dry run shows that a versioned secret changed, never its values.
+    assert version_diff({"config": {"password": "pw-1"}}, {"config": {"password": "pw-2"}}) == [
+        "~ config.password: '***' -> '***'"
+    ]
     # The reference enters the version by name: rotating the secret does not change the output path.
     steps = secret_steps.config_steps()
     before = StepGraph(steps, "/tmp/x").resolved(steps[0]).hash
