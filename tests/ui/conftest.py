@@ -220,12 +220,19 @@ def _reset_signals() -> None:
 
 
 @pytest.fixture(scope="module")
-def dagster_dev(tmp_path_factory) -> Iterator[DagsterDev]:
+def dagster_dev(tmp_path_factory, request) -> Iterator[DagsterDev]:
     """``dagster dev -w workspace.yaml -p <free port>`` on a fresh instance and prefix (one per test module)."""
     base = tmp_path_factory.mktemp("dagster_ui")
     home = base / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    # A test module may add instance settings (e.g. the run queue) as ``DAGSTER_INSTANCE_YAML``
+    # and serve another code location (still named ``marin``) as ``DAGSTER_WORKSPACE_YAML``.
+    extra = getattr(request.module, "DAGSTER_INSTANCE_YAML", "")
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n" + extra)
+    workspace = "workspace.yaml"
+    if getattr(request.module, "DAGSTER_WORKSPACE_YAML", None):
+        workspace = str(base / "workspace.yaml")
+        Path(workspace).write_text(request.module.DAGSTER_WORKSPACE_YAML)
     prefix = base / "prefix"
     prefix.mkdir()
     ray_tmp = f"/tmp/mru-{os.getpid()}"  # short: Ray's socket paths must stay under 107 bytes
@@ -241,7 +248,7 @@ def dagster_dev(tmp_path_factory) -> Iterator[DagsterDev]:
     log_path = base / "dagster_dev.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+            [sys.executable, "-m", "dagster", "dev", "-w", workspace, "-h", "127.0.0.1", "-p", str(port)],
             cwd=REPO_ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
