@@ -36,20 +36,24 @@ from typing import Any
 from marin_assets.execution.conditional import (
     LeaseBackend,
     LocalLeaseBackend,
+    MemoryLeaseBackend,
     UnsupportedStorageError,
     backend_for,
 )
 from marin_assets.execution.fence import LeaseLostError, StepCancelled, activate
+from marin_assets.execution.gcs import GCSLeaseBackend
 from marin_assets.execution.status import LEASE_FILE
 from marin_assets.execution.storage import filesystem, is_local, join_path
 
 __all__ = [
     "DEFAULT_HEARTBEAT_S",
     "DEFAULT_STALE_S",
+    "GCSLeaseBackend",
     "LeaseBackend",
     "LeaseHolder",
     "LeaseLostError",
     "LocalLeaseBackend",
+    "MemoryLeaseBackend",
     "StepLease",
     "UnsupportedStorageError",
     "backend_for",
