@@ -156,3 +156,33 @@ def test_lost_lease_cancels_an_in_process_step_and_records_nothing(prefix):
     assert isinstance(errors[0], ExecutorError)
     assert "fence/chain0" in str(errors[0]) and "lost" in str(errors[0])
     assert read_status(out).status == "RUNNING"  # neither SUCCESS nor FAILED was recorded
+
+
+def test_lost_lease_kills_the_step_subprocess(prefix, tmp_path, monkeypatch):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    monkeypatch.setenv("MARKER_DIR", str(markers))
+    monkeypatch.setenv("FAKE_TRAIN_S", "600")
+    steps = fencing_steps.train()
+    graph = StepGraph(steps, prefix)
+    out = graph.resolved(steps[0]).output_path
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            Executor(ExecutorOptions(heartbeat_s=0.2, stale_s=1.0)).run(graph)
+        except BaseException as exc:  # noqa: BLE001 - inspected below
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    _wait_for(lambda: _trainers(markers), 60, "the trainer subprocess to start")
+    (trainer,) = _trainers(markers)
+    lease = lease_for_output(out, heartbeat_s=0.2, stale_s=1.0)
+    current = lease.backend.read(lease.path)
+    assert lease.backend.replace_if(lease.path, current[1], b'{"owner": "usurper"}') is not None
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    _wait_for(lambda: not _alive(trainer), 5, "the trainer to be killed with the lost lease")
+    assert "fence/train" in str(errors[0]) and "lost" in str(errors[0])
+    assert read_status(out).status == "RUNNING"
