@@ -14,6 +14,7 @@ cache; Marin's default validation sets (Paloma) and CORE eval-harness tasks need
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Sequence
@@ -112,6 +113,39 @@ def _prepare_data_config(tokenized: Any, use_default_validation: bool) -> Any:
     return tokenized
 
 
+# SimpleTrainConfig fields the local Levanter launcher does not apply yet (warned about when set).
+NOT_APPLIED_FIELDS = (
+    "beta1",
+    "beta2",
+    "epsilon",
+    "max_grad_norm",
+    "decay",
+    "rewarmup",
+    "cycle_length",
+    "z_loss_weight",
+    "ema_beta",
+    "skip_bad_steps",
+    "steps_per_task_eval",
+    "per_device_eval_parallelism",
+    "initialize_from_checkpoint_path",
+    "initialize_from_hf",
+    "allow_partial_checkpoint",
+    "int8",
+    "optimizer_config",
+    "watch",
+    "pad_tokenizer_to_match_model",
+)
+
+
+def _not_applied(train_config: SimpleTrainConfig) -> dict[str, Any]:
+    defaults = {f.name: f.default for f in dataclasses.fields(SimpleTrainConfig)}
+    return {
+        name: getattr(train_config, name)
+        for name in NOT_APPLIED_FIELDS
+        if unwrap_versioned_value(getattr(train_config, name)) != defaults[name]
+    }
+
+
 def default_train(
     name: str,
     tokenized: InputName | ExecutorStep | Any,
@@ -140,6 +174,11 @@ def default_train(
     """
     if eval_harness_tasks:
         logger.warning("%s: eval_harness_tasks are not run during training here; add an evaluation step", name)
+    not_applied = _not_applied(train_config)
+    if not_applied:
+        logger.warning(
+            "%s: these SimpleTrainConfig settings are not applied by the local launcher: %s", name, not_applied
+        )
     data = _prepare_data_config(tokenized, use_default_validation)
     model = unwrap_versioned_value(model_config)
     train_length = train_config.train_seq_len or model.seq_len

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,7 @@ def test_cpu_tiny_model_tutorial(prefix, tmp_path):
     assert (summary(again)["ran"], summary(again)["cached"]) == (0, 2)
 
 
-def test_mixture_of_tokenize_steps_versions_and_resolves_like_marin(tmp_path):
+def test_mixture_of_tokenize_steps_versions_and_resolves_like_marin(tmp_path, caplog):
     """``lm_mixture_data_config`` over two tokenize steps: Marin's version keys, concrete caches when
     instantiated, and the training config the step function derives from them."""
     from marin_assets.execution.executor import versioned
@@ -120,3 +121,19 @@ def test_mixture_of_tokenize_steps_versions_and_resolves_like_marin(tmp_path):
     assert ours.weights == {"web": 0.75, "code": 0.25} and ours.components == caches
     assert (ours.model.hidden_dim, ours.model.num_layers, ours.model.seq_len) == (32, 2, 512)
     assert ours.accelerator == "cpu" and ours.env["JAX_PLATFORMS"] == "cpu"
+    with caplog.at_level(logging.WARNING):
+        fixed = default_train(
+            "mix",
+            mixture,
+            versioned(llama_nano),
+            SimpleTrainConfig(
+                resources=CpuOnlyConfig(num_cpus=1),
+                train_batch_size=4,
+                num_train_steps=3,
+                learning_rate=1e-3,
+                beta1=0.8,
+            ),
+            override_output_path="checkpoints/fixed-mix",
+        )
+    assert StepGraph([fixed], "/p").resolved(fixed).output_path == "/p/checkpoints/fixed-mix"
+    assert "not applied" in caplog.text and "beta1" in caplog.text
