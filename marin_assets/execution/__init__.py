@@ -2,7 +2,8 @@
 
 Steps, versions and output paths (``step``, ``versioning``), status and info files (``status``),
 leases (``lease``), the runner (``runner``), dry runs (``dry_run``) and the command line
-(``executor_main``).
+(``executor_main``); Marin's module name ``executor`` maps Marin's names onto them, and
+``maintenance`` (``invalidate``, ``gc``) acts on recorded outputs.
 """
 
 from marin_assets.execution.executor_main import executor_main
@@ -16,18 +17,22 @@ from marin_assets.execution.runner import (
     run_steps,
 )
 from marin_assets.execution.step import (
+    THIS_OUTPUT_PATH,
     ExecutorStep,
     InputName,
     OutputName,
     VersionedValue,
+    ensure_versioned,
     output_path_of,
     this_output_path,
     this_partition,
+    unwrap_versioned_value,
     versioned,
 )
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, hash_version
 
 __all__ = [
+    "THIS_OUTPUT_PATH",
     "ExecutionReport",
     "Executor",
     "ExecutorError",
@@ -40,11 +45,13 @@ __all__ = [
     "StepGraph",
     "StepOutcome",
     "VersionedValue",
+    "ensure_versioned",
     "executor_main",
     "hash_version",
     "output_path_of",
     "run_steps",
     "this_output_path",
     "this_partition",
+    "unwrap_versioned_value",
     "versioned",
 ]
