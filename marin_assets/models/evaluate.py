@@ -229,12 +229,26 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _local_copy(folder: str, dest: str) -> str:
+    """``folder`` itself when local, else a copy of it (object store) under ``dest``: lm-eval's and
+    Levanter's HF loaders read local folders (or hub ids), not ``gs://`` URLs."""
+    if is_local(folder):
+        return folder
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(folder)
+    shutil.rmtree(dest, ignore_errors=True)
+    fs.get(path.rstrip("/") + "/", dest, recursive=True)
+    return dest
+
+
 def run_evaluation(config: EvalConfig) -> dict:
     """Run both evaluations and write ``results.json``; returns metadata (task -> metric table)."""
     out = config.output_path
     work = out if is_local(out) else os.path.join("/tmp", "marin-eval", os.path.basename(out.rstrip("/")))
     os.makedirs(work, exist_ok=True)
-    hf_dir = resolve_hf_export(config.checkpoint)
+    hf_export = resolve_hf_export(config.checkpoint)
+    hf_dir = _local_copy(hf_export, os.path.join(work, "hf_export"))
     start = time.monotonic()
     results: dict[str, Any] = {"results": {}, "versions": {}, "n-shot": {}, "configs": {}, "config": {}}
     if config.tasks:
@@ -246,7 +260,7 @@ def run_evaluation(config: EvalConfig) -> dict:
         task = f"{LEVANTER_TASK_PREFIX}/{name}"
         results.setdefault("results", {})[task] = {"alias": task, **{f"{k},none": v for k, v in metrics.items()}}
         results.setdefault("versions", {})[task] = "levanter"
-    results.setdefault("config", {}).update({"marin_hf_export": hf_dir, "marin_checkpoint": config.checkpoint})
+    results.setdefault("config", {}).update({"marin_hf_export": hf_export, "marin_checkpoint": config.checkpoint})
     text = json.dumps(results, indent=2, default=str)
     atomic_write_text(join_path(out, "results.json"), text)
     rows = []
