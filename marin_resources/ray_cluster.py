@@ -178,14 +178,14 @@ def configure_token_auth(environ: dict[str, str] | os._Environ[str] | None = Non
     environ = os.environ if environ is None else environ
     if environ.get("RAY_AUTH_MODE"):
         return False
-    home = environ.get("HOME") or os.path.expanduser("~")
-    has_token = bool(environ.get("RAY_AUTH_TOKEN") or environ.get("RAY_AUTH_TOKEN_PATH")) or (
-        os.path.exists(os.path.join(home, ".ray", "auth_token"))
-    )
-    if has_token:
+    explicit_token = bool(environ.get("RAY_AUTH_TOKEN") or environ.get("RAY_AUTH_TOKEN_PATH"))
+    if explicit_token:
         environ["RAY_AUTH_MODE"] = "token"
     elif embedded:
-        environ["RAY_AUTH_MODE"] = "disabled"
+        # The head would pick up a token file left on the machine (e.g. by an earlier `ray start`).
+        home = environ.get("HOME") or os.path.expanduser("~")
+        has_file = os.path.exists(os.path.join(home, ".ray", "auth_token"))
+        environ["RAY_AUTH_MODE"] = "token" if has_file else "disabled"
     return "RAY_AUTH_MODE" in environ
 
 
