@@ -132,3 +132,31 @@ def test_later_runs_ray_tasks_see_no_earlier_credentials_and_auth_token_works(pr
     # Even the run that had the credentials did not hand them to its Ray task.
     (first,) = Path(prefix, "secrets").glob("ray_env_first-*")
     assert _grep_bytes({"first run's task environment": (first / "environ.json").read_bytes()}) == []
+
+
+def test_embedded_head_environment_is_minimal_and_auth_mode_explicit(tmp_path):
+    from marin_resources.ray_cluster import configure_token_auth, head_environment
+
+    caller = {
+        "PATH": "/usr/bin",
+        "HOME": str(tmp_path),
+        "LC_ALL": "C.UTF-8",
+        "RAY_ADDRESS": "127.0.0.1:1",
+        "RAY_num_workers_soft_limit": "2",
+        "RAY_AUTH_TOKEN": "cluster-token",
+        **SECRETS,
+    }
+    env = head_environment(caller)
+    assert [k for k in SECRETS if k in env] == []
+    assert env["PATH"] == "/usr/bin" and env["LC_ALL"] == "C.UTF-8" and env["RAY_num_workers_soft_limit"] == "2"
+    assert "RAY_ADDRESS" not in env and env["RAY_AUTH_MODE"] == "token"
+    # No token anywhere: the embedded head and its drivers agree on "disabled"; an external
+    # cluster's mode is left to Ray (and the user's RAY_AUTH_MODE).
+    bare = {"HOME": str(tmp_path)}
+    assert configure_token_auth(bare) and bare["RAY_AUTH_MODE"] == "disabled"
+    external = {"HOME": str(tmp_path)}
+    assert not configure_token_auth(external, embedded=False) and "RAY_AUTH_MODE" not in external
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("left-by-ray-start")
+    with_file = {"HOME": str(tmp_path)}
+    assert configure_token_auth(with_file) and with_file["RAY_AUTH_MODE"] == "token"
