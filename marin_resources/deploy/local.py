@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -225,6 +226,7 @@ def up(args: argparse.Namespace) -> DeployState:
                     raise
                 state.services.remove(worker)
                 step(f"ray worker node did not register (attempt {attempt}); starting it again")
+        state.ray_temp_dir, state.ray_nodes = ray_tmp, nodes
         step(f"ray           {env['RAY_ADDRESS']}  ({len(nodes)} nodes, head pid {head.pid}, worker pid {worker.pid})")
 
         home = env["DAGSTER_HOME"]
@@ -319,6 +321,9 @@ def down(state_dir: str, quiet: bool = False) -> list[str]:
         stopped.append(service.name)
         if not quiet:
             print(f"stopped {service.name} (pid {service.pid})", flush=True)
+    if state.ray_temp_dir and os.path.isdir(state.ray_temp_dir):
+        # Ray's sessions and sockets of this topology (under /tmp: socket paths must be short).
+        shutil.rmtree(state.ray_temp_dir, ignore_errors=True)
     state.services = []
     state.save()
     return stopped

@@ -51,6 +51,9 @@ class DeployState:
     postgres_data: str | None = None
     ports: dict[str, int] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    ray_temp_dir: str | None = None
+    # Alive Ray nodes after start: {"id", "resources"} (the worker is the one with CPUs).
+    ray_nodes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def path(self) -> str:
