@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.runner import ExecutionReport, Executor, ExecutorError, ExecutorOptions
 from marin_assets.execution.secrets import redact_secrets
@@ -199,6 +200,11 @@ def executor_main(
     if args.dry_run:
         print(format_plan(plan(graph, args.run_only, args.force_run_failed)))
         return None
+    try:
+        backend_for(graph.prefix)  # leases need conditional writes: refuse such a prefix once, up front
+    except UnsupportedStorageError as exc:
+        logger.error("%s", exc)
+        raise SystemExit(2) from None
     concurrency = args.max_concurrent or max_concurrent or max(1, len(Executor.units(graph)))
     options = ExecutorOptions(
         force_run_failed=args.force_run_failed,

@@ -90,6 +90,23 @@ def test_storage_without_conditional_writes_fails_once_at_startup():
     with pytest.raises(UnsupportedStorageError, match=r"http:// .* cannot do the conditional writes"):
         Executor(ExecutorOptions(), launch=lambda node, config: calls.append(node.name)).run(graph)
     assert calls == []
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marin_assets.experiments.hello_world",
+            "--prefix",
+            "http://127.0.0.1:9/m",
+            "--no_record",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert cli.returncode == 2
+    assert cli.stderr.count("cannot do the conditional writes") == 1 and "Traceback" not in cli.stderr
 
 
 def _hello(prefix: str) -> dict:
