@@ -74,7 +74,8 @@ def bad_drop(tmp_path):
         ).encode(),
         "g_empty.jsonl": b"",
         # gzip magic and header, then garbage: a corrupt stream (content is sniffed, not the name).
-        "h_garbage.jsonl.gz": b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + bytes(rng.randrange(256) for _ in range(5000)),
+        "h_garbage.jsonl.gz": b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
+        + bytes(rng.randrange(256) for _ in range(5000)),
         "i_garbage.jsonl": bytes(rng.randrange(256) for _ in range(5000)),
         "j_wrong_schema.parquet": _parquet(pa.table({"doc": ["a", "b"], "body": ["x", "y"]})),
         "k_good.parquet": _parquet(pa.table({"id": ["pq-0", "pq-1", None], "text": ["<p>a</p>", "<p>b</p>", "c"]})),
