@@ -36,7 +36,7 @@ from typing import Any
 from marin_assets.execution.conditional import backend_for
 from marin_assets.execution.fence import LeaseLostError, StepCancelled, on_lease_lost
 from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, StepLease, lease_for_output
-from marin_assets.execution.secrets import redact_secrets, resolve_secrets
+from marin_assets.execution.secrets import redact_secrets, resolve_secrets, scrub, secret_values
 from marin_assets.execution.status import (
     INFO_FILE,
     METADATA_FILE,
@@ -416,12 +416,14 @@ class Executor:
                     f"{label}: lease on {output_path} was lost (another runner took over); stopped the step, "
                     "recorded nothing"
                 ) from None
-            error = traceback.format_exc()
+            # An error message may quote a secret the step was given: never record or log it.
+            hidden = secret_values(config)
+            error = scrub(traceback.format_exc(), hidden)
             self._fenced_status(lease, label, output_path, STATUS_FAILED, token, run_id=run_id, error=error)
-            logger.error("%s: FAILED after %.1fs: %s", label, time.monotonic() - start, exc)
+            logger.error("%s: FAILED after %.1fs: %s", label, time.monotonic() - start, scrub(str(exc), hidden))
             if not isinstance(exc, Exception):
                 raise
-            raise StepFailedError(f"{label} failed: {exc}") from exc
+            raise StepFailedError(f"{label} failed: {scrub(str(exc), hidden)}") from (None if hidden else exc)
         metadata = result if isinstance(result, dict) else {}
         if metadata:
             write_json(join_path(output_path, METADATA_FILE), redact_secrets(metadata))

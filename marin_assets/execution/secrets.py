@@ -123,3 +123,30 @@ def resolve_secrets(value: Any) -> Any:
             return value
         return type(value)(items) if isinstance(value, list) else tuple(items)
     return value
+
+
+def secret_values(value: Any, _key: str = "") -> set[str]:
+    """The secret strings a config holds: resolved :class:`EnvSecret` values and the string values
+    of secret-looking fields (at least 4 characters, so that scrubbing stays meaningful)."""
+    found: set[str] = set()
+    if isinstance(value, EnvSecret):
+        resolved = os.environ.get(value.env, "")
+        return {resolved} if len(resolved) >= 4 else set()
+    if isinstance(value, str):
+        return {value} if _key and is_secret_name(_key) and len(value) >= 4 else set()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            found |= secret_values(item, str(key))
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            found |= secret_values(item, _key)
+    return found
+
+
+def scrub(text: str, secrets: set[str]) -> str:
+    """``text`` with every occurrence of the given secret strings replaced by ``***``."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text

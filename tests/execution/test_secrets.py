@@ -160,3 +160,29 @@ def test_embedded_head_environment_is_minimal_and_auth_mode_explicit(tmp_path):
     (tmp_path / ".ray" / "auth_token").write_text("left-by-ray-start")
     with_file = {"HOME": str(tmp_path)}
     assert configure_token_auth(with_file) and with_file["RAY_AUTH_MODE"] == "token"
+
+
+def test_a_failing_step_quoting_its_secret_records_and_raises_it_scrubbed(prefix, monkeypatch):
+    from marin_assets.execution import ExecutorOptions, ExecutorStep, this_output_path
+    from marin_assets.execution.runner import Executor, ExecutorError
+    from marin_assets.execution.status import read_status
+
+    monkeypatch.setenv("MARIN_TEST_API_TOKEN", SECRETS["MARIN_TEST_API_TOKEN"])
+
+    def leaky(config: secret_steps.SecretConfig) -> None:
+        raise RuntimeError(f"login failed with token {config.token} and key {config.api_key}")
+
+    step = ExecutorStep(
+        "secrets/leaky",
+        leaky,
+        secret_steps.SecretConfig(
+            this_output_path(), api_key=SECRETS["TEST_PLAIN_API_KEY"], token=secret_from_env("MARIN_TEST_API_TOKEN")
+        ),
+    )
+    graph = StepGraph([step], prefix)
+    with pytest.raises(ExecutorError) as failure:
+        Executor(ExecutorOptions()).run(graph)
+    status = read_status(graph.resolved(step).output_path)
+    assert status.status == "FAILED" and "login failed with token ***" in status.error
+    assert _grep_bytes({"status": status.error.encode(), "raised": str(failure.value).encode()}) == []
+    assert _grep_bytes(_folder_contents(prefix)) == []
