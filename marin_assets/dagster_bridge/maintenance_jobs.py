@@ -1,13 +1,15 @@
 """``invalidate`` and ``gc`` as Dagster jobs (the logic lives in ``execution.maintenance``).
 
 Both are dry runs unless their config says ``apply: true``: launch once to see the plan in the
-run's logs and metadata, then launch again with ``apply: true`` to act on it.
+run's logs and metadata, then launch again with ``apply: true`` to act on it. ``gc_job`` also keeps
+the outputs of every step of this code location's experiments (Dagster materializations write no
+experiment record).
 """
 
 import dagster as dg
 from pydantic import Field
 
-from marin_assets.execution.maintenance import apply_gc, apply_invalidation, plan_gc, plan_invalidation
+from marin_assets.execution.maintenance import apply_gc, apply_invalidation, plan_gc, plan_invalidation, step_outputs_of
 from marin_resources.dagster_resources import MarinStorageResource
 
 
@@ -46,7 +48,12 @@ def invalidate_step(
 
 @dg.op(description="List (and with apply: true delete) outputs no experiment record references")
 def gc_outputs(context: dg.OpExecutionContext, config: GcConfig, marin_storage: MarinStorageResource) -> None:
-    plan = plan_gc(marin_storage.root())
+    # Steps materialized from Dagster have no experiment record: keep every step of the code location.
+    from marin_assets.definitions import experiments
+
+    prefix = marin_storage.root()
+    keep = [path for e in experiments() for path in step_outputs_of(e.steps, prefix, e.partitions)]
+    plan = plan_gc(prefix, keep)
     for path in plan.unreferenced:
         context.log.info(f"{'delete' if config.apply else 'unreferenced'}: {path}")
     deleted = apply_gc(plan) if config.apply else []

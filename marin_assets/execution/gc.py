@@ -2,7 +2,8 @@
 that no recorded experiment references, then delete them on confirmation.
 
 Without ``--yes`` it lists and asks; a non-interactive run only lists. Outputs under a live lease are
-never deleted. See ``marin_assets.execution.maintenance``.
+never deleted; ``--keep module:attribute`` keeps the outputs of those steps too (runs started from
+Dagster write no experiment record). See ``marin_assets.execution.maintenance``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 from collections.abc import Sequence
 
 from marin_assets.execution.executor_main import default_prefix
-from marin_assets.execution.maintenance import apply_gc, confirm, plan_gc
+from marin_assets.execution.maintenance import apply_gc, confirm, load_steps, plan_gc, step_outputs_of
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,8 +20,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--prefix", default=None, help="output root (default: $MARIN_PREFIX or ./data)")
     parser.add_argument("--yes", action="store_true", help="delete without asking")
+    parser.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help="also keep the outputs of these steps (e.g. marin_assets.experiments.hello_world:STEPS)",
+    )
     args = parser.parse_args(argv)
-    plan = plan_gc(args.prefix or default_prefix())
+    prefix = args.prefix or default_prefix()
+    keep = [path for spec in args.keep for path in step_outputs_of(load_steps(spec), prefix)]
+    plan = plan_gc(prefix, keep)
     for output in plan.unreferenced:
         print(f"unreferenced  {output}")
     for output in plan.kept_live:

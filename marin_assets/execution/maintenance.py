@@ -15,7 +15,9 @@ depends on. A step is a *descendant* of another when the other's version appears
 * **gc** lists step outputs under the prefix (folders holding ``.executor_status`` or
   ``.executor_info``) that no recorded experiment references, and deletes them only on
   confirmation. Outputs under a live lease are never deleted; deleting an experiment record makes
-  its outputs collectable.
+  its outputs collectable. Materializations started from Dagster write no experiment record: the
+  Dagster job keeps every step of the code location, and the command line keeps the steps named
+  with ``--keep module:attribute``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,9 +188,9 @@ class GcPlan:
     referenced: int = 0
 
 
-def plan_gc(prefix: str) -> GcPlan:
-    """Step outputs under ``prefix`` that no recorded experiment references."""
-    referenced = {s.output_path.rstrip("/") for s in recorded_steps(prefix)}
+def plan_gc(prefix: str, keep: Iterable[str] = ()) -> GcPlan:
+    """Step outputs under ``prefix`` that no recorded experiment references (nor ``keep`` lists)."""
+    referenced = {s.output_path.rstrip("/") for s in recorded_steps(prefix)} | {k.rstrip("/") for k in keep}
     plan = GcPlan(referenced=len(referenced))
     records_root = join_path(prefix, RECORDS_DIR)
     for output in _step_outputs(prefix):
@@ -200,6 +203,28 @@ def plan_gc(prefix: str) -> GcPlan:
         else:
             plan.unreferenced.append(output)
     return plan
+
+
+def step_outputs_of(steps: Sequence[Any], prefix: str, partitions: Mapping[str, Any] | None = None) -> list[str]:
+    """Output paths of ``steps`` and everything they depend on, under ``prefix`` (for ``keep``)."""
+    from marin_assets.execution.executor_main import resolve_partitions
+    from marin_assets.execution.versioning import StepGraph
+
+    graph = StepGraph(steps, prefix, resolve_partitions(partitions, prefix))
+    return [node.output_path for node in graph.topological()]
+
+
+def load_steps(spec: str) -> list[Any]:
+    """Steps named ``module:attribute`` (a list, a dict of steps, or one step)."""
+    import importlib
+
+    module_name, _, attr = spec.partition(":")
+    if not attr:
+        raise ValueError(f"expected module:attribute, got {spec!r}")
+    value = getattr(importlib.import_module(module_name), attr)
+    if isinstance(value, Mapping):
+        return list(value.values())
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def apply_gc(plan: GcPlan) -> list[str]:

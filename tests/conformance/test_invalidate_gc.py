@@ -42,19 +42,31 @@ def test_invalidate_marks_the_step_and_its_descendants_without_deleting_data(pre
     assert unknown.returncode == 2 and "no recorded step matches" in unknown.stderr
 
 
+def dagster_only_output(prefix: str) -> str:
+    """Where the code location's hello-world numbers step writes under ``prefix``."""
+    from marin_assets.execution.versioning import StepGraph
+    from marin_assets.experiments import hello_world
+
+    return StepGraph(hello_world.STEPS, prefix).resolved(hello_world.STEPS[0]).output_path
+
+
 def test_gc_lists_then_deletes_only_unreferenced_outputs(prefix):
     assert run_marin_script("hello_world", prefix).returncode == 0
     stale = Path(prefix, "hello_world/data-000000")
     stale.mkdir(parents=True)
     (stale / ".executor_status").write_text(json.dumps({"status": "SUCCESS", "time": 0}))
     (stale / "numbers.json").write_text("[1]")
+    dagster_only = Path(dagster_only_output(prefix))  # materialized from Dagster: no experiment record
+    dagster_only.mkdir(parents=True)
+    (dagster_only / ".executor_status").write_text(json.dumps({"status": "SUCCESS", "time": 0}))
     listed = cli("gc", "--prefix", prefix)
     assert listed.returncode == 0, listed.stderr
     assert str(stale) in listed.stdout and "nothing deleted" in listed.stdout
+    assert str(dagster_only) in listed.stdout
     assert "data-bd4f05" not in listed.stdout
     assert stale.exists()
-    deleted = cli("gc", "--prefix", prefix, "--yes")
+    deleted = cli("gc", "--prefix", prefix, "--yes", "--keep", "marin_assets.experiments.hello_world:STEPS")
     assert "deleted 1" in deleted.stdout
-    assert not stale.exists()
+    assert not stale.exists() and dagster_only.exists()
     assert Path(prefix, "hello_world/data-bd4f05/numbers.json").exists()
     assert summary(run_marin_script("hello_world", prefix))["cached"] == 2

@@ -44,6 +44,11 @@ def test_invalidate_and_gc_jobs(prefix):
     assert applied.success
     assert not status.exists() and Path(prefix, "hello_world/stats-8118f4/stats.json").exists()
 
+    from tests.conformance.test_invalidate_gc import dagster_only_output
+
+    kept = Path(dagster_only_output(prefix))  # a step of the code location, materialized from Dagster
+    kept.mkdir(parents=True)
+    (kept / ".executor_status").write_text(json.dumps({"status": "SUCCESS", "time": 0}))
     stale = Path(prefix, "old/step-abcdef")
     stale.mkdir(parents=True)
     (stale / ".executor_status").write_text(json.dumps({"status": "SUCCESS", "time": 0}))
@@ -51,5 +56,5 @@ def test_invalidate_and_gc_jobs(prefix):
     assert listed.success and output_metadata(listed)["unreferenced"].value == [str(stale)]
     assert stale.exists()
     assert run_job("gc_job", prefix, "gc_outputs", {"apply": True}).success
-    assert not stale.exists()
+    assert not stale.exists() and kept.exists()
     assert Path(prefix, "hello_world/data-bd4f05/numbers.json").exists()
