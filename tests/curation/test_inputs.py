@@ -197,3 +197,18 @@ def test_lone_surrogate_quarantined_per_record(tmp_path, compress):
     assert f"{name} line 2" in rows[0]["detail"]
     # The downstream stage reads what raw wrote without trouble.
     assert run_html_to_text(HtmlToTextConfig(out, str(tmp_path / "text")))["documents_out"] == 2
+
+
+def test_corrupt_warc_keeps_records_before_the_damage(tmp_path):
+    pages = [WarcPage(f"p{i}", f"https://p.example/{i}", "2024-01-01T00:00:00Z", f"<p>page {i}</p>") for i in range(3)]
+    data = encode_warc_gz(pages, "x.warc.gz")
+    first_two = encode_warc_gz(pages[:2], "x.warc.gz")
+    damaged = first_two + b"\x1f\x8b\x08\x00" + b"garbage" * 40 + data[len(first_two) :]
+    landing = tmp_path / "landing" / "src"
+    write_drop_files(str(landing / "drop-1"), {"x.warc.gz": damaged})
+    out = str(tmp_path / "raw")
+    meta = run_raw(RawConfig(landing_dir=str(landing), drop_id="drop-1", output_path=out))
+    assert set(docs_of(out)) == {warc_record_id("p0"), warc_record_id("p1")}
+    assert meta["quarantine_reasons"] == {"corrupt_warc": 1}
+    [row] = quarantine_of(out)
+    assert row["file"] == "x.warc.gz" and "after record 2" in row["detail"]
