@@ -57,6 +57,7 @@ __all__ = [
     "StepLease",
     "UnsupportedStorageError",
     "backend_for",
+    "guard_remote",
     "lease_for_output",
 ]
 
@@ -373,6 +374,45 @@ class StepLease:
             with guard:
                 armed[0] = False
             unregister()
+
+
+def guard_remote(fn: Callable[[Any], Any], lease: StepLease) -> Callable[[Any], Any]:
+    """Wrap a step function that runs as a Ray task so that the task fences itself.
+
+    While ``fn`` runs, a thread in the worker reads the lease every ``heartbeat_s``; once the lease
+    is gone or held by another owner, it ends the worker process at once (``os._exit``). This stops
+    the task wherever it runs -- also when the driver is frozen or cut off from the worker, and for
+    tasks launched through an accelerator config, whose ObjectRef the runner never sees.
+    """
+    path, owner, every = lease.path, lease.owner, lease.heartbeat_s
+
+    def fenced(config: Any) -> Any:
+        current = backend_for(path).read(path)
+        holder = StepLease._parse(current[0]) if current is not None else None
+        if holder is None or holder.owner != owner:  # e.g. a retry of a task this guard ended
+            raise LeaseLostError(f"lease {path} is no longer held by the runner that launched this task")
+        stop = threading.Event()
+
+        def watch() -> None:
+            backend = backend_for(path)
+            while not stop.wait(every):
+                try:
+                    current = backend.read(path)
+                except OSError:
+                    continue  # transient: the next look decides
+                holder = StepLease._parse(current[0]) if current is not None else None
+                if not stop.is_set() and (holder is None or holder.owner != owner):
+                    logger.error("lease %s lost: ending this Ray worker (pid %d)", path, os.getpid())
+                    os._exit(75)
+
+        threading.Thread(target=watch, name="marin-remote-fence", daemon=True).start()
+        try:
+            return fn(config)
+        finally:
+            stop.set()
+
+    fenced.__name__ = getattr(fn, "__name__", "step")
+    return fenced
 
 
 def lease_for_output(

@@ -34,8 +34,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from marin_assets.execution.conditional import backend_for
-from marin_assets.execution.fence import LeaseLostError, StepCancelled, on_lease_lost
-from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, StepLease, lease_for_output
+from marin_assets.execution.fence import LeaseLostError, StepCancelled, active_fence, on_lease_lost
+from marin_assets.execution.lease import (
+    DEFAULT_HEARTBEAT_S,
+    DEFAULT_STALE_S,
+    StepLease,
+    guard_remote,
+    lease_for_output,
+)
 from marin_assets.execution.secrets import redact_secrets, resolve_secrets, scrub, secret_values
 from marin_assets.execution.status import (
     INFO_FILE,
@@ -156,6 +162,12 @@ def runs_in_process(step: Any, runtime_env: dict[str, Any]) -> bool:
     )
 
 
+def _fenced(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``fn`` guarded by the running step's lease inside its Ray worker (see ``lease.guard_remote``)."""
+    lease = active_fence()
+    return guard_remote(fn, lease) if isinstance(lease, StepLease) else fn
+
+
 def launch_step_function(node: ResolvedStep, config: Any) -> Any:
     """Call the step function: on Ray when it is a remote function, declares resources or needs pip
     groups this interpreter lacks, or when ``ray_cluster.steps_on_ray()`` (a Ray Client address or
@@ -180,12 +192,12 @@ def launch_step_function(node: ResolvedStep, config: Any) -> Any:
         resources = step.resources
         accelerator = resources if hasattr(resources, "launch") else accelerator_from_dict(resources)
         fn = getattr(step.fn, "_function", step.fn)
-        return accelerator.launch(recording_placement(fn), config, runtime_env=runtime_env or None)
+        return accelerator.launch(_fenced(recording_placement(fn)), config, runtime_env=runtime_env or None)
     # A @ray.remote step keeps its own options (num_cpus, resources, ...).
     options = dict(getattr(step.fn, "_default_options", None) or {})
     if runtime_env:
         options["runtime_env"] = runtime_env
-    wrapped = recording_placement(step.fn._function)
+    wrapped = _fenced(recording_placement(step.fn._function))
     remote = ray.remote(**options)(wrapped) if options else ray.remote(wrapped)
     ref = remote.remote(config)
     # Fencing: a runner that loses its lease kills the task instead of letting it keep writing.

@@ -101,3 +101,36 @@ def train() -> list[ExecutorStep]:
 if __name__ == "__main__":
     which, argv = sys.argv[1], sys.argv[2:]
     executor_main(chain() if which == "chain" else train(), argv=argv)
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    output_path: str
+    marker_dir: str
+    seconds: float = 600
+
+
+def tick_loop(config: LoopConfig) -> dict[str, int]:
+    """Runs as a Ray task: append a tick line every 0.1 s until ``seconds`` pass."""
+    os.makedirs(config.marker_dir, exist_ok=True)
+    deadline = time.monotonic() + config.seconds
+    ticks = 0
+    while time.monotonic() < deadline:
+        with open(os.path.join(config.marker_dir, "ticks.log"), "a") as handle:
+            handle.write(f"tick {os.getpid()}\n")
+        ticks += 1
+        time.sleep(0.1)
+    return {"ticks": ticks}
+
+
+def ray_loop(marker_dir: str) -> list[ExecutorStep]:
+    from marin_resources.accelerators import CpuConfig
+
+    return [
+        ExecutorStep(
+            "fence/ray_loop",
+            tick_loop,
+            LoopConfig(this_output_path(), marker_dir, versioned(600)),
+            resources=CpuConfig(num_cpus=1),
+        )
+    ]

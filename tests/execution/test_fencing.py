@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from marin_assets.execution import ExecutorOptions, StepGraph
 from marin_assets.execution.fence import StepCancelled
@@ -186,3 +187,48 @@ def test_lost_lease_kills_the_step_subprocess(prefix, tmp_path, monkeypatch):
     _wait_for(lambda: not _alive(trainer), 5, "the trainer to be killed with the lost lease")
     assert "fence/train" in str(errors[0]) and "lost" in str(errors[0])
     assert read_status(out).status == "RUNNING"
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+def test_lost_lease_ends_a_ray_task_launched_through_an_accelerator_config(prefix, tmp_path, monkeypatch):
+    import ray
+
+    from marin_resources.ray_cluster import RayClusterConfig, ensure_ray, stop_embedded_head
+
+    ray.shutdown()
+    temp_dir = f"/tmp/mr-fence-{os.getpid()}"
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # the head's workers import the step module by name
+    try:
+        ensure_ray(RayClusterConfig(num_cpus=2, temp_dir=temp_dir))
+        markers = tmp_path / "markers"
+        steps = fencing_steps.ray_loop(str(markers))
+        graph = StepGraph(steps, prefix)
+        out = graph.resolved(steps[0]).output_path
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                Executor(ExecutorOptions(heartbeat_s=0.5, stale_s=3.0)).run(graph)
+            except BaseException as exc:  # noqa: BLE001 - inspected below
+                errors.append(exc)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        ticks = markers / "ticks.log"
+        _wait_for(lambda: ticks.exists() and len(ticks.read_text().splitlines()) >= 3, 180, "the Ray task to tick")
+        (worker,) = {int(line.split()[1]) for line in ticks.read_text().splitlines()}
+        lease = lease_for_output(out, heartbeat_s=0.5, stale_s=3.0)
+        current = lease.backend.read(lease.path)
+        assert lease.backend.replace_if(lease.path, current[1], b'{"owner": "usurper"}') is not None
+        _wait_for(lambda: not _alive(worker), 10, "the Ray worker to end itself")
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+        count = len(ticks.read_text().splitlines())
+        time.sleep(1.0)
+        assert len(ticks.read_text().splitlines()) == count  # no tick after the fence (no retry ran it)
+        assert "fence/ray_loop" in str(errors[0]) and "lost" in str(errors[0])
+        assert read_status(out).status == "RUNNING"
+    finally:
+        ray.shutdown()
+        stop_embedded_head(temp_dir)
