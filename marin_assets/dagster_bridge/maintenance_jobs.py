@@ -9,7 +9,14 @@ experiment record).
 import dagster as dg
 from pydantic import Field
 
-from marin_assets.execution.maintenance import apply_gc, apply_invalidation, plan_gc, plan_invalidation, step_outputs_of
+from marin_assets.execution.maintenance import (
+    apply_gc,
+    apply_invalidation,
+    plan_gc,
+    plan_invalidation,
+    step_outputs_of,
+    steps_of,
+)
 from marin_resources.dagster_resources import MarinStorageResource
 
 
@@ -31,8 +38,12 @@ class GcConfig(dg.Config):
 def invalidate_step(
     context: dg.OpExecutionContext, config: InvalidateConfig, marin_storage: MarinStorageResource
 ) -> None:
+    from marin_assets.definitions import experiments
+
+    prefix = marin_storage.root()
+    known = [step for e in experiments() for step in steps_of(e.steps, prefix, e.partitions)]
     try:
-        plan = plan_invalidation(marin_storage.root(), config.step)
+        plan = plan_invalidation(prefix, config.step, known)
     except ValueError as exc:
         raise dg.Failure(str(exc)) from exc
     targets = [s.output_path for s in plan.targets]

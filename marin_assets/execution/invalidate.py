@@ -2,7 +2,8 @@
 recorded descendant for recomputation, without deleting data.
 
 Without ``--yes`` it prints what would be marked (a dry run) and asks; a non-interactive run only
-prints. ``STEP`` is a step name (``tokenized/tiny``), ``name-hash`` or an output path. See
+prints. ``STEP`` is a step name (``tokenized/tiny``), ``name-hash`` or an output path, looked up in
+the experiment records and in the steps given with ``--steps module:attribute``. See
 ``marin_assets.execution.maintenance``.
 """
 
@@ -13,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from marin_assets.execution.executor_main import default_prefix
-from marin_assets.execution.maintenance import apply_invalidation, confirm, plan_invalidation
+from marin_assets.execution.maintenance import apply_invalidation, confirm, load_steps, plan_invalidation, steps_of
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -23,10 +24,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--prefix", default=None, help="output root (default: $MARIN_PREFIX or ./data)")
     parser.add_argument("--yes", action="store_true", help="apply without asking")
     parser.add_argument("--reason", default="invalidated from the command line")
+    parser.add_argument(
+        "--steps",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help="also consider these steps (runs started from Dagster write no experiment record)",
+    )
     args = parser.parse_args(argv)
     prefix = args.prefix or default_prefix()
     try:
-        plan = plan_invalidation(prefix, args.step)
+        known = [step for spec in args.steps for step in steps_of(load_steps(spec), prefix)]
+        plan = plan_invalidation(prefix, args.step, known)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

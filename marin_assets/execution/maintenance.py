@@ -105,12 +105,14 @@ class InvalidationPlan:
         return [*self.selected, *self.descendants]
 
 
-def plan_invalidation(prefix: str, selector: str) -> InvalidationPlan:
-    """The steps ``selector`` names and every recorded step that depends on one of them.
+def plan_invalidation(prefix: str, selector: str, known: Sequence[RecordedStep] = ()) -> InvalidationPlan:
+    """The steps ``selector`` names and every recorded (or ``known``) step that depends on one of them.
 
-    Raises ValueError when no recorded step matches.
+    Raises ValueError when no step matches.
     """
-    steps = recorded_steps(prefix)
+    by_path = {s.output_path: s for s in known}
+    by_path.update({s.output_path: s for s in recorded_steps(prefix)})
+    steps = list(by_path.values())
     selected = [s for s in steps if _matches(s, selector, prefix)]
     if not selected:
         names = sorted({s.name for s in steps})
@@ -205,13 +207,19 @@ def plan_gc(prefix: str, keep: Iterable[str] = ()) -> GcPlan:
     return plan
 
 
-def step_outputs_of(steps: Sequence[Any], prefix: str, partitions: Mapping[str, Any] | None = None) -> list[str]:
-    """Output paths of ``steps`` and everything they depend on, under ``prefix`` (for ``keep``)."""
+def steps_of(steps: Sequence[Any], prefix: str, partitions: Mapping[str, Any] | None = None) -> list[RecordedStep]:
+    """``steps`` and everything they depend on, resolved under ``prefix``, as records would list them
+    (for steps materialized from Dagster, which write no experiment record)."""
     from marin_assets.execution.executor_main import resolve_partitions
     from marin_assets.execution.versioning import StepGraph
 
     graph = StepGraph(steps, prefix, resolve_partitions(partitions, prefix))
-    return [node.output_path for node in graph.topological()]
+    return [RecordedStep(n.name, n.output_path, n.version, "<code>") for n in graph.topological()]
+
+
+def step_outputs_of(steps: Sequence[Any], prefix: str, partitions: Mapping[str, Any] | None = None) -> list[str]:
+    """Output paths of ``steps`` and everything they depend on, under ``prefix`` (for ``keep``)."""
+    return [step.output_path for step in steps_of(steps, prefix, partitions)]
 
 
 def load_steps(spec: str) -> list[Any]:

@@ -70,3 +70,15 @@ def test_gc_lists_then_deletes_only_unreferenced_outputs(prefix):
     assert not stale.exists() and dagster_only.exists()
     assert Path(prefix, "hello_world/data-bd4f05/numbers.json").exists()
     assert summary(run_marin_script("hello_world", prefix))["cached"] == 2
+
+
+def test_invalidate_finds_steps_materialized_from_dagster_through_steps(prefix):
+    numbers = Path(dagster_only_output(prefix))  # no experiment record
+    numbers.mkdir(parents=True)
+    (numbers / ".executor_status").write_text(json.dumps({"status": "SUCCESS", "time": 0}))
+    unknown = cli("invalidate", "hello_world/numbers", "--prefix", prefix)
+    assert unknown.returncode == 2 and "no recorded step matches" in unknown.stderr
+    steps = "marin_assets.experiments.hello_world:STEPS"
+    applied = cli("invalidate", "hello_world/numbers", "--prefix", prefix, "--steps", steps, "--yes")
+    assert applied.returncode == 0, applied.stderr
+    assert not (numbers / ".executor_status").exists() and (numbers / ".executor_invalidated").exists()
