@@ -70,6 +70,12 @@ class PeakRss:
         return self.peak / 2**30
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and its reaped children (the pool's workers, once shut down)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def raw_encode(files: list[str], tokenizer_json: str) -> tuple[int, int]:
     """Read + parse + ``encode_batch`` in batches of 1024; tokens counted with bos/eos (+2 per doc)."""
     from tokenizers import Tokenizer
@@ -136,23 +142,24 @@ def main() -> None:
             train_paths=files, validation_paths=[], cache_path=out, tokenizer=tok_dir, writer=writer, workers=workers
         )
         with PeakRss(ray_workers=writer == "levanter") as rss:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), cpu_seconds()
             meta = tokenize(config)
-            seconds = time.perf_counter() - t0
-        return meta, seconds, rss.gib
+            seconds, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+        return meta, seconds, rss.gib, cpu
 
-    raw_best = step_best = float("inf")
+    raw_best = step_best = raw_cpu = step_cpu = float("inf")
     raw_tokens = step_tokens = 0
     raw_rss = step_rss = 0.0
     for i in range(max(1, args.repeat)):
         with PeakRss() as rss:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), cpu_seconds()
             raw_tokens, raw_docs = raw_encode(files, os.path.join(tok_dir, "tokenizer.json"))
-            raw_s = time.perf_counter() - t0
-        raw_best, raw_rss = min(raw_best, raw_s), max(raw_rss, rss.gib)
-        meta, step_s, rss_gib = step("marin", os.path.join(work, "step"))
+            raw_s, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+        raw_best, raw_rss, raw_cpu = min(raw_best, raw_s), max(raw_rss, rss.gib), min(raw_cpu, cpu)
+        meta, step_s, rss_gib, cpu = step("marin", os.path.join(work, "step"))
         step_best, step_tokens, step_rss = min(step_best, step_s), meta["tokens"], max(step_rss, rss_gib)
-        print(f"  round {i + 1}: raw {raw_s:6.2f} s   step {step_s:6.2f} s", flush=True)
+        step_cpu = min(step_cpu, cpu)
+        print(f"  round {i + 1}: raw {raw_s:6.2f} s   step {step_s:6.2f} s   load {os.getloadavg()[0]:.1f}", flush=True)
     raw_rate, step_rate = raw_tokens / raw_best, step_tokens / step_best
     print(
         f"raw encode_batch (1 process):   {raw_tokens:>10,} tokens {raw_docs:,} docs  best {raw_best:6.2f} s "
@@ -163,6 +170,10 @@ def main() -> None:
         f"= {step_rate:>10,.0f} tok/s  peak RSS {step_rss:.2f} GiB"
     )
     print(f"ratio step/raw = {step_rate / raw_rate:.3f}  (goal >= 0.9)")
+    print(
+        f"CPU seconds (best): raw {raw_cpu:.2f}, step {step_cpu:.2f} (parent + workers): "
+        f"CPU-efficiency ratio {raw_cpu / step_cpu * step_tokens / raw_tokens:.3f}"
+    )
     print(f"  token counts differ by {step_tokens - raw_tokens:+,}: Levanter's bos/eos come with a space each side")
 
     ray_tmp = tempfile.mkdtemp(prefix="mbt-", dir="/tmp")
@@ -189,7 +200,7 @@ def main() -> None:
                 flush=True,
             )
         if args.levanter:
-            meta, seconds, rss_gib = step("levanter", os.path.join(work, "levanter"))
+            meta, seconds, rss_gib, _ = step("levanter", os.path.join(work, "levanter"))
             rate = meta["tokens"] / seconds
             print(
                 f"tokenize step (levanter builder): {meta['tokens']:>10,} tokens in {seconds:6.2f} s "

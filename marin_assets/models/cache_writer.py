@@ -12,7 +12,7 @@ without the detour:
   same shard names and preprocessor metadata). ``TreeCache.load`` / ``train_lm`` read it as is.
 * **tokens** -- exactly Levanter's ``BatchTokenizer`` (see :mod:`~marin_assets.models.cache_encoding`).
 * **parallelism** -- this process streams each input file (gzip / zstd / plain, sniffed) in
-  blocks of whole lines to workers (a local process pool sized by ``workers``, or Ray tasks when
+  blocks of whole lines to workers (a local process pool sized by ``workers``, or Ray actors when
   the step itself runs on Ray), which parse JSON and call ``encode_batch``; results come back in
   order and are appended straight to the final arrays (no temporary caches, no copy phase), with
   a bounded number of blocks in flight.
@@ -32,7 +32,7 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,13 +52,18 @@ ARRAY_LENGTH = 2**54
 
 
 # ------------------------------------------------------------------------------------------
-# Pools: a local process pool or Ray tasks, both "submit now, results in order"
+# Pools: a local process pool or Ray actors, both "submit now, results in order"
 
 
 def _init_local_worker() -> None:
     # One Rayon thread per worker process: the pool already has one process per core.
     os.environ["RAYON_NUM_THREADS"] = "1"
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+
+def _warm_up() -> None:
+    """Import what encoding needs, so that a worker's start-up overlaps the parent's setup."""
+    import tokenizers  # noqa: F401
 
 
 class _LocalPool:
@@ -70,6 +75,8 @@ class _LocalPool:
         self._pool = ProcessPoolExecutor(
             max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_local_worker
         )
+        for _ in range(workers):  # starts every process now
+            self._pool.submit(_warm_up)
 
     def submit(self, spec: EncodingSpec, block: bytes, source: str, first_line: int) -> Any:
         return self._pool.submit(encode_block, spec, block, source, first_line)
@@ -96,27 +103,44 @@ class _InlinePool:
         pass
 
 
+class BlockEncoder:
+    """A Ray actor holding one worker's tokenizer: ``workers`` actors = ``workers`` Ray workers."""
+
+    def __init__(self) -> None:
+        _init_local_worker()
+
+    def encode(self, spec: EncodingSpec, block: bytes, source: str, first_line: int) -> EncodedBlock:
+        return encode_block(spec, block, source, first_line)
+
+
 class _RayPool:
-    def __init__(self, spec: EncodingSpec) -> None:
+    def __init__(self, workers: int) -> None:
         import ray
 
         self._ray = ray
-        self._remote = ray.remote(num_cpus=1, max_retries=3)(encode_block)
-        self._spec_ref = ray.put(spec)
+        actor = ray.remote(num_cpus=1, max_restarts=3, max_task_retries=3)(BlockEncoder)
+        self._actors = [actor.remote() for _ in range(workers)]
+        self._spec_ref: Any = None
+        self._submitted = 0
 
     def submit(self, spec: EncodingSpec, block: bytes, source: str, first_line: int) -> Any:
-        return self._remote.remote(self._spec_ref, block, source, first_line)
+        if self._spec_ref is None:
+            self._spec_ref = self._ray.put(spec)
+        actor = self._actors[self._submitted % len(self._actors)]
+        self._submitted += 1
+        return actor.encode.remote(self._spec_ref, block, source, first_line)
 
     def result(self, handle: Any) -> EncodedBlock:
         return self._ray.get(handle)
 
     def close(self) -> None:
-        pass
+        for actor in self._actors:
+            self._ray.kill(actor)
 
 
-def _make_pool(backend: str, workers: int, spec: EncodingSpec):
+def _make_pool(backend: str, workers: int):
     if backend == "ray":
-        return _RayPool(spec)
+        return _RayPool(workers)
     return _InlinePool() if workers <= 1 else _LocalPool(workers)
 
 
@@ -277,8 +301,8 @@ def build_cache(
         split_path: the split directory (``<cache>/<split>``), local or ``gs://``.
         tokenizer: a tokenizer directory (local or remote) transformers loads.
         text_key: the field holding the text.
-        workers: encoding processes (``backend="local"``; 1 encodes in this process) or blocks
-            in flight per worker (``backend="ray"``: one Ray task per block).
+        workers: encoding processes (``backend="local"``; 1 encodes in this process) or Ray
+            actors (``backend="ray"``, one CPU each); two blocks in flight per worker.
         backend: ``"local"`` (process pool) or ``"ray"`` (tasks on the connected cluster).
         block_bytes: decompressed bytes of whole lines per task.
         flush_tokens: buffered tokens that trigger a write before the end of a file.
@@ -288,11 +312,40 @@ def build_cache(
     """
     start = time.monotonic()
     files = list(files)
+    ledger = read_cache_ledger(split_path)
+    pools: list[Any] = []
+
+    def pool() -> Any:
+        if not pools:
+            pools.append(_make_pool(backend, workers))
+        return pools[0]
+
+    if ledger is None or not ledger.get("is_finished"):
+        pool()  # start the workers now: their start-up (seconds on a busy machine) overlaps the setup
+    try:
+        return _build(files, split_path, tokenizer, ledger, pool, text_key, workers, block_bytes, flush_tokens, start)
+    finally:
+        for started in pools:
+            started.close()
+
+
+def _build(
+    files: list[str],
+    split_path: str,
+    tokenizer: str,
+    ledger: dict[str, Any] | None,
+    get_pool: Callable[[], Any],
+    text_key: str,
+    workers: int,
+    block_bytes: int,
+    flush_tokens: int,
+    start: float,
+) -> dict[str, Any]:
     fmt = cache_format(tokenizer, text_key)
     names = shard_names(files) if files else []
-    ledger = read_cache_ledger(split_path)
     if ledger is not None and ledger.get("is_finished") and _resumable(ledger, names, fmt.metadata):
         return _summary(ledger, resumed=len(names), start=start)
+    pool = get_pool()
     if ledger is not None and not _resumable(ledger, names, fmt.metadata):
         logger.warning("cache %s was written with other inputs or another tokenizer; rebuilding it", split_path)
         _remove(split_path)
@@ -304,24 +357,20 @@ def build_cache(
     for appender in appenders.values():
         appender.resume_at(int(ledger["total_num_rows"]))
     resumed = len(ledger["finished_shards"])
-    pool = _make_pool(backend, workers, fmt.spec)
     window = max(2, 2 * workers)
     todo = [(i, path) for i, path in enumerate(files) if i >= resumed]
-    try:
-        buffer = _Buffer()
-        in_flight: deque[tuple[str, Any]] = deque()
-        for item in _work_items(todo, block_bytes):
-            if item[0] == "block":
-                _, path, first_line, block = item
-                in_flight.append(("block", pool.submit(fmt.spec, block, path, first_line)))
-            else:
-                in_flight.append(item)
-            while len(in_flight) > window or (in_flight and in_flight[0][0] == "end"):
-                _consume(in_flight.popleft(), pool, buffer, appenders, flush_tokens, split_path, names, ledger)
-        while in_flight:
+    buffer = _Buffer()
+    in_flight: deque[tuple[str, Any]] = deque()
+    for item in _work_items(todo, block_bytes):
+        if item[0] == "block":
+            _, path, first_line, block = item
+            in_flight.append(("block", pool.submit(fmt.spec, block, path, first_line)))
+        else:
+            in_flight.append(item)
+        while len(in_flight) > window or (in_flight and in_flight[0][0] == "end"):
             _consume(in_flight.popleft(), pool, buffer, appenders, flush_tokens, split_path, names, ledger)
-    finally:
-        pool.close()
+    while in_flight:
+        _consume(in_flight.popleft(), pool, buffer, appenders, flush_tokens, split_path, names, ledger)
     ledger["field_counts"] = {"input_ids": appenders["input_ids"].size}
     ledger["is_finished"] = True
     _write_ledger(split_path, ledger)
