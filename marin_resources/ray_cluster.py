@@ -372,7 +372,9 @@ def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
                 address=address,
                 namespace=config.namespace,
                 runtime_env=runtime_env or None,
-                log_to_driver=True,
+                # Worker output in the driver's terminal; MARIN_RAY_LOG_TO_DRIVER=0 (the quickstart
+                # without -v) keeps it in Ray's log files only.
+                log_to_driver=os.environ.get("MARIN_RAY_LOG_TO_DRIVER", "1") != "0",
                 ignore_reinit_error=True,
             )
             logger.info("connected to Ray at %s in %.1fs", address, time.monotonic() - start)

@@ -42,7 +42,8 @@ def run_quickstart(prefix: str, dagster_home: str) -> dict:
     ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    # executor_main's JSON line; the human summary follows it.
+    return json.loads(next(line for line in reversed(proc.stdout.splitlines()) if line.startswith('{"run_id"')))
 
 
 @pytest.mark.slow

@@ -43,6 +43,10 @@ def record_cli_run(
     assets = build_step_assets(experiment, prefix=graph.prefix)
     resources = {"marin_storage": MarinStorageResource(prefix=graph.prefix), "ray": RayResource()}
     tags = {RUN_ID_TAG: run_id, SOURCE_TAG: "executor_main"}
+    # The engine already reported every unit; the recording run's own event log (DEBUG by default,
+    # hundreds of lines) goes to the instance, and to the terminal only from this level up.
+    level = os.environ.get("MARIN_DAGSTER_LOG_LEVEL", "WARNING").upper()
+    run_config = {"loggers": {"console": {"config": {"log_level": level}}}}
     run_ids: list[str] = []
     unpartitioned = [asset_key_for(n.asset_name) for n in selected_nodes.values() if n.partitioned_by is None]
     partitioned: dict[tuple[str, str], list[dg.AssetKey]] = {}
@@ -60,12 +64,19 @@ def record_cli_run(
             selection=asset_keys,
             partition_key=key,
             tags=tags,
+            run_config=run_config,
             raise_on_error=False,
         )
         run_ids.append(result.run_id)
     if unpartitioned:
         result = dg.materialize(
-            assets, instance=instance, resources=resources, selection=unpartitioned, tags=tags, raise_on_error=False
+            assets,
+            instance=instance,
+            resources=resources,
+            selection=unpartitioned,
+            tags=tags,
+            run_config=run_config,
+            raise_on_error=False,
         )
         run_ids.append(result.run_id)
     logger.info("recorded in Dagster instance %s as run(s) %s", os.environ["DAGSTER_HOME"], ", ".join(run_ids))

@@ -30,6 +30,7 @@ from marin_assets.dagster_bridge.assets import StepSchedule
 from marin_assets.execution import ExecutorStep, executor_main, output_path_of
 from marin_assets.execution.executor_main import default_prefix
 from marin_assets.experiments import curation
+from marin_assets.experiments.quickstart_output import configure_output, summary
 from marin_assets.models.evaluate import LOCAL_TASKS, default_eval
 from marin_assets.models.quickstart_steps import SIZES
 from marin_assets.models.sample_documents import sample_documents_step
@@ -101,7 +102,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Make sure the sample drops exist, then run the whole quickstart."""
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--size", default="tiny", choices=sorted(SIZES))
+    parser.add_argument("-v", "--verbose", action="store_true", help="every log line (engine, Dagster, Ray)")
     known, rest = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+    configure_output(known.verbose)
     sample, rest = curation.split_sample_args(rest)
     prefix = sample.prefix or default_prefix()
     if sample.sample_drops and "--dry_run" not in rest:
@@ -111,12 +114,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         # On a laptop-sized machine one unit at a time is as fast (the stages use every core
         # through Ray or JAX) and keeps peak memory low.
         rest = [*rest, "--max_concurrent", "1"]
-    executor_main(
+    report = executor_main(
         [steps["evaluation"], *curation.STEPS.values()],
         description=f"Quickstart ({known.size}): HTML drops to an evaluated model",
         argv=rest,
         partitions=PARTITIONS,
     )
+    if report is not None:  # None: --dry_run
+        print(summary(report, steps, prefix, os.environ.get("DAGSTER_HOME")))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,67 @@
+"""The quickstart's terminal output: one line per unit, then a summary a person reads."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+
+from marin_assets.execution.runner import ExecutionReport, StepOutcome
+from marin_assets.execution.status import METADATA_FILE
+from marin_assets.experiments.quickstart import build_steps
+from marin_assets.experiments.quickstart_output import ProgressHandler, summary
+
+
+def test_progress_handler_prints_one_line_per_finished_unit():
+    stream = io.StringIO()
+    logger = logging.getLogger("test.quickstart.progress")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    logger.addHandler(ProgressHandler(stream))
+    logger.info("curation/raw[drop-001]: running marin_assets.curation.raw.run_raw -> /x")
+    logger.info("curation/raw[drop-001]: SUCCESS in 9.6s")
+    logger.info("experiment record: /x/experiments/q.json")
+    logger.error("checkpoints/quickstart-test: FAILED after 2.0s: boom")
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2
+    assert lines[0].endswith("done   curation/raw[drop-001] (9.6s)")
+    assert "FAILED checkpoints/quickstart-test (2.0s)" in lines[1]
+
+
+def _metadata(path, values) -> None:
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, METADATA_FILE), "w") as handle:
+        json.dump(values, handle)
+
+
+def test_summary_names_losses_bits_per_byte_lm_eval_and_where_things_are(tmp_path):
+    steps = build_steps("test")
+    train_out, eval_out = str(tmp_path / "checkpoints"), str(tmp_path / "evaluation")
+    _metadata(
+        train_out,
+        {
+            "initial_loss": 6.9,
+            "final_loss": 5.1,
+            "initial_eval_loss": 6.8,
+            "eval_loss": 5.3,
+            "num_train_steps": 24,
+            "parameter_count": 1234,
+        },
+    )
+    table = "| task | metric | value |\n|---|---|---|\n| marin_docstring_mc | acc | 0.31 |"
+    _metadata(eval_out, {"bpb": {"heldout": 2.25}, "metrics": {"__marin_metadata_type__": "markdown", "value": table}})
+    report = ExecutionReport(
+        "r1",
+        [
+            StepOutcome(steps["train"].name, train_out, None, "ran"),
+            StepOutcome(steps["evaluation"].name, eval_out, None, "ran"),
+            StepOutcome("curation/raw", str(tmp_path / "raw"), "drop-001", "cached"),
+        ],
+    )
+    text = summary(report, steps, str(tmp_path), "/home/x/.dagster_home")
+    assert "2 ran, 1 cached" in text
+    assert "loss 6.900 -> 5.100" in text and "eval loss 6.800 -> 5.300" in text
+    assert "bits per byte: heldout 2.250" in text
+    assert "| marin_docstring_mc | acc | 0.31 |" in text
+    assert f"{eval_out}/results.json" in text and "DAGSTER_HOME=/home/x/.dagster_home" in text
