@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -232,3 +233,4 @@ def test_lost_lease_ends_a_ray_task_launched_through_an_accelerator_config(prefi
     finally:
         ray.shutdown()
         stop_embedded_head(temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)

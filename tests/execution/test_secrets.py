@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -124,6 +125,7 @@ def test_later_runs_ray_tasks_see_no_earlier_credentials_and_auth_token_works(pr
         from marin_resources.ray_cluster import stop_embedded_head
 
         stop_embedded_head(ray_tmp)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     (second,) = Path(prefix, "secrets").glob("ray_env_second-*")
     environ = json.loads((second / "environ.json").read_text())
     assert environ.get("JAX_PLATFORMS") == os.environ.get("JAX_PLATFORMS")  # run settings do arrive
