@@ -33,6 +33,7 @@ from marin_assets.execution.metadata import TYPE_KEY
 from marin_assets.execution.runner import (
     Executor,
     ExecutorOptions,
+    StepFailedError,
     StepOutcome,
     Unit,
     function_name,
@@ -45,6 +46,8 @@ from marin_assets.execution.versioning import ResolvedStep, StepGraph, version_j
 
 RUN_ID_TAG = "marin/run_id"
 _INVALID_KEY_CHARS = re.compile(r"[^A-Za-z0-9_]")
+# Folder of a model step -> what its asset is (appended to the key's last part, see asset_key_for).
+_KIND_OF_FOLDER = {"tokenizers": "tokenizer", "tokenized": "tokens", "checkpoints": "model", "evaluation": "eval"}
 
 
 def asset_key_for(step_name: str) -> dg.AssetKey:
@@ -52,8 +55,35 @@ def asset_key_for(step_name: str) -> dg.AssetKey:
 
     Pass a step's ``asset_name`` (``ResolvedStep.asset_name``): a sweep's versions of one name get
     one asset each (``sweep/train-ab0bb1`` -> ``["sweep", "train_ab0bb1"]``).
+
+    Model steps are named after their experiment under a folder per kind (``tokenizers/<name>``,
+    ``tokenized/<name>``, ``checkpoints/<name>``, ``evaluation/<name>``), and the UI labels a
+    lineage node with the key's last part only: that part gets the kind, so the quickstart's nodes
+    read ``quickstart_tiny_tokenizer``, ``_tokens``, ``_model``, ``_eval`` instead of four
+    ``quickstart_tiny``.
     """
-    return dg.AssetKey([_INVALID_KEY_CHARS.sub("_", part) for part in step_name.split("/")])
+    parts = [_INVALID_KEY_CHARS.sub("_", part) for part in step_name.split("/")]
+    kind = _KIND_OF_FOLDER.get(parts[0]) if len(parts) > 1 else None
+    if kind and not parts[-1].endswith(f"_{kind}"):
+        parts[-1] = f"{parts[-1]}_{kind}"
+    return dg.AssetKey(parts)
+
+
+def step_failure(label: str, output_path: str, error: Exception) -> dg.Failure:
+    """The Dagster failure of a step: the real cause (the last line of the recorded traceback) is
+    its first line, above Dagster's own stack trace; the full traceback is in its metadata."""
+    status = read_status(output_path)
+    recorded = (status.error or "") if status is not None and status.error else ""
+    lines = [line.strip() for line in recorded.strip().splitlines() if line.strip()]
+    cause = lines[-1] if lines else (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return dg.Failure(
+        description=f"{cause}  [step {label}, output {output_path}]",
+        metadata={
+            "marin/error": dg.MetadataValue.md(f"```\n{(recorded or str(error))[-20000:]}\n```"),
+            "dagster/uri": dg.MetadataValue.path(output_path),
+        },
+        allow_retries=False,
+    )
 
 
 @dataclass(frozen=True)
@@ -200,7 +230,11 @@ def _make_compute(
         if explicit:
             bring_inputs(executor, (node, partition), graph, lambda u, o, r: _record_input(context, u, o, r))
         reason = reason_for((node, partition))
-        outcome = executor.execute_unit((node, partition), graph)
+        try:
+            outcome = executor.execute_unit((node, partition), graph)
+        except StepFailedError as exc:
+            label = node.name if partition is None else f"{node.name}[{partition}]"
+            raise step_failure(label, node.partition_output_path(partition), exc) from exc
         status = read_status(outcome.output_path)
         computed_here = outcome.action == "ran" or (
             run_tag is not None and status is not None and status.run_id == run_tag
@@ -305,9 +339,10 @@ def _static_metadata(node: ResolvedStep, prefix: str) -> dict[str, Any]:
         return _optional_metadata(node, meta)
     meta["marin/hash"] = node.hash
     meta["marin/version"] = dg.MetadataValue.json(_plain_version(node))
-    if step.partitioned_by is None:
-        meta["dagster/uri"] = dg.MetadataValue.path(node.output_path)
-    else:
+    # Where the output lives, on the asset page (Storage) before any run: the step's folder, which
+    # for a partitioned step holds one subfolder per partition.
+    meta["dagster/uri"] = dg.MetadataValue.path(node.output_path)
+    if step.partitioned_by is not None:
         meta["marin/output_path_pattern"] = f"{node.output_path}/<{step.partitioned_by}>"
     return _optional_metadata(node, meta)
 

@@ -20,8 +20,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -44,9 +46,9 @@ HEAVY_ASSETS = {  # asset key -> a partition to look at (None: unpartitioned)
     "curation/raw": "drop-001",
     "curation/text": "drop-001",
     "curation/dedup": "drop-001",
-    "tokenized/quickstart_test": "drop-001",
-    "checkpoints/quickstart_test": None,
-    "evaluation/quickstart_test": None,
+    "tokenized/quickstart_test_tokens": "drop-001",
+    "checkpoints/quickstart_test_model": None,
+    "evaluation/quickstart_test_eval": None,
 }
 MATERIALIZATIONS = """
 query M($key: AssetKeyInput!, $partitions: [String!]) {
@@ -99,8 +101,12 @@ def _client_env(state: DeployState) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def topology(tmp_path_factory) -> Topology:
-    state_dir = tmp_path_factory.mktemp("deploy") / "state"
+def topology() -> Topology:
+    # Postgres runs as the `postgres` user when the tests run as root: its folders must be reachable
+    # (pytest's tmp dirs are 0700), so the state lives in a traversable folder of its own.
+    base = Path(tempfile.mkdtemp(prefix="marin-deploy-test-", dir="/tmp"))
+    os.chmod(base, 0o711)
+    state_dir = base / "state"
     env = {**os.environ, "MARIN_QUICKSTART_SIZE": "test", "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, "-m", "marin_resources.deploy.local", "up", "--state_dir", str(state_dir)]
     cmd += ["--webserver_port", "0", "--bucket", BUCKET, "--worker_gpus", "1"]
@@ -125,6 +131,7 @@ def topology(tmp_path_factory) -> Topology:
         yield server
     finally:
         _run([sys.executable, "-m", "marin_resources.deploy.local", "down", "--state_dir", str(state_dir)], env, 120)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _worker_node(topology: Topology) -> str:
@@ -209,7 +216,7 @@ def test_quickstart_on_the_cluster_recorded_in_postgres(topology: Topology):
         assert cur.fetchone()[0] >= 2
         cur.execute(
             "SELECT count(*) FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION' AND asset_key LIKE %s",
-            ('%"evaluation", "quickstart_test"%',),
+            ('%"evaluation", "quickstart_test_eval"%',),
         )
         assert cur.fetchone()[0] >= 1
 
@@ -248,8 +255,9 @@ def test_materialize_an_asset_from_the_ui(topology: Topology, tmp_path):
         # Also lineage, in the same browser: from the evaluation up to the raw drops.
         open_page(
             driver,
-            f"{topology.url}/assets/evaluation/quickstart_test?view=lineage&lineageScope=upstream&lineageDepth=20",
-            "quickstart_test",
+            f"{topology.url}/assets/evaluation/quickstart_test_eval?view=lineage&lineageScope=upstream&lineageDepth=20",
+            "quickstart_test_eval",
+            "quickstart_test_model",
             "raw",
             "dedup",
         )
@@ -264,13 +272,13 @@ def test_materialize_an_asset_from_the_ui(topology: Topology, tmp_path):
 def test_lineage_from_evaluation_reaches_the_raw_drop(topology: Topology):
     nodes = topology.graphql(ASSET_DEPS)["assetNodes"]
     deps = {"/".join(n["assetKey"]["path"]): ["/".join(d["path"]) for d in n["dependencyKeys"]] for n in nodes}
-    seen, frontier = set(), ["evaluation/quickstart_test"]
+    seen, frontier = set(), ["evaluation/quickstart_test_eval"]
     while frontier:
         key = frontier.pop()
         if key not in seen:
             seen.add(key)
             frontier.extend(deps.get(key, []))
-    assert {"checkpoints/quickstart_test", "tokenized/quickstart_test", "curation/raw"} <= seen
+    assert {"checkpoints/quickstart_test_model", "tokenized/quickstart_test_tokens", "curation/raw"} <= seen
     raw = _latest(topology, "curation/raw", "drop-001")
     assert raw is not None and metadata_of(raw)["dagster/uri"].startswith(f"{PREFIX}/curation/raw-")
 
