@@ -1,7 +1,7 @@
 """Turn executor steps into Dagster software-defined assets.
 
 One asset per step: the asset key comes from the step name (``tokenized/web`` ->
-``["tokenized", "web"]``), the code version is the step's hash, deps come from the step's
+``["tokenized", "web_tokens"]``, see :func:`asset_key_for`), the code version is the step's hash, deps come from the step's
 InputNames, and the group is the experiment. Materializing an asset runs the step through the
 same engine as ``executor_main`` (same status and lease files), so the UI and the command line
 never disagree; a step that was already SUCCESS records a materialization marked as cached.
