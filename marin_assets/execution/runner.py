@@ -55,7 +55,6 @@ from marin_assets.execution.status import (
     read_status_with_token,
     read_statuses,
     write_json,
-    write_status,
     write_status_if,
 )
 from marin_assets.execution.storage import join_path
@@ -444,6 +443,21 @@ class Executor:
         logger.info("%s: SUCCESS in %.1fs", label, seconds)
         return StepOutcome(node.name, output_path, partition, "ran", seconds, metadata=metadata)
 
+    def _mark_dep_failed(self, output_path: str) -> bool:
+        """Record DEP_FAILED unless the output is SUCCESS; False when it is SUCCESS.
+
+        Conditional like every status write of the runner: a unit another runner is computing
+        under a live lease, or whose status changes meanwhile, is left alone.
+        """
+        lease = self._lease(output_path)
+        status, token = read_status_with_token(output_path, lease.backend)
+        if status is not None and status.status == STATUS_SUCCESS:
+            return False
+        if status is not None and status.status == STATUS_RUNNING and lease.is_held_by_other():
+            return True
+        write_status_if(output_path, STATUS_DEP_FAILED, token, lease.backend, run_id=self.options.run_id)
+        return True
+
     # ----------------------------------------------------------------- whole graph
     def run(self, graph: StepGraph, run_only: Sequence[str] | None = None) -> ExecutionReport:
         """Run every unit (dependencies first, up to ``max_concurrent`` at once).
@@ -485,12 +499,10 @@ class Executor:
                             out = node.partition_output_path(partition)
                             del pending[k]
                             progressed = True
-                            current = read_status(out)
-                            if current is not None and current.status == STATUS_SUCCESS:
+                            if not self._mark_dep_failed(out):
                                 # An intact earlier result stays valid: never overwrite it.
                                 report.outcomes.append(StepOutcome(node.name, out, partition, "cached"))
                                 continue
-                            write_status(out, STATUS_DEP_FAILED, run_id=self.options.run_id)
                             report.outcomes.append(StepOutcome(node.name, out, partition, "dep_failed"))
                             failed.add(k)
                         elif not blocking and len(running) < max(1, self.options.max_concurrent):
