@@ -9,7 +9,7 @@ drop, so a new drop only tokenizes that drop.
 Two writers, chosen by ``TokenizeConfig.writer`` (not versioned: both write the same tokens):
 
 * ``"marin"`` (default): :mod:`marin_assets.models.cache_writer` -- parallel ``encode_batch``
-  in a local process pool (Ray tasks when the step itself runs on Ray), appended in order
+  in a local process pool (Ray actors when the step itself runs on Ray), appended in order
   straight into the final arrays. A split is finished when its ``shard_ledger.json`` says
   ``is_finished``; a killed build resumes after the last finished input file.
 * ``"levanter"``: Levanter's own builder on Ray, kept for comparison. Crash safety comes from
@@ -62,7 +62,7 @@ class TokenizeConfig:
     Levanter's Ray builder, for comparison. Same files and tokens either way."""
     workers: int | None = None
     """Marin writer: encoding processes (None: the CPUs this process may use); when the step runs
-    on Ray, Ray tasks in flight (None: the cluster's CPUs)."""
+    on Ray, Ray actors of one CPU each (None: the cluster's free CPUs)."""
     num_shard_groups: int | None = None
     """Levanter writer: shard groups (parallel tokenizer tasks); None picks
     ``min(files, max(1, ray_cpus // 4))`` -- few groups on small clusters avoids the builder
@@ -145,16 +145,17 @@ def _in_ray_task() -> bool:
 
 
 def marin_writer_placement(workers: int | None) -> tuple[str, int]:
-    """``(backend, workers)`` of the marin writer: Ray tasks when the step runs on Ray, else processes.
+    """``(backend, workers)`` of the marin writer: Ray actors when the step runs on Ray, else processes.
 
     The engine launches a step that declares ``resources`` as a Ray task; its blocks then go to
-    the cluster (``workers`` in flight, default the cluster's CPUs). A step run in process uses a
-    local pool of ``workers`` processes (default: the CPUs this process may use).
+    ``workers`` Ray actors of one CPU each (default: the CPUs the cluster has free, so that every
+    actor can start). A step run in process uses a local pool of ``workers`` processes (default:
+    the CPUs this process may use).
     """
     if _in_ray_task():
         import ray
 
-        return "ray", workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        return "ray", workers or max(1, int(ray.available_resources().get("CPU", 1)))
     return "local", workers or len(os.sched_getaffinity(0))
 
 
@@ -235,6 +236,7 @@ def default_tokenize(
     sample_count: int | None = None,
     is_validation: bool = False,
     validation: DatasetLike | None = None,
+    writer: Literal["marin", "levanter"] = "marin",
 ) -> ExecutorStep:
     """A step ``tokenized/<name>`` building a Levanter cache of ``dataset`` with ``tokenizer``.
 
@@ -247,6 +249,8 @@ def default_tokenize(
         sample_count: tokenize only the first N documents (versioned).
         is_validation: put ``dataset`` in the ``validation`` split instead of ``train``.
         validation: optional held-out documents for the ``validation`` split of the same cache.
+        writer: who writes the cache (:attr:`TokenizeConfig.writer`); not versioned, as both
+            writers store the same tokens.
     """
     items = list(dataset) if isinstance(dataset, (list, tuple)) else [dataset]
     inputs = [_as_input(x) for x in items]
@@ -269,6 +273,7 @@ def default_tokenize(
             tokenizer=_as_input(tokenizer),
             format=versioned(format),
             sample_count=versioned(sample_count),
+            writer=writer,
         ),
         description=f"Levanter token cache of {name} (train/ and validation/ splits).",
         pip_dependency_groups=["tokenize"],

@@ -264,3 +264,14 @@ def test_cache_on_gcs_is_read_by_levanter(corpus, gcs_server, gcs_prefix, monkey
     local = build_cache(corpus["files"], str(tmp_path / "local/train"), corpus["tokenizer"], workers=1)
     assert local["tokens"] == meta["tokens"]
     _assert_same_cache(remote_split, str(tmp_path / "local/train"))
+
+
+def test_writer_choice_does_not_change_the_step_version():
+    from marin_assets.execution.versioning import StepGraph
+    from marin_assets.models.tokenize import default_tokenize
+
+    marin = default_tokenize("docs", "/data/docs", "/data/tok")
+    levanter = default_tokenize("docs", "/data/docs", "/data/tok", writer="levanter")
+    assert marin.config.writer == "marin" and levanter.config.writer == "levanter"
+    paths = [StepGraph([step], "/prefix").resolved(step).output_path for step in (marin, levanter)]
+    assert paths[0] == paths[1]
