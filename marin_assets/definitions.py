@@ -18,6 +18,7 @@ from marin_assets.dagster_bridge.assets import (
     partition_local_steps,
 )
 from marin_assets.dagster_bridge.maintenance_jobs import MAINTENANCE_JOBS
+from marin_assets.dagster_bridge.partition_sets import build_partition_set_sensor, partition_set_assets
 from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.versioning import StepGraph
 from marin_assets.experiments import curation, hello_world, quickstart
@@ -112,8 +113,12 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
             jobs.append(drop_job)
             sensors.append(build_landing_sensor(drop_job, partitions_def, default_prefix, source=curation.SOURCE))
     jobs.extend(MAINTENANCE_JOBS)  # invalidate / gc: dry runs unless configured with apply: true
+    set_names = [name for name, d in partitions_defs.items() if isinstance(d, dg.DynamicPartitionsDefinition)]
+    if set_names:
+        # What a new drop changes shows without a reload: see dagster_bridge/partition_sets.py.
+        sensors.append(build_partition_set_sensor(set_names))
     return dg.Definitions(
-        assets=assets,
+        assets=[*assets, *partition_set_assets(set_names)],
         jobs=jobs,
         sensors=sensors,
         schedules=schedules,

@@ -19,6 +19,7 @@ from typing import Any
 import dagster as dg
 
 from marin_assets.browse.links import browser_url
+from marin_assets.dagster_bridge.partition_sets import partition_set_key
 from marin_assets.dagster_bridge.unit_run import SOURCE_TAG as SOURCE_TAG  # re-exported: jobs tag their runs
 from marin_assets.dagster_bridge.unit_run import (
     bring_inputs,
@@ -303,6 +304,11 @@ def _record_input(context: dg.AssetExecutionContext, unit: Unit, outcome: StepOu
     )
 
 
+def _consumed_sets(node: ResolvedStep) -> list[str]:
+    """Partition sets the step reads every partition of."""
+    return sorted({d.partitioned_by for d in node.all_partition_inputs if d.partitioned_by is not None})
+
+
 def _resource_prefix(storage: Any) -> str:
     root = getattr(storage, "root", None)
     prefix = root() if callable(root) else (getattr(storage, "prefix", None) or default_prefix())
@@ -442,6 +448,8 @@ def build_step_assets(
         deps = []
         for dep in (*node.dependencies, *node.pseudo_dependencies):
             deps.append(dg.AssetDep(asset_key_for(dep.asset_name), partition_mapping=_partition_mapping(node, dep)))
+        # Reading every partition: the partition set is an input too (its data version = its keys).
+        deps.extend(dg.AssetDep(partition_set_key(name)) for name in _consumed_sets(node))
         node_checks = [c for c in experiment.checks if graph.resolved(c.step) is node]
         eager = any(graph.resolved(s) is node for s in experiment.eager_steps)
         partitions_def = None

@@ -1,6 +1,7 @@
 """Drops in Dagster stay true without a code reload (real on-disk instance, real runs in process).
 
-* code versions leave the drop set out: a new drop changes data versions and paths only;
+* code versions leave the drop set out: a new drop changes data versions and paths only, and the
+  observed partition set marks the steps that read every drop as unsynced (Dagster's staleness);
 * a scheduled job over steps that read every drop brings the missing inputs (a new drop's
   unit) along, records them as their own materializations and says why each unit ran;
 * a materialization is an explicit request: a FAILED step re-runs without ``--force_run_failed``,
@@ -16,9 +17,13 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+from dagster._core.definitions.data_version import CachingStaleStatusResolver
+from dagster._time import get_current_datetime
 
 from marin_assets.dagster_bridge import Experiment, asset_key_for
 from marin_assets.dagster_bridge.assets import RUN_ID_TAG, SOURCE_TAG, StepSchedule, build_step_assets
+from marin_assets.dagster_bridge.partition_sets import SENSOR_NAME
 from marin_assets.definitions import build_definitions
 from marin_assets.execution import ExecutorStep, StepGraph, output_path_of, this_output_path, versioned
 from marin_assets.execution.status import read_status
@@ -88,6 +93,37 @@ def _materializations(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str 
     return out
 
 
+_SENSOR_CURSORS: dict[int, str | None] = {}
+
+
+def _tick_partition_set_sensor(defs: dg.Definitions, instance: dg.DagsterInstance) -> int:
+    """One tick of the ``partition_sets`` sensor, its observations stored as the daemon would."""
+    sensor = defs.resolve_sensor_def(SENSOR_NAME)
+    cursor = _SENSOR_CURSORS.get(id(instance))
+    result = sensor(dg.build_sensor_context(instance=instance, definitions=defs, cursor=cursor))
+    if not isinstance(result, dg.SensorResult):
+        return 0
+    for event in result.asset_events:
+        instance.report_runless_asset_event(event)
+    _SENSOR_CURSORS[id(instance)] = result.cursor
+    return len(result.asset_events)
+
+
+def _stale(defs: dg.Definitions, instance: dg.DagsterInstance, step_name: str) -> list[tuple[str, str]]:
+    """Dagster's stale causes of an asset (what the UI's "Unsynced" shows), as (category, dependency)."""
+    graph = defs.resolve_asset_graph()
+    view = AssetGraphView(
+        temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+        instance=instance,
+        asset_graph=graph,
+    )
+    resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
+    return [
+        (cause.category.value, cause.dependency.asset_key.to_user_string() if cause.dependency else "")
+        for cause in resolver.get_stale_causes(asset_key_for(step_name))
+    ]
+
+
 @pytest.fixture
 def env(prefix, dagster_home, monkeypatch) -> str:
     monkeypatch.setenv("MARIN_PREFIX", prefix)
@@ -113,6 +149,7 @@ def test_scheduled_job_brings_a_new_drop_along_and_says_why(env):
     defs = _definitions(steps)
     instance = dg.DagsterInstance.get()
     instance.add_dynamic_partitions(SET, ["d1"])
+    assert _tick_partition_set_sensor(defs, instance) == 1  # the daemon's sensor, running by default
     nightly = defs.resolve_job_def("t7_nightly_job")
     first = nightly.execute_in_process(instance=instance, tags={SOURCE_TAG: "schedule"})
     assert first.success
@@ -121,8 +158,12 @@ def test_scheduled_job_brings_a_new_drop_along_and_says_why(env):
     assert mats[("t7/per_drop", "d1")]["marin/cached"] is False
     assert mats[("t7/every_drop", None)]["total"] == 1
 
+    assert _tick_partition_set_sensor(defs, instance) == 0 and _stale(defs, instance, "t7/every_drop") == []
+
     instance.add_dynamic_partitions(SET, ["d2"])  # a new drop: no code reload
-    assert _definitions(steps).resolve_job_def("t7_nightly_job") is not None
+    # The partition-set sensor observes the new set: Dagster shows the consumer unsynced, and why.
+    assert _tick_partition_set_sensor(defs, instance)
+    assert _stale(defs, instance, "t7/every_drop") == [("DATA", "partition_sets/drops")]
     second = nightly.execute_in_process(instance=instance, tags={SOURCE_TAG: "schedule"})
     assert second.success
     mats = _materializations(second)
@@ -144,6 +185,7 @@ def test_scheduled_job_brings_a_new_drop_along_and_says_why(env):
         events[0].asset_materialization.tags["dagster/code_version"]
         == events[1].asset_materialization.tags["dagster/code_version"]
     )
+    assert _stale(defs, instance, "t7/every_drop") == []  # in sync again
 
 
 def test_materializing_is_an_explicit_request_that_reruns_a_failed_step(env, tmp_path):
