@@ -16,6 +16,7 @@ from marin_assets.execution.runner import (
     StepOutcome,
     run_steps,
 )
+from marin_assets.execution.secrets import EnvSecret, secret_from_env
 from marin_assets.execution.step import (
     THIS_OUTPUT_PATH,
     ExecutorStep,
@@ -32,6 +33,7 @@ from marin_assets.execution.step import (
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, hash_version
 
 __all__ = [
+    "EnvSecret",
     "THIS_OUTPUT_PATH",
     "ExecutionReport",
     "Executor",
@@ -50,6 +52,7 @@ __all__ = [
     "hash_version",
     "output_path_of",
     "run_steps",
+    "secret_from_env",
     "this_output_path",
     "this_partition",
     "unwrap_versioned_value",
