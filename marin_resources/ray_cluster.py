@@ -343,6 +343,7 @@ def recording_placement(fn: Any) -> Any:
 
 
 _INIT_LOCK = threading.Lock()
+CLIENT_CONNECT_ATTEMPTS = 3
 
 
 def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
@@ -368,14 +369,27 @@ def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
 
                 runtime_env["env_vars"] = {**passthrough_env_vars(), **runtime_env.get("env_vars", {})}
             start = time.monotonic()
-            ray.init(
-                address=address,
-                namespace=config.namespace,
-                runtime_env=runtime_env or None,
-                # Worker output in the driver's terminal; MARIN_RAY_LOG_TO_DRIVER=0 (the quickstart
-                # without -v) keeps it in Ray's log files only.
-                log_to_driver=os.environ.get("MARIN_RAY_LOG_TO_DRIVER", "1") != "0",
-                ignore_reinit_error=True,
-            )
+            attempts = CLIENT_CONNECT_ATTEMPTS if address.startswith("ray://") else 1
+            for attempt in range(1, attempts + 1):
+                try:
+                    ray.init(
+                        address=address,
+                        namespace=config.namespace,
+                        runtime_env=runtime_env or None,
+                        # Worker output in the driver's terminal; MARIN_RAY_LOG_TO_DRIVER=0 (the
+                        # quickstart without -v) keeps it in Ray's log files only.
+                        log_to_driver=os.environ.get("MARIN_RAY_LOG_TO_DRIVER", "1") != "0",
+                        ignore_reinit_error=True,
+                    )
+                    break
+                except (ConnectionError, RuntimeError) as exc:
+                    # The Ray Client proxy starts one server process per client; on a busy head
+                    # that start can time out ("Starting Ray client server failed"). Try again.
+                    if attempt == attempts:
+                        raise
+                    logger.warning("connecting to %s failed (attempt %d): %s; retrying", address, attempt, exc)
+                    with contextlib.suppress(Exception):
+                        ray.shutdown()
+                    time.sleep(2.0 * attempt)
             logger.info("connected to Ray at %s in %.1fs", address, time.monotonic() - start)
     return dict(ray.cluster_resources())

@@ -113,6 +113,9 @@ def _ray_node_env(env: dict[str, str]) -> dict[str, str]:
     # Workers start on demand: idle pre-started Python workers cost ~150 MB each.
     node_env.setdefault("RAY_prestart_worker_first_driver", "0")
     node_env.setdefault("RAY_num_workers_soft_limit", str(max(1, os.cpu_count() or 1)))
+    # The Ray Client proxy gives each client's server process 30 s to come up: too short on a
+    # busy small machine (clients then fail with "Starting Ray client server failed").
+    node_env.setdefault("RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S", "120")
     return node_env
 
 

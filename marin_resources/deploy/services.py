@@ -189,6 +189,11 @@ def start_postgres(data_dir: str, port: int, username: str, database: str, passw
         if not os.path.exists(log):
             open(log, "a").close()
         os.chown(log, uid, gid)
+    if uid is not None and subprocess.run([*prefix, "test", "-x", socket_dir]).returncode != 0:
+        raise DeployError(
+            f"the postgres user cannot reach {socket_dir} (a parent folder is not traversable by others); "
+            "use a --state_dir under a folder with o+x permissions"
+        )
     if not os.path.exists(os.path.join(data_dir, "PG_VERSION")):
         os.makedirs(data_dir, exist_ok=True)
         os.chmod(data_dir, 0o700)
