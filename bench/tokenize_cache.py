@@ -5,7 +5,7 @@ process. Raw ``encode_batch`` and the step (our cache writer, local process pool
 default all cores) run ``--repeat`` times interleaved and the best of each is compared (robust on a
 shared, busy machine). Then the writer on 1, 2, 4 Ray workers (actors) and, with ``--levanter``,
 the step with ``writer="levanter"``. Peak RSS is the sum over this process and its child processes
-(plus Ray worker processes in the Ray runs), sampled every 50 ms. Prints ratios; no timed asserts.
+(plus the bench's own Ray processes in the Ray runs), sampled every 50 ms. Prints ratios; no timed asserts.
 
     .venv/bin/python -m bench.tokenize_cache [--max-bytes 22000000] [--repeat 3] [--levanter] [--work DIR]
 """
@@ -31,10 +31,10 @@ for _k, _v in {
 
 
 class PeakRss:
-    """Peak of (this process + descendants [+ Ray workers]) RSS, sampled in a thread."""
+    """Peak of (this process + descendants [+ the processes of one Ray temp dir]) RSS, sampled."""
 
-    def __init__(self, ray_workers: bool = False) -> None:
-        self.ray_workers = ray_workers
+    def __init__(self, ray_tmp: str | None = None) -> None:
+        self.ray_tmp = ray_tmp
         self.peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -44,8 +44,11 @@ class PeakRss:
 
         me = psutil.Process()
         procs = [me, *me.children(recursive=True)]
-        if self.ray_workers:
-            procs += [p for p in psutil.process_iter(["name"]) if (p.info["name"] or "").startswith("ray::")]
+        if self.ray_tmp:  # raylet & co. name the temp dir; workers are their children (renamed ray::...)
+            for proc in psutil.process_iter(["cmdline"]):
+                with contextlib.suppress(psutil.Error):
+                    if any(self.ray_tmp in part for part in (proc.info["cmdline"] or [])):
+                        procs += [proc, *proc.children(recursive=True)]
         total = 0
         for proc in {p.pid: p for p in procs}.values():
             with contextlib.suppress(psutil.Error):
@@ -141,7 +144,7 @@ def main() -> None:
         config = TokenizeConfig(
             train_paths=files, validation_paths=[], cache_path=out, tokenizer=tok_dir, writer=writer, workers=workers
         )
-        with PeakRss(ray_workers=writer == "levanter") as rss:
+        with PeakRss(os.environ.get("MARIN_RAY_TMPDIR") if writer == "levanter" else None) as rss:
             t0, c0 = time.perf_counter(), cpu_seconds()
             meta = tokenize(config)
             seconds, cpu = time.perf_counter() - t0, cpu_seconds() - c0
@@ -187,7 +190,7 @@ def main() -> None:
         for count in [int(n) for n in args.ray_workers.split(",") if n]:
             out = os.path.join(work, f"ray-{count}/train")
             shutil.rmtree(os.path.dirname(out), ignore_errors=True)
-            with PeakRss(ray_workers=True) as rss:
+            with PeakRss(ray_tmp) as rss:
                 t0 = time.perf_counter()
                 meta = build_cache(files, out, tok_dir, workers=count, backend="ray")
                 seconds = time.perf_counter() - t0
