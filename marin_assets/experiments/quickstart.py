@@ -17,6 +17,10 @@ Steps:
 * ``checkpoints/quickstart-<size>``: Levanter training on the mixture of every drop's cache;
 * ``evaluation/quickstart-<size>``: Levanter bits-per-byte on the held-out cache and the shipped
   lm-eval tasks on the HF export.
+
+A new drop therefore runs only its own units (curation and its cache) plus training and
+evaluation, which read every drop; the classifier (its own labelled set) and the tokenizer (the
+reference drop) keep their versions (``tests/curation/test_incremental_contract.py``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ with real steps is ``test_new_drop_end_to_end`` (slow).
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 
 from marin_assets.curation.pipeline import PARTITION_SET, curation_steps
+from marin_assets.curation.sample_data import SampleConfig, write_drop
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.runner import Executor, ExecutorOptions
 from marin_assets.execution.status import read_info
@@ -124,6 +126,26 @@ def test_new_drop_does_not_change_curation_of_earlier_drops(tmp_path):
     }
 
 
+def test_retraining_on_drops_is_an_explicit_config_change(tmp_path):
+    prefix = str(tmp_path / "prefix")
+    default = curation_steps("landing/sample-html")
+    pinned = curation_steps("landing/sample-html", classifier_negative_drops=("drop-001",))
+
+    def model(steps: dict[str, Any], drops: list[str]) -> ResolvedStep:
+        return StepGraph(list(steps.values()), prefix, {PARTITION_SET: drops}).resolved(steps["quality_model"])
+
+    # Pinning drops is a new version (an explicit re-train) ...
+    assert model(default, DROPS).hash != model(pinned, DROPS).hash
+    # ... reading exactly the pinned drop; new drops change neither classifier.
+    assert model(pinned, DROPS).hash == model(pinned, [*DROPS, NEW]).hash
+    assert model(default, DROPS).hash == model(default, [*DROPS, NEW]).hash
+    training_set = StepGraph(list(pinned.values()), prefix, {PARTITION_SET: DROPS}).resolved(
+        pinned["quality_training_set"]
+    )
+    assert [k for k in training_set.version["config"] if k.startswith("negative_drop_paths")]
+    assert "drop-001" in json.dumps(training_set.version["config"])
+
+
 def test_cli_dry_run_prints_the_plan(finished):
     prefix, _, _ = finished
     env = {**os.environ, "PYTHONPATH": str(REPO), "MARIN_RUN_OBSERVERS": ""}
@@ -150,3 +172,37 @@ def test_cli_dry_run_prints_the_plan(finished):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "dry run: 23 skip, 8 run" in proc.stdout, proc.stdout
     assert f"new partition {NEW} of tokenized/quickstart-test consumed by checkpoints/quickstart-test" in proc.stdout
+
+
+def _quickstart(prefix: str, dagster_home: str, *args: str) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "DAGSTER_HOME": dagster_home,
+        "MARIN_RAY_TMPDIR": os.environ.get("MARIN_RAY_TMPDIR", f"/tmp/mrc-{os.getpid()}"),
+    }
+    cmd = [sys.executable, "-m", "marin_assets.experiments.quickstart", "--size", "test", "--sample_docs", "120"]
+    proc = subprocess.run(
+        [*cmd, "--prefix", prefix, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    return proc
+
+
+def _summary(proc: subprocess.CompletedProcess) -> dict[str, Any]:
+    return json.loads(next(line for line in reversed(proc.stdout.splitlines()) if line.startswith('{"run_id"')))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_new_drop_end_to_end(prefix, dagster_home):
+    """The real quickstart over two drops, then a third: exactly the planned units run."""
+    first = _summary(_quickstart(prefix, dagster_home, "--sample_drops", "2"))
+    assert first["ran"] > 0
+    # The new drop lands (the "download" of the sample source), then the dry run plans it.
+    write_drop(prefix, "drop-003", SampleConfig(docs_per_drop=120), curation.SOURCE)
+    plan_text = _quickstart(prefix, dagster_home, "--sample_drops", "0", "--dry_run").stdout
+    assert "8 run" in plan_text.splitlines()[-1], plan_text[-3000:]
+    second = _summary(_quickstart(prefix, dagster_home, "--sample_drops", "0"))
+    assert second["ran"] == 8, second
+    assert second["cached"] == first["ran"] - 2  # everything of drop-001/002 except train and eval
