@@ -98,24 +98,40 @@ def dumpb(record: Any) -> bytes:
         return _encode_ascii(record).encode("ascii")
 
 
-# ``line.translate(_DIGITS).find(_LONG_NUMBER)``: a run of 19+ digits, i.e. possibly an integer
-# beyond 64 bits, which orjson would turn into a float (json keeps the int). ~1 us per KB.
-_DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
-_LONG_NUMBER = b"0" * 19
+# orjson parses an integer beyond 64 bits as a float (json keeps the int); such a float is at
+# least 2**63 in magnitude, which no record field needs as a float: re-parse with json then.
+_HUGE = float(2**63)
+
+
+def _has_huge_float(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not -_HUGE < item < _HUGE:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def loadb(line: bytes) -> Any:
     """``json.loads(line)`` -- via orjson when it gives the same objects.
 
     orjson rejects NaN/Infinity, lone surrogates and too-large floats (json decides then), and
-    turns integers beyond 64 bits into floats, so a line with 19+ consecutive digits anywhere
-    (a long number, or such a run inside a string) is parsed by json.
+    turns integers beyond 64 bits into floats, so a result holding a float of magnitude >= 2**63
+    (a huge int, or a genuinely huge float) is parsed again by json.
     """
-    if _orjson is not None and line.translate(_DIGITS).find(_LONG_NUMBER) < 0:
+    if _orjson is not None:
         try:
-            return _orjson.loads(line)
+            value = _orjson.loads(line)
         except ValueError:
             pass
+        else:
+            if not _has_huge_float(value):
+                return value
     return json.loads(line)
 
 
