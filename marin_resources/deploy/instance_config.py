@@ -4,7 +4,9 @@ The Dagster Helm chart renders its values into an instance ConfigMap; the local 
 with the same instance, so this module derives it from the same values file instead of keeping a
 second copy that could drift: Postgres run/event/schedule storage (password from the environment
 variable the chart fills from its Secret), the daemon scheduler, the queued run coordinator with its
-limits, compute logs in the bucket, retention and telemetry. The one deliberate difference is the
+limits, run monitoring, compute logs in the bucket, retention and telemetry (the mapping follows the
+chart's ``configmap-instance.yaml`` and ``helpers/instance/_postgresql.tpl``; chart defaults our
+values do not set are not mirrored, so the values set what matters explicitly). The one deliberate difference is the
 run launcher: ``DefaultRunLauncher`` (a run is a subprocess of the code server) stands in for the
 ``K8sRunLauncher`` (a run is a pod), because there is no Kubernetes here.
 """
@@ -82,12 +84,13 @@ def _compute_logs(values: Mapping[str, Any], bucket: str) -> dict[str, Any]:
 def instance_config(values: Mapping[str, Any], postgres: PostgresEndpoint, bucket: str) -> dict[str, Any]:
     """The ``dagster.yaml`` content for ``values`` with a local Postgres and bucket."""
     db = _postgres_db(values, postgres)
+    # Module and class names exactly as the chart's configmap-instance.yaml writes them.
     storage = {
-        kind: {"module": "dagster_postgres", "class": cls, "config": {"postgres_db": dict(db)}}
-        for kind, cls in (
-            ("run_storage", "PostgresRunStorage"),
-            ("event_log_storage", "PostgresEventLogStorage"),
-            ("schedule_storage", "PostgresScheduleStorage"),
+        kind: {"module": module, "class": cls, "config": {"postgres_db": dict(db)}}
+        for kind, module, cls in (
+            ("run_storage", "dagster_postgres.run_storage", "PostgresRunStorage"),
+            ("event_log_storage", "dagster_postgres.event_log", "PostgresEventLogStorage"),
+            ("schedule_storage", "dagster_postgres.schedule_storage", "PostgresScheduleStorage"),
         )
     }
     config: dict[str, Any] = {
@@ -99,6 +102,14 @@ def instance_config(values: Mapping[str, Any], postgres: PostgresEndpoint, bucke
         "compute_logs": _compute_logs(values, bucket),
         "telemetry": {"enabled": bool(values.get("telemetry", {}).get("enabled", False))},
     }
+    monitoring = values["dagsterDaemon"].get("runMonitoring", {})
+    if monitoring.get("enabled"):
+        config["run_monitoring"] = {
+            "enabled": True,
+            "start_timeout_seconds": monitoring["startTimeoutSeconds"],
+            "poll_interval_seconds": monitoring["pollIntervalSeconds"],
+            "free_slots_after_run_end_seconds": monitoring["freeSlotsAfterRunEndSeconds"],
+        }
     retention = values.get("retention", {})
     if retention.get("enabled"):
         config["retention"] = {

@@ -18,7 +18,7 @@ def test_storage_is_postgres_with_psycopg2_and_password_from_env(tmp_path):
     values, config = _derive(tmp_path)
     for kind in ("run_storage", "event_log_storage", "schedule_storage"):
         db = config[kind]["config"]["postgres_db"]
-        assert config[kind]["module"] == "dagster_postgres"
+        assert config[kind]["module"].startswith("dagster_postgres.")
         # SQLAlchemy 2.1 maps postgresql:// to psycopg 3 (not installed): the scheme must be explicit.
         assert db["scheme"] == "postgresql+psycopg2"
         assert db["password"] == {"env": instance_config.PASSWORD_ENV}
@@ -44,6 +44,10 @@ def test_coordinator_logs_and_the_one_stand_in_follow_the_values(tmp_path):
         "prefix": values["computeLogManager"]["config"]["gcsComputeLogManager"]["prefix"],
     }
     assert config["scheduler"]["class"] == "DagsterDaemonScheduler"
+    assert (
+        config["run_monitoring"]["start_timeout_seconds"]
+        == values["dagsterDaemon"]["runMonitoring"]["startTimeoutSeconds"]
+    )
 
 
 def test_written_instance_config_validates_against_dagster_schema(tmp_path):
