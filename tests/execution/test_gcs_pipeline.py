@@ -17,8 +17,9 @@ from marin_assets.curation.sensor import build_landing_sensor
 from marin_assets.dagster_bridge.assets import Experiment, build_step_assets
 from marin_assets.execution import StepGraph
 from marin_assets.execution.status import read_status
-from marin_assets.experiments import curation, hello_world, quickstart
+from marin_assets.experiments import curation, hello_world
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
+from tests.execution.gcs_tokenize_steps import tokenize_steps
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = "sample-html"
@@ -66,24 +67,9 @@ def test_dagster_materializes_steps_on_gcs_then_records_them_cached(gcs_prefix, 
             assert event.asset_materialization.metadata["marin/cached"].value is True
 
 
-def _quickstart_tokenize(prefix: str) -> dict:
+def _curate_and_tokenize(prefix: str) -> dict:
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "marin_assets.experiments.quickstart",
-            "--size",
-            "test",
-            "--prefix",
-            prefix,
-            "--sample_drops",
-            "2",
-            "--sample_docs",
-            "30",
-            "--no_record",
-            "--run_only",
-            "tokenized/quickstart-test$",
-        ],
+        [sys.executable, "-m", "tests.execution.gcs_tokenize_steps", "--prefix", prefix, "--no_record"],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
@@ -97,12 +83,13 @@ def _quickstart_tokenize(prefix: str) -> dict:
 @pytest.mark.slow
 @pytest.mark.ray
 def test_curation_of_two_drops_and_tokenize_on_gcs(gcs_prefix, prefix):
-    first = _quickstart_tokenize(gcs_prefix)
-    assert first["ran"] >= 14 and first["cached"] == 0  # 2 drops x 6 curation units, classifier, tokenizer, caches
-    again = _quickstart_tokenize(gcs_prefix)
-    assert again["ran"] == 0 and again["cached"] >= 2  # both drops' caches (and what they needed) skipped
+    first = _curate_and_tokenize(gcs_prefix)
+    # 2 drops x (raw, text, quality, dedup, consolidated, cache) + training set, classifier, tokenizer
+    assert first["ran"] >= 14 and first["cached"] == 0
+    again = _curate_and_tokenize(gcs_prefix)
+    assert again["ran"] == 0 and again["cached"] == first["ran"]
 
-    by_role = quickstart.build_steps("test")
+    by_role = tokenize_steps()
     steps = list(by_role.values())
     partitions = {"drops": ["drop-001", "drop-002"]}
     on_gcs, local = StepGraph(steps, gcs_prefix, partitions), StepGraph(steps, prefix, partitions)
