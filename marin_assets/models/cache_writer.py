@@ -139,9 +139,13 @@ class _RayPool:
 
 
 def _make_pool(backend: str, workers: int):
+    import multiprocessing
+
     if backend == "ray":
         return _RayPool(workers)
-    return _InlinePool() if workers <= 1 else _LocalPool(workers)
+    if workers <= 1 or multiprocessing.current_process().daemon:  # a daemonic process may not fork children
+        return _InlinePool()
+    return _LocalPool(workers)
 
 
 # ------------------------------------------------------------------------------------------
