@@ -227,6 +227,20 @@ class _DedupStage(ShardStage):
         )
 
 
+def _gather(
+    results: list[dict[str, Any]], key: str, row_shape: tuple[int, ...], dtype: Any, offsets: Any = None
+) -> np.ndarray:
+    """``concatenate([r[key] ...])`` into one preallocated array, dropping each shard's part as soon
+    as it is copied: the peak holds one copy of the drop's arrays, not two (``+ offsets[i]`` per part)."""
+    out = np.empty((sum(len(r[key]) for r in results), *row_shape), dtype=dtype)
+    pos = 0
+    for i, r in enumerate(results):
+        part = r.pop(key)
+        out[pos : pos + len(part)] = part if offsets is None else part + offsets[i]
+        pos += len(part)
+    return out
+
+
 def _deduplicate(
     config: DedupConfig,
     shards: list[str],
@@ -239,18 +253,14 @@ def _deduplicate(
     params = config.params
     ids = [i for r in results for i in r["ids"]]
     n = len(ids)
-    sigs = np.concatenate([r["sigs"] for r in results]) if results else np.zeros((0, params.num_perm), np.uint32)
-    keys = np.concatenate([r["keys"] for r in results]) if results else np.zeros((0, params.bands), np.uint64)
-    has_words = np.concatenate([r["has_words"] for r in results]) if results else np.zeros(0, bool)
     doc_offsets = np.cumsum([0] + [len(r["ids"]) for r in results])
-    para_doc = (
-        np.concatenate([r["para_doc"] + off for r, off in zip(results, doc_offsets, strict=False)])
-        if results
-        else np.zeros(0, np.int64)
-    )
-    para_start = np.concatenate([r["para_start"] for r in results]) if results else np.zeros(0, np.int64)
-    para_end = np.concatenate([r["para_end"] for r in results]) if results else np.zeros(0, np.int64)
-    para_hash = np.concatenate([r["para_hash"] for r in results]) if results else np.zeros(0, np.uint64)
+    sigs = _gather(results, "sigs", (params.num_perm,), np.uint32)
+    keys = _gather(results, "keys", (params.bands,), np.uint64)
+    has_words = _gather(results, "has_words", (), bool)
+    para_doc = _gather(results, "para_doc", (), np.int64, offsets=doc_offsets)
+    para_start = _gather(results, "para_start", (), np.int64)
+    para_end = _gather(results, "para_end", (), np.int64)
+    para_hash = _gather(results, "para_hash", (), np.uint64)
 
     # Earlier drops' indices, in drop order (timed: the part of a drop's cost that grows with N).
     index_start = time.monotonic()
