@@ -70,6 +70,13 @@ def asset_key_for(step_name: str) -> dg.AssetKey:
     return dg.AssetKey(parts)
 
 
+def uri_metadata(path: str) -> dg.MetadataValue:
+    """``dagster/uri`` as text: the UI shows a text (or URL) ``dagster/uri`` in the asset page's
+    Storage section and hides the entry from the metadata tables -- a path-typed one is hidden
+    from both, so nobody would see where the output lives."""
+    return dg.MetadataValue.text(path)
+
+
 def step_failure(label: str, output_path: str, error: Exception) -> dg.Failure:
     """The Dagster failure of a step: the real cause (the last line of the recorded traceback) is
     its first line, above Dagster's own stack trace; the full traceback is in its metadata."""
@@ -81,7 +88,7 @@ def step_failure(label: str, output_path: str, error: Exception) -> dg.Failure:
         description=f"{cause}  [step {label}, output {output_path}]",
         metadata={
             "marin/error": dg.MetadataValue.md(f"```\n{(recorded or str(error))[-20000:]}\n```"),
-            "dagster/uri": dg.MetadataValue.path(output_path),
+            "dagster/uri": uri_metadata(output_path),
         },
         allow_retries=False,
     )
@@ -243,7 +250,7 @@ def _make_compute(
         metadata = to_dagster_metadata(read_metadata(outcome.output_path))
         metadata.update(
             {
-                "dagster/uri": dg.MetadataValue.path(outcome.output_path),
+                "dagster/uri": uri_metadata(outcome.output_path),
                 "marin/cached": dg.MetadataValue.bool(not computed_here),
                 "marin/action": dg.MetadataValue.text(
                     outcome.action if not computed_here or outcome.action == "ran" else "ran (executor_main)"
@@ -291,7 +298,7 @@ def _record_input(context: dg.AssetExecutionContext, unit: Unit, outcome: StepOu
             asset_key=asset_key_for(node.asset_name),
             partition=partition,
             metadata={
-                "dagster/uri": dg.MetadataValue.path(outcome.output_path),
+                "dagster/uri": uri_metadata(outcome.output_path),
                 "marin/cached": dg.MetadataValue.bool(outcome.action != "ran"),
                 "marin/action": dg.MetadataValue.text(
                     f"{outcome.action} (input of {context.asset_key.to_user_string()})"
@@ -347,7 +354,7 @@ def _static_metadata(node: ResolvedStep, prefix: str) -> dict[str, Any]:
     meta["marin/version"] = dg.MetadataValue.json(_plain_version(node))
     # Where the output lives, on the asset page (Storage) before any run: the step's folder, which
     # for a partitioned step holds one subfolder per partition.
-    meta["dagster/uri"] = dg.MetadataValue.path(node.output_path)
+    meta["dagster/uri"] = uri_metadata(node.output_path)
     if step.partitioned_by is not None:
         meta["marin/output_path_pattern"] = f"{node.output_path}/<{step.partitioned_by}>"
     return _optional_metadata(node, meta)

@@ -40,7 +40,7 @@ def test_each_step_becomes_an_asset_with_hash_code_version_and_deps(prefix):
     assert set(stats_asset.asset_deps[stats_asset.key]) == {asset_key_for("hello_world/numbers")}
     assert stats_asset.group_names_by_key[stats_asset.key] == "hello_world"
     spec_meta = stats_asset.specs_by_key[stats_asset.key].metadata
-    assert spec_meta["dagster/uri"].path == stats.output_path
+    assert spec_meta["dagster/uri"].value == stats.output_path
     assert spec_meta["marin/version"].data == stats.version
     assert numbers.output_path != stats.output_path
 
