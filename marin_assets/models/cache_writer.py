@@ -44,6 +44,9 @@ from marin_assets.models.cache_encoding import EncodedBlock, EncodingSpec, cache
 logger = logging.getLogger(__name__)
 
 LEDGER_FILE = "shard_ledger.json"
+# Inputs smaller than this (stored bytes) are encoded in this process (the Rust tokenizer still
+# uses every core): spawning worker processes costs ~1 s, more than they save on ~1 M tokens.
+SMALL_INPUT_BYTES = 2 << 20
 # Levanter's jagged_array constants: the chunking is part of the format (readers pass it when
 # opening, and tensorstore rejects an array whose stored metadata differs).
 READ_CHUNK_ELEMENTS = 256 * 1024
@@ -93,11 +96,11 @@ class _InlinePool:
     """``workers=1``: encode in this process (the tokenizer's own threads still use every core)."""
 
     def submit(self, spec: EncodingSpec, block: bytes, source: str, first_line: int) -> Any:
-        return encode_block(spec, block, source, first_line)
+        return (spec, block, source, first_line)  # encoded in order by result(), like a worker's
 
     @staticmethod
     def result(handle: Any) -> EncodedBlock:
-        return handle
+        return encode_block(*handle)
 
     def close(self) -> None:
         pass
@@ -281,6 +284,17 @@ def _resumable(ledger: dict[str, Any] | None, names: list[str], metadata: dict[s
     )
 
 
+def _total_bytes(files: Sequence[str]) -> int:
+    """Stored size of ``files`` (as large as can be when there are too many to ask cheaply)."""
+    if len(files) > 64:
+        return 1 << 62
+    total = 0
+    for path in files:
+        fs, p = filesystem(path)
+        total += int(fs.size(p) or 0)
+    return total
+
+
 def _remove(path: str) -> None:
     fs, p = filesystem(path)
     if fs.exists(p):
@@ -305,8 +319,9 @@ def build_cache(
         split_path: the split directory (``<cache>/<split>``), local or ``gs://``.
         tokenizer: a tokenizer directory (local or remote) transformers loads.
         text_key: the field holding the text.
-        workers: encoding processes (``backend="local"``; 1 encodes in this process) or Ray
-            actors (``backend="ray"``, one CPU each); two blocks in flight per worker.
+        workers: encoding processes (``backend="local"``; 1, or inputs under ``SMALL_INPUT_BYTES``,
+            encode in this process) or Ray actors (``backend="ray"``, one CPU each); two blocks in
+            flight per worker.
         backend: ``"local"`` (process pool) or ``"ray"`` (tasks on the connected cluster).
         block_bytes: decompressed bytes of whole lines per task.
         flush_tokens: buffered tokens that trigger a write before the end of a file.
@@ -316,6 +331,8 @@ def build_cache(
     """
     start = time.monotonic()
     files = list(files)
+    if backend == "local" and workers > 1 and _total_bytes(files) < SMALL_INPUT_BYTES:
+        workers = 1  # starting worker processes would cost more than they save
     ledger = read_cache_ledger(split_path)
     pools: list[Any] = []
 

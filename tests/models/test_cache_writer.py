@@ -110,8 +110,14 @@ def test_same_tokens_ledger_and_files_as_levanter_builder(ray_session, corpus, t
     assert data[0] == 0 and data[offsets[1] - 1] == 1
 
 
-def test_same_files_as_levanter_serial_writer(corpus, tmp_path):
-    """Without Ray: Levanter's BatchTokenizer + SerialCacheWriter on the same documents, same store."""
+def test_same_files_as_levanter_serial_writer(corpus, tmp_path, monkeypatch):
+    """Without Ray: Levanter's BatchTokenizer + SerialCacheWriter on the same documents, same store.
+
+    Our side runs on the process pool (small inputs are otherwise encoded in process).
+    """
+    from marin_assets.models import cache_writer
+
+    monkeypatch.setattr(cache_writer, "SMALL_INPUT_BYTES", 0)
     from levanter.data.text import BatchTokenizer
     from levanter.store.cache import CacheMetadata, SerialCacheWriter
     from transformers import AutoTokenizer
@@ -249,6 +255,9 @@ def test_cache_on_gcs_is_read_by_levanter(corpus, gcs_server, gcs_prefix, monkey
     """Documents and cache on gs:// (fake-gcs-server); Levanter's reader opens the cache there."""
     import fsspec
 
+    from marin_assets.models import cache_writer
+
+    monkeypatch.setattr(cache_writer, "SMALL_INPUT_BYTES", 0)  # the process pool reads from gs:// too
     monkeypatch.setenv("TENSORSTORE_GCS_HTTP_URL", gcs_server.url)
     monkeypatch.setenv("GOOGLE_AUTH_TOKEN_FOR_TESTING", "anonymous")
     fs = fsspec.filesystem("gs")
