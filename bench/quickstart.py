@@ -81,7 +81,17 @@ def run(prefix: str, ray_tmp: str, size: str, dagster_home: str, extra: list[str
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"quickstart failed ({proc.returncode}):\n{err[-4000:]}")
-    return wall, memory, json.loads(out.strip().splitlines()[-1])
+    return wall, memory, _last_json_line(out)
+
+
+def _last_json_line(out: str) -> dict:
+    """The quickstart's JSON summary: the last stdout line that parses as a JSON object."""
+    for line in reversed(out.strip().splitlines()):
+        with contextlib.suppress(ValueError):
+            value = json.loads(line)
+            if isinstance(value, dict):
+                return value
+    raise SystemExit(f"no JSON summary in the quickstart's output:\n{out[-2000:]}")
 
 
 def read_json(path: str) -> dict:

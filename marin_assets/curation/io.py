@@ -41,10 +41,12 @@ ZSTD_LEVEL = 1
 
 try:  # ISA-L gzip (optional): same format as zlib's, several times faster
     from isal import igzip as _igzip
+    from isal import igzip_threaded as _igzip_threaded
     from isal import isal_zlib as _gzip_zlib
 except ImportError:  # pragma: no cover - exercised where isal is not installed
     import gzip as _igzip
 
+    _igzip_threaded = None
     _gzip_zlib = zlib
 
 try:  # orjson (optional): 2-3x faster on records; json stays the reference for what it rejects
@@ -192,6 +194,28 @@ def compress(data: bytes, compression: Compression) -> bytes:
     return comp.compress(data) + comp.flush()
 
 
+class _ClosingReader:
+    """A decompressing reader that also closes the raw file under it."""
+
+    def __init__(self, reader: Any, raw: Any) -> None:
+        self._reader, self._raw = reader, raw
+
+    def read(self, size: int = -1) -> bytes:
+        return self._reader.read(size)
+
+    def close(self) -> None:
+        try:
+            self._reader.close()
+        finally:
+            self._raw.close()
+
+    def __enter__(self) -> _ClosingReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def open_decompressed(path: str) -> IO[bytes]:
     """A binary stream of the content of ``path``, decompressed by what its first bytes say."""
     fs, p = filesystem(path)
@@ -200,6 +224,8 @@ def open_decompressed(path: str) -> IO[bytes]:
         kind = sniff_compression(raw.read(4))
         raw.seek(0)
         if kind == "gzip":
+            if _igzip_threaded is not None:  # decompresses in a helper thread, outside the GIL
+                return _ClosingReader(_igzip_threaded.open(raw, "rb", threads=1), raw)
             return _igzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
         if kind == "zstd":
             import zstandard
