@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -444,13 +443,3 @@ def make_handler(app: BrowserApp) -> type[BaseHTTPRequestHandler]:
             logger.info("%s %s", self.address_string(), format % args)
 
     return Handler
-
-
-def serve(
-    prefix: str, host: str = "127.0.0.1", port: int = 0, page_size: int = DEFAULT_PAGE_SIZE
-) -> ThreadingHTTPServer:
-    """Start the browser in a background thread; returns the server (``server.server_address``)."""
-    server = ThreadingHTTPServer((host, port), make_handler(BrowserApp(prefix, page_size)))
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="marin-browse", daemon=True).start()
-    return server
