@@ -65,7 +65,7 @@ def test_quickstart_end_to_end_then_fully_cached(prefix, dagster_home):
         assert task in results["results"], task
     # The tokenizer reads the reference drop only; every drop has its own cache.
     tokenizer = graph.resolved(steps["tokenizer"])
-    assert tokenizer.version["config"]["input_paths[0]"].startswith("DEP[0]@drop-001/")
+    assert tokenizer.version["config"]["input_paths.[0]"].startswith("DEP[0]@drop-001/")
     for drop in DROPS:
         cache = read_metadata(graph.resolved(steps["tokenized"]).partition_output_path(drop))
         assert cache["tokens"] > 0

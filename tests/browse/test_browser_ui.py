@@ -11,14 +11,23 @@ import time
 import psutil
 import pytest
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.expected_conditions import staleness_of
+from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.browse.conftest import start_browser, stop_browser
 
 pytestmark = pytest.mark.slow
 
 
-def _click(driver, element_id: str) -> None:
-    driver.find_element(By.ID, element_id).click()
+def _click(driver, locator: str, by: str = By.ID) -> None:
+    """Click a control that loads a new page, and wait until the old page is gone.
+
+    Every control here navigates; reading elements right after the click could
+    otherwise find the previous page's rows, which go stale under the reader.
+    """
+    old_page = driver.find_element(By.TAG_NAME, "html")
+    driver.find_element(by, locator).click()
+    WebDriverWait(driver, 30).until(staleness_of(old_page))
 
 
 def test_consolidated_docs_page_filter_and_duplicate_reason(browser, browse_server, curated):
@@ -27,11 +36,11 @@ def test_consolidated_docs_page_filter_and_duplicate_reason(browser, browse_serv
     consolidated = curated.path("consolidated", drop)
     rel = os.path.relpath(consolidated, curated.prefix)
     driver.get(browse_server.url + "/")
-    driver.find_element(By.PARTIAL_LINK_TEXT, "curation-").click()
-    driver.find_element(By.XPATH, f"//a[@href='/browse/{rel}']").click()
+    _click(driver, "curation-", By.PARTIAL_LINK_TEXT)
+    _click(driver, f"//a[@href='/browse/{rel}']", By.XPATH)
     assert "SUCCESS" in driver.find_element(By.ID, "output").text
-    driver.find_element(By.LINK_TEXT, "docs/").click()
-    driver.find_element(By.PARTIAL_LINK_TEXT, "shard-00000").click()
+    _click(driver, "docs/", By.LINK_TEXT)
+    _click(driver, "shard-00000", By.PARTIAL_LINK_TEXT)
     first_ids = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#records tr td:nth-child(2) a")]
     assert len(first_ids) == 20
     _click(driver, "next-page")
@@ -56,7 +65,7 @@ def test_consolidated_docs_page_filter_and_duplicate_reason(browser, browse_serv
         shown = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#records tr td:nth-child(2) a")]
         hits = [i for i in shown if i in planted]
     assert hits, "no planted exact duplicate among the removed documents"
-    driver.find_element(By.LINK_TEXT, hits[0]).click()
+    _click(driver, hits[0], By.LINK_TEXT)
     reason = driver.find_element(By.ID, "removal-reason").text
     assert "removed" in reason and f"duplicate of {planted[hits[0]]}" in reason
     assert driver.find_element(By.ID, "doc-text").text.strip()
