@@ -21,12 +21,11 @@ import json
 import os
 import uuid
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import IO, Any, Literal, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import IO, Any, Literal
 
 from marin_assets.execution.storage import atomic_write_bytes, filesystem, is_local, join_path, read_bytes
 
-R = TypeVar("R")
 Compression = Literal["gzip", "zstd", "none"]
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -456,19 +455,3 @@ def list_files(directory: str, suffix: str | tuple[str, ...] = "") -> list[str]:
 def shard_name(index: int, suffix: str = ".jsonl.gz") -> str:
     """Name of shard ``index`` (zero-padded so lexical order is shard order)."""
     return f"shard-{index:05d}{suffix}"
-
-
-def map_tasks(fn: Callable[..., R], args: Sequence[tuple], use_ray: bool, num_cpus: float = 1) -> list[R]:
-    """``[fn(*a) for a in args]``, as parallel Ray tasks when ``use_ray`` (results in input order).
-
-    ``fn`` must be a module-level function so Ray workers can import it.
-    """
-    if not use_ray or len(args) == 0:
-        return [fn(*a) for a in args]
-    import ray
-
-    from marin_resources.ray_cluster import ensure_ray
-
-    ensure_ray()
-    remote = ray.remote(num_cpus=num_cpus, max_retries=2)(fn)
-    return ray.get([remote.remote(*a) for a in args])
