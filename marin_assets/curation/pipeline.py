@@ -73,6 +73,8 @@ def curation_steps(
     min_paragraph_chars: int = 30,
     max_doc_bytes: int = 10_000_000,
     docs_per_shard: int = 1000,
+    text_key: str = "text",
+    id_key: str = "id",
 ) -> dict[str, ExecutorStep]:
     """The curation steps for one landing source.
 
@@ -86,6 +88,8 @@ def curation_steps(
             Not versioned: it does not change the output.
         classifier_negative_drops: drops pinned as extra negatives of the classifier's labelled
             set -- re-training on drops is this explicit change, never a side effect of a new drop.
+        text_key / id_key: the field or column holding a record's text / id in the source's files
+            (``RawConfig``); versioned when they differ from ``text`` / ``id``.
         Other arguments: versioned parameters of the stages (see each stage's config).
     """
     landing = InputName.hardcoded(landing_dir)
@@ -100,6 +104,9 @@ def curation_steps(
             output_path=this_output_path(),
             docs_per_shard=versioned(docs_per_shard),
             max_doc_bytes=versioned(max_doc_bytes),
+            # The defaults stay out of the version, so sources that use them keep their versions.
+            text_key=text_key if text_key == "text" else versioned(text_key),
+            id_key=id_key if id_key == "id" else versioned(id_key),
         ),
         description="Raw documents of a data drop as Dolma jsonl.gz shards; bad input quarantined.",
         partitioned_by=PARTITION_SET,

@@ -54,6 +54,8 @@ class RawConfig:
         verify_checksums: re-check the manifest's sha256 before reading.
         drop_path: read this folder as the drop instead of ``landing_dir/drop_id`` -- e.g. the
             output of a ``default_download`` step (``output_path_of(download)``).
+        text_key / id_key: the field (JSON lines) or column (parquet, HF datasets) holding the
+            text / the id, for inputs that name them differently (e.g. ``content``, ``doc_id``).
     """
 
     landing_dir: str
@@ -64,6 +66,29 @@ class RawConfig:
     max_doc_bytes: int = 10_000_000
     verify_checksums: bool = True
     drop_path: str | None = None
+    text_key: str = "text"
+    id_key: str = "id"
+
+
+# Top-level fields of an input record that are Dolma fields, not metadata.
+_DOLMA_FIELDS = ("id", "text", "source", "added", "created", "metadata")
+# Fields that hold the fetch / creation date, in order of preference (Dolma ``created``).
+_DATE_FIELDS = ("created", "date", "timestamp", "crawl_date")
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as plain JSON: dates/times as ISO text, bytes and other objects as text."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "isoformat"):  # datetime / date / time (parquet timestamp columns)
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", errors="replace")
+    return str(value)
 
 
 def to_dolma(
@@ -97,8 +122,10 @@ def to_dolma(
             sample=text,
         )
         return None
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    metadata = {**metadata, "landing_file": name, "landing_line": line}
+    metadata = json_safe(obj["metadata"]) if isinstance(obj.get("metadata"), dict) else {}
+    # Other fields (url, date, dump, language ...) are provenance: kept as metadata, never dropped.
+    extra = {k: json_safe(v) for k, v in obj.items() if k not in _DOLMA_FIELDS and k not in metadata}
+    metadata = {**extra, **metadata, "landing_file": name, "landing_line": line}
     record: dict[str, Any] = {
         "id": doc_id,
         "text": text,
@@ -106,9 +133,11 @@ def to_dolma(
         "added": added,
         "metadata": metadata,
     }
-    created = obj.get("created") or metadata.get("crawl_date")
-    if isinstance(created, str) and created:
-        record["created"] = created
+    for key in _DATE_FIELDS:
+        created = json_safe(obj.get(key)) or metadata.get(key)
+        if isinstance(created, str) and created:
+            record["created"] = created
+            break
     return record
 
 
@@ -156,7 +185,8 @@ class RawStage(ShardStage):
 
         fmt: str | None
         if shard.startswith(HF_INPUT):
-            fmt, items = "hf-dataset", read_hf_dataset(path, q, f"{config.drop_id}/{name}")
+            fmt = "hf-dataset"
+            items = read_hf_dataset(path, q, f"{config.drop_id}/{name}", config.text_key, config.id_key)
             counters.add("bytes_in", _tree_size(path))
         else:
             fs, p = filesystem(path)
@@ -165,7 +195,15 @@ class RawStage(ShardStage):
             if size == 0:  # an empty file holds no records; counted, not quarantined
                 counters.add("empty_files")
                 return {"file": name, "format": None, "ids": [], "samples": []}
-            fmt, items = read_file(path, name, config.max_doc_bytes, q)
+            fmt, items = read_file(
+                path,
+                name,
+                config.max_doc_bytes,
+                q,
+                id_prefix=f"{config.drop_id}/{name}",
+                text_key=config.text_key,
+                id_key=config.id_key,
+            )
         with counters.timer("read+parse"):
             for position, obj in items:
                 counters.add("records_in")

@@ -221,8 +221,47 @@ def read_jsonl(handle: BinaryIO, codec: str | None, max_line: int, q: Quarantine
 # Parquet
 
 
-def read_parquet(handle: BinaryIO, q: Quarantine) -> Iterator[tuple[int, Any]]:
-    """(1-based row, row dict) of a parquet file that has ``id`` and ``text`` columns."""
+def _rows_of_batches(batches: Iterator[Any], q: Quarantine, first_row: int = 1) -> Iterator[tuple[int, dict]]:
+    """(1-based row, row dict) of Arrow record batches; a row whose strings are not valid UTF-8
+    (Arrow does not check what a foreign writer stored) is quarantined alone as ``invalid_utf8``."""
+    row = first_row - 1
+    for batch in batches:
+        try:
+            rows = batch.to_pylist()
+        except UnicodeDecodeError:  # find the bad row(s); the others of the batch are kept
+            rows = []
+            for i in range(batch.num_rows):
+                try:
+                    rows.append(batch.slice(i, 1).to_pylist()[0])
+                except UnicodeDecodeError as exc:
+                    rows.append(exc)
+        for rec in rows:
+            row += 1
+            if isinstance(rec, UnicodeDecodeError):
+                q.add(
+                    "invalid_utf8", f"{q.file} row {row}: a string column is not valid UTF-8 ({rec.reason})", line=row
+                )
+                continue
+            yield row, rec
+
+
+def rename_fields(rec: dict, text_key: str, id_key: str) -> dict:
+    """``rec`` with ``text_key`` / ``id_key`` read as ``text`` / ``id`` (the other fields stay)."""
+    for key, standard in ((text_key, "text"), (id_key, "id")):
+        if key != standard and key in rec:
+            rec[standard] = rec.pop(key)
+    return rec
+
+
+def read_parquet(
+    handle: BinaryIO, q: Quarantine, id_prefix: str = "", text_key: str = "text", id_key: str = "id"
+) -> Iterator[tuple[int, Any]]:
+    """(1-based row, row dict) of a parquet file with a ``text_key`` column.
+
+    Without an ``id_key`` column (e.g. a Hugging Face dataset's parquet export) a row's id is
+    ``<id_prefix>/<row>``; every other column stays in the record (the raw stage keeps it as
+    metadata: ``url``, ``date``, ...).
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -232,17 +271,23 @@ def read_parquet(handle: BinaryIO, q: Quarantine) -> Iterator[tuple[int, Any]]:
         q.add("bad_parquet", f"not a readable parquet file: {exc}")
         return
     names = pf.schema_arrow.names
-    missing = [c for c in ("id", "text") if c not in names]
-    if missing:
-        q.add("parquet_schema", f"parquet schema lacks column(s) {missing} (has {names})", count=pf.metadata.num_rows)
+    if text_key not in names:
+        q.add(
+            "parquet_schema",
+            f"parquet schema has no text column {text_key!r} (has {names}); name it with RawConfig(text_key=...) "
+            "or curation_steps(text_key=...)",
+            count=pf.metadata.num_rows,
+        )
         return
+    has_id = id_key in names
     row = 0
     try:
-        for batch in pf.iter_batches(batch_size=1000):
-            for rec in batch.to_pylist():
-                row += 1
-                yield row, rec
-    except (pa.ArrowException, OSError) as exc:
+        for row, rec in _rows_of_batches(pf.iter_batches(batch_size=1000), q):
+            rec = rename_fields(rec, text_key, id_key)
+            if not has_id:
+                rec["id"] = f"{id_prefix}/{row}"
+            yield row, rec
+    except (pa.ArrowException, OSError, ValueError) as exc:
         q.add("bad_parquet", f"parquet read failed after row {row}: {exc}")
 
 
@@ -321,11 +366,13 @@ def hf_dataset_folders(names: list[str]) -> list[str]:
     return out
 
 
-def read_hf_dataset(path: str, q: Quarantine, id_prefix: str) -> Iterator[tuple[int, Any]]:
+def read_hf_dataset(
+    path: str, q: Quarantine, id_prefix: str, text_key: str = "text", id_key: str = "id"
+) -> Iterator[tuple[int, Any]]:
     """(1-based row within its split, record) of a saved HF dataset or dataset dict folder.
 
-    Rows without an ``id`` column get ``<id_prefix>/<split>/<row>``; the split and row go to the
-    metadata as provenance.
+    Rows without an ``id_key`` column get ``<id_prefix>/<split>/<row>``; the split and row go to
+    the metadata as provenance, every other column stays in the record.
     """
     import datasets
 
@@ -336,10 +383,17 @@ def read_hf_dataset(path: str, q: Quarantine, id_prefix: str) -> Iterator[tuple[
         return
     splits = loaded.items() if isinstance(loaded, datasets.DatasetDict) else [("", loaded)]
     for split, ds in splits:
-        if "text" not in ds.column_names:
-            q.add("hf_schema", f"split {split!r} has no 'text' column (has {ds.column_names})", count=ds.num_rows)
+        if text_key not in ds.column_names:
+            q.add(
+                "hf_schema",
+                f"split {split!r} has no text column {text_key!r} (has {ds.column_names}); name it with "
+                "RawConfig(text_key=...)",
+                count=ds.num_rows,
+            )
             continue
-        for row, rec in enumerate(ds.to_iterable_dataset(), start=1):
+        batches = ds.with_format("arrow").iter(batch_size=1000)
+        for row, rec in _rows_of_batches(batches, q):
+            rec = rename_fields(rec, text_key, id_key)
             if rec.get("id") is None:
                 rec["id"] = f"{id_prefix}/{split or 'data'}/{row}"
             metadata = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
@@ -350,21 +404,34 @@ def read_hf_dataset(path: str, q: Quarantine, id_prefix: str) -> Iterator[tuple[
 # ------------------------------------------------------------------------------------------
 
 
-def read_file(path: str, name: str, max_doc_bytes: int, q: Quarantine) -> tuple[str | None, Iterator[tuple[int, Any]]]:
+def read_file(
+    path: str,
+    name: str,
+    max_doc_bytes: int,
+    q: Quarantine,
+    *,
+    id_prefix: str = "",
+    text_key: str = "text",
+    id_key: str = "id",
+) -> tuple[str | None, Iterator[tuple[int, Any]]]:
     """(sniffed format, (position, record) iterator) of one landing file.
 
-    An unsupported file is quarantined whole (``unsupported_format``, counted per line).
+    ``text_key`` / ``id_key`` name the fields (JSON lines) or columns (parquet) holding the text
+    and the id; a parquet file without an id column gets ``<id_prefix>/<row>``. An unsupported
+    file is quarantined whole (``unsupported_format``, counted per line).
     """
     handle = open_input(path)
     head = handle.read(4096)
     handle.seek(0)
     fmt = sniff_format(head, name)
-    return fmt, _records(handle, fmt, max_doc_bytes, q)
+    return fmt, _records(handle, fmt, max_doc_bytes, q, id_prefix, text_key, id_key)
 
 
-def _records(handle: BinaryIO, fmt: str | None, max_doc_bytes: int, q: Quarantine) -> Iterator[tuple[int, Any]]:
+def _records(
+    handle: BinaryIO, fmt: str | None, max_doc_bytes: int, q: Quarantine, id_prefix: str, text_key: str, id_key: str
+) -> Iterator[tuple[int, Any]]:
     readers: dict[str, Callable[[], Iterator[tuple[int, Any]]]] = {
-        "parquet": lambda: read_parquet(handle, q),
+        "parquet": lambda: read_parquet(handle, q, id_prefix, text_key, id_key),
         "warc": lambda: read_warc(handle, q),
         "warc.gz": lambda: read_warc(handle, q),
         "warc.zst": lambda: read_warc(handle, q),
@@ -383,6 +450,8 @@ def _records(handle: BinaryIO, fmt: str | None, max_doc_bytes: int, q: Quarantin
             yield from readers[fmt]()
         else:
             codec = {"jsonl": None, "jsonl.gz": "gzip", "jsonl.zst": "zstd"}[fmt]
-            yield from read_jsonl(handle, codec, max_line, q)
+            renaming = (text_key, id_key) != ("text", "id")
+            for line, value in read_jsonl(handle, codec, max_line, q):
+                yield line, rename_fields(value, text_key, id_key) if renaming and isinstance(value, dict) else value
     finally:
         handle.close()

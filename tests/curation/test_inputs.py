@@ -212,3 +212,45 @@ def test_corrupt_warc_keeps_records_before_the_damage(tmp_path):
     assert meta["quarantine_reasons"] == {"corrupt_warc": 1}
     [row] = quarantine_of(out)
     assert row["file"] == "x.warc.gz" and "after record 2" in row["detail"]
+
+
+def test_parquet_and_jsonl_keep_every_field_and_name_columns(tmp_path):
+    """A parquet without an id column (a HF dataset's parquet export) gets ids; columns named
+    otherwise are read with text_key / id_key; url, date and other fields stay as provenance."""
+    landing = tmp_path / "landing" / "src"
+    files = {
+        "fineweb.parquet": _parquet(
+            pa.table({"text": ["fw one"], "id": ["fw-1"], "url": ["https://fw.example/1"], "date": ["2024-02-20"]})
+        ),
+        "export.parquet": _parquet(pa.table({"text": ["hf one", "hf two"]})),
+        "other.parquet": _parquet(pa.table({"doc_id": ["o-1", "o-2"], "content": ["other one", "other two"]})),
+        "web.jsonl": (json.dumps({"id": "j-1", "text": "jsonl text", "url": "https://j.example/"}) + "\n").encode(),
+    }
+    write_drop_files(str(landing / "drop-1"), files)
+    out = str(tmp_path / "raw")
+    meta = run_raw(RawConfig(landing_dir=str(landing), drop_id="drop-1", output_path=out))
+    docs = docs_of(out)
+    assert set(docs) == {"fw-1", "drop-1/export.parquet/1", "drop-1/export.parquet/2", "j-1"}
+    fw = docs["fw-1"]
+    assert fw["metadata"]["url"] == "https://fw.example/1" and fw["created"] == "2024-02-20"
+    assert fw["metadata"]["landing_file"] == "fineweb.parquet" and fw["metadata"]["landing_line"] == 1
+    assert docs["j-1"]["metadata"]["url"] == "https://j.example/"
+    assert meta["quarantine_reasons"] == {"parquet_schema": 2}  # other.parquet: no 'text' column, rows counted
+    [row] = quarantine_of(out)
+    assert row["file"] == "other.parquet" and "text_key" in row["detail"] and "'content'" in row["detail"]
+    named = str(tmp_path / "named")
+    run_raw(RawConfig(str(landing), "drop-1", named, text_key="content", id_key="doc_id"))
+    assert docs_of(named)["o-2"]["text"] == "other two"
+
+
+def test_invalid_utf8_in_a_parquet_row_is_quarantined_alone(tmp_path):
+    # Arrow does not validate what another writer stored: build such a column without checks.
+    raw_bytes = pa.array([b"good one", b"bad \xff\xfe text", b"good three"], pa.binary())
+    text = pa.Array.from_buffers(pa.string(), len(raw_bytes), raw_bytes.buffers())
+    landing = tmp_path / "landing" / "src"
+    write_drop_files(str(landing / "drop-1"), {"x.parquet": _parquet(pa.table({"id": ["a", "b", "c"], "text": text}))})
+    out = str(tmp_path / "raw")
+    meta = run_raw(RawConfig(landing_dir=str(landing), drop_id="drop-1", output_path=out))
+    assert set(docs_of(out)) == {"a", "c"} and meta["quarantine_reasons"] == {"invalid_utf8": 1}
+    [row] = quarantine_of(out)
+    assert (row["file"], row["line"]) == ("x.parquet", 2) and "x.parquet row 2" in row["detail"]
