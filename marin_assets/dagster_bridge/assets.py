@@ -348,7 +348,11 @@ def _static_metadata(node: ResolvedStep, prefix: str) -> dict[str, Any]:
         # Its hash and path follow the drops it consumes, which change without a code reload:
         # materializations carry them (marin/hash, dagster/uri); the definition shows the pattern.
         base = node.output_path.rpartition("/")[0]
-        meta["marin/output_path_pattern"] = f"{base}/{node.name.rpartition('/')[2]}-<hash of version and drops>"
+        stem = node.name.rpartition("/")[2]
+        meta["marin/output_path_pattern"] = f"{base}/{stem}-<hash of version and drops>"
+        # Storage on the asset page reads only definition metadata: the glob of its versions'
+        # folders (the current one is each materialization's dagster/uri).
+        meta["dagster/uri"] = uri_metadata(f"{base}/{stem}-*")
         return _optional_metadata(node, meta)
     meta["marin/hash"] = node.hash
     meta["marin/version"] = dg.MetadataValue.json(_plain_version(node))

@@ -220,3 +220,19 @@ def test_materializing_is_an_explicit_request_that_reruns_a_failed_step(env, tmp
     assert read_status(path).status == "SUCCESS"
     meta = _materializations(again)[("t7/per_drop", "d1")]
     assert meta["marin/cached"] is False and meta["marin/reason"] == "previous attempt here is FAILED"
+
+
+def test_every_asset_page_shows_where_its_output_lives(prefix):
+    """The asset page's Storage reads ``dagster/uri`` from the definition only: steps whose path
+    follows the drops show the glob of their versions' folders, which matches each version's path."""
+    import fnmatch
+
+    steps = _steps()
+    assets = build_step_assets(Experiment("t7", [steps["after"]], partitions={SET: []}), prefix=prefix)
+    uris = {key.to_user_string(): a.specs_by_key[key].metadata["dagster/uri"].value for a in assets for key in a.keys}
+    assert set(uris) == {"t7/per_drop", "t7/every_drop", "t7/after"}
+    for drops in (["d1"], ["d1", "d2"]):
+        graph = StepGraph([steps["after"]], prefix, {SET: drops})
+        for role in ("every", "after"):
+            node = graph.resolved(steps[role])
+            assert fnmatch.fnmatch(node.output_path, uris[node.name]), (node.output_path, uris[node.name])
