@@ -9,14 +9,18 @@
   kept in ``<state_dir>/gcs``: ``MARIN_PREFIX=gs://<bucket>/marin`` and Dagster's compute logs;
 * a **Ray** head (``--num-cpus=0``, Ray Client server on) and one worker node, both ``ray start``,
   with token authentication (the token in ``<state_dir>/secrets``, never in ``~/.ray``);
+* the **data browser** (``python -m marin_assets.browse``, started by module name: this package
+  never imports ``marin_assets``) on the ``gs://`` prefix, as ``k8s/browser.yaml`` runs it;
 * the **user-code gRPC server** (``dagster api grpc -f definitions.py``), **dagster-webserver** and
   **dagster-daemon** as separate processes sharing the ``dagster.yaml`` derived from
   ``k8s/dagster-values.yaml`` (:mod:`marin_resources.deploy.instance_config`).
 
 Dagster processes get ``RAY_ADDRESS=ray://127.0.0.1:<client port>``, so every step runs as a Ray
-task on the worker node (``ray_cluster.steps_on_ray``). ``down`` stops everything by pid.
+task on the worker node (``ray_cluster.steps_on_ray``), and ``MARIN_BROWSER_URL`` (the browser's
+address), so every asset's ``marin/browser`` metadata link opens the local browser. ``down`` stops
+everything by pid.
 
-    python -m marin_resources.deploy.local up [--state_dir .local_deploy] [--webserver_port 3000]
+    python -m marin_resources.deploy.local up [--state_dir .local_deploy] [--webserver_port 3000] [--browser_port 8765]
     python -m marin_resources.deploy.local env      # shell exports to use the topology
     python -m marin_resources.deploy.local down
 """
@@ -43,12 +47,22 @@ DEFAULT_STATE_DIR = os.path.join(REPO, ".local_deploy")
 PROJECT = "marin-local"
 LOCATION_NAME = "marin"
 WORKER_START_ATTEMPTS = 3
+# The browser's own default port (marin_assets.browse.links.DEFAULT_PORT; not imported: layering).
+BROWSER_PORT = 8765
 # Leaked from the caller's shell, these would point the topology at another instance or cluster.
-_CLEARED_ENV = ("RAY_ADDRESS", "MARIN_PREFIX", "DAGSTER_HOME", "MARIN_STEPS_ON_RAY", "RAY_AUTH_TOKEN")
+_CLEARED_ENV = (
+    "RAY_ADDRESS",
+    "MARIN_PREFIX",
+    "MARIN_BROWSER_URL",
+    "DAGSTER_HOME",
+    "MARIN_STEPS_ON_RAY",
+    "RAY_AUTH_TOKEN",
+)
 # What `env` exports to a shell (nothing secret: the password is read from its 0600 file).
 _SHELL_ENV = (
     "DAGSTER_HOME",
     "MARIN_PREFIX",
+    "MARIN_BROWSER_URL",
     "RAY_ADDRESS",
     "STORAGE_EMULATOR_HOST",
     "FSSPEC_GCS_TOKEN",
@@ -93,6 +107,8 @@ def topology_env(state_dir: str, ports: dict[str, int], bucket: str, pg_password
             "GOOGLE_AUTH_TOKEN_FOR_TESTING": "anonymous",
             "GOOGLE_CLOUD_PROJECT": PROJECT,
             "MARIN_PREFIX": f"gs://{bucket}/marin",
+            # Where every asset's `marin/browser` metadata link points (the local data browser).
+            "MARIN_BROWSER_URL": f"http://127.0.0.1:{ports['browser']}",
             "RAY_ADDRESS": f"ray://127.0.0.1:{ports['ray_client']}",
             "RAY_AUTH_MODE": "token",
             "RAY_AUTH_TOKEN_PATH": os.path.join(state_dir, "secrets", "ray_auth_token"),
@@ -155,6 +171,7 @@ def up(args: argparse.Namespace) -> DeployState:
     log_dir = os.path.join(state_dir, "logs")
     ports = {name: services.free_port() for name in _PORT_NAMES}
     ports["webserver"] = args.webserver_port or services.free_port()
+    ports["browser"] = args.browser_port or services.free_port()
     pg_password = services.read_or_create_secret(os.path.join(state_dir, "secrets", "postgres_password"))
     services.read_or_create_secret(os.path.join(state_dir, "secrets", "ray_auth_token"))
     env = topology_env(state_dir, ports, args.bucket, pg_password)
@@ -194,6 +211,28 @@ def up(args: argparse.Namespace) -> DeployState:
         services.create_bucket(env["STORAGE_EMULATOR_HOST"], args.bucket, PROJECT)
         step(f"gcs emulator  {env['STORAGE_EMULATOR_HOST']}  bucket gs://{args.bucket}  (pid {gcs.pid})")
 
+        # The data browser needs only the bucket: started now, health-checked after Ray is up.
+        browser = services.start_service(
+            "browser",
+            [
+                sys.executable,
+                "-m",
+                "marin_assets.browse",
+                "--prefix",
+                env["MARIN_PREFIX"],
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(ports["browser"]),
+            ],
+            env,
+            log_dir,
+            cwd=REPO,
+        )
+        browser.port = ports["browser"]
+        state.services.append(browser)
+        state.save()
+
         node_env = _ray_node_env(env)
         ray_tmp = os.path.join("/tmp", f"marin-deploy-{os.getuid()}-{ports['ray_gcs']}")  # short: socket paths
         head = services.start_service(
@@ -231,6 +270,8 @@ def up(args: argparse.Namespace) -> DeployState:
                 step(f"ray worker node did not register (attempt {attempt}); starting it again")
         state.ray_temp_dir, state.ray_nodes = ray_tmp, nodes
         step(f"ray           {env['RAY_ADDRESS']}  ({len(nodes)} nodes, head pid {head.pid}, worker pid {worker.pid})")
+        _wait_http(f"{env['MARIN_BROWSER_URL']}/healthz", "data browser", browser.log, 60, browser.pid)
+        step(f"browser       {env['MARIN_BROWSER_URL']}  prefix {env['MARIN_PREFIX']}  (pid {browser.pid})")
 
         home = env["DAGSTER_HOME"]
         config = instance_config.instance_config(
@@ -356,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--bucket", default="marin-local")
     parser.add_argument("--webserver_port", type=int, default=3000, help="0: any free port")
+    parser.add_argument("--browser_port", type=int, default=BROWSER_PORT, help="data browser; 0: any free port")
     parser.add_argument("--worker_cpus", type=int, default=8, help="logical CPUs of the Ray worker node")
     parser.add_argument("--worker_gpus", type=int, default=0, help="GPUs the Ray worker node advertises")
     parser.add_argument("--worker_resources", default=None, help="JSON custom resources of the worker node")
@@ -379,9 +421,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(report, indent=2))
         else:
             state = up(args)
-            print(f"\nUI:  http://127.0.0.1:{state.ports['webserver']}")
-            print(f'use: eval "$(scripts/local_deploy.sh env --state_dir {shlex.quote(state.state_dir)})"')
-            print("stop: scripts/local_deploy.sh --down")
+            print(f"\nUI:       http://127.0.0.1:{state.ports['webserver']}")
+            print(f"browser:  {state.env['MARIN_BROWSER_URL']}  (data under {state.env['MARIN_PREFIX']})")
+            print(f'use:      eval "$(scripts/local_deploy.sh env --state_dir {shlex.quote(state.state_dir)})"')
+            print("stop:     scripts/local_deploy.sh --down")
     except DeployError as exc:
         print(f"local_deploy: {exc}", file=sys.stderr)
         return 1

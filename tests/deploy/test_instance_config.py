@@ -66,7 +66,7 @@ def test_written_instance_config_validates_against_dagster_schema(tmp_path):
 
 def test_local_processes_get_every_variable_the_helm_values_give_the_pods(tmp_path):
     values = instance_config.load_values()
-    ports = {"gcs": 1, "ray_client": 2}
+    ports = {"gcs": 1, "ray_client": 2, "browser": 3}
     env = topology_env(str(tmp_path), ports, "bkt", "pw")
     missing = [name for name in instance_config.user_code_env_names(values) if name not in env]
     # No autoscaler here: the feasibility check runs against the one worker node.
@@ -75,3 +75,5 @@ def test_local_processes_get_every_variable_the_helm_values_give_the_pods(tmp_pa
     assert env["RAY_ADDRESS"] == "ray://127.0.0.1:2"
     assert env["MARIN_PREFIX"] == "gs://bkt/marin"
     assert env["DAGSTER_HOME"] == os.path.join(str(tmp_path), "dagster_home")
+    # Every asset's `marin/browser` link opens the topology's own data browser.
+    assert env["MARIN_BROWSER_URL"] == "http://127.0.0.1:3"

@@ -11,12 +11,15 @@ can be placed), the user-code gRPC server, dagster-webserver and dagster-daemon.
 3. an asset is materialized from the UI in headless Chromium (a real run through the daemon's queue);
 4. a new 400-document drop lands in the ``gs://`` landing zone: the sensor adds the partition, the
    drop run starts and the drop's assets follow, up to its consolidated documents (timings printed);
+   the consolidated asset's ``marin/browser`` link opens the topology's data browser on those
+   documents (folder, then a page of records from the bucket);
 5. lineage from the evaluation to the raw drop, in the browser and over GraphQL;
 6. Postgres and the bucket hold what the workflows did; ``--down`` leaves no process behind.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -25,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +63,8 @@ query M($key: AssetKeyInput!, $partitions: [String!]) {
       assetMaterializations(partitions: $partitions, limit: 1) {
         runId partition
         metadataEntries { label ... on JsonMetadataEntry { jsonString } ... on TextMetadataEntry { text }
-                          ... on BoolMetadataEntry { boolValue } ... on PathMetadataEntry { path } }
+                          ... on BoolMetadataEntry { boolValue } ... on PathMetadataEntry { path }
+                          ... on UrlMetadataEntry { url } }
       }
     }
   }
@@ -164,6 +169,32 @@ def _wait(predicate, timeout: float, what: str) -> Any:
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(1.0)
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=60) as response:
+        assert response.status == 200, url
+        return response.read().decode()
+
+
+def _browser_links(page: str) -> list[str]:
+    return [html.unescape(href) for href in re.findall(r'href="(/browse/[^"]+)"', page)]
+
+
+def _open_browser_link(topology: Topology, materialization: dict[str, Any], partition: str) -> None:
+    """Open the materialization's `marin/browser` link, then one page of records below it."""
+    (link,) = [e["url"] for e in materialization["metadataEntries"] if e["label"] == "marin/browser"]
+    base = topology.state.env["MARIN_BROWSER_URL"]
+    assert link.startswith(f"{base}/browse/") and link.endswith(f"/{partition}"), link
+    folder = _get(link)
+    # The output's summary (status, partition) read from the bucket, and its files.
+    assert "id='output'" in folder and partition in folder and "id='listing'" in folder, folder[:2000]
+    docs = [h for h in _browser_links(folder) if h.rstrip("/").endswith("/docs")]
+    assert docs, folder[:2000]
+    shards = [h for h in _browser_links(_get(base + docs[0])) if re.search(r"\.(jsonl|parquet)[^/]*$", h)]
+    assert shards, docs
+    records = _get(base + shards[0])
+    assert "id='records'" in records and "records 0" in records, records[:2000]
 
 
 def _postgres(topology: Topology):
@@ -326,7 +357,7 @@ def test_new_drop_in_gcs_landing_zone_runs_through_the_sensor(topology: Topology
     drop_done_s = time.monotonic() - landed
     assert finished["status"] == "SUCCESS", topology.log_tail()
     # The rest of the drop's curation assets follow (in the drop run, or by eager automation).
-    _wait(lambda: _latest(topology, "curation/consolidated", NEW_DROP), 420, f"consolidated[{NEW_DROP}]")
+    consolidated = _wait(lambda: _latest(topology, "curation/consolidated", NEW_DROP), 420, f"consolidated[{NEW_DROP}]")
     eager_s = time.monotonic() - landed
     print(
         f"\n[deploy] new {NEW_DROP} (400 docs) in gs:// landing: partition after {partition_s:.1f}s, "
@@ -334,6 +365,10 @@ def test_new_drop_in_gcs_landing_zone_runs_through_the_sensor(topology: Topology
         f"eager consolidated after {eager_s:.1f}s"
     )
     assert _ran_on(_latest(topology, "curation/dedup", NEW_DROP))["ray_node_id"] == _worker_node(topology)
+    # Its `marin/browser` link opens the topology's data browser on the drop's consolidated docs.
+    opened = time.monotonic()
+    _open_browser_link(topology, consolidated, NEW_DROP)
+    print(f"[deploy] consolidated[{NEW_DROP}] marin/browser link served in {time.monotonic() - opened:.1f}s")
 
 
 def test_postgres_and_bucket_hold_the_workflows_then_down_leaves_no_process(topology: Topology):
