@@ -33,7 +33,7 @@ PARQUET_MAGIC = b"PAR1"
 WARC_MAGIC = b"WARC/"
 FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "parquet", "warc", "warc.gz", "warc.zst")
 _JSON_NAMES = (".jsonl", ".json", ".ndjson")
-_READ = 1 << 20
+READ_BYTES = 1 << 20
 
 
 def open_input(path: str) -> BinaryIO:
@@ -44,7 +44,8 @@ def open_input(path: str) -> BinaryIO:
     return fs.open(p, "rb")
 
 
-def _new_decompressor(codec: str) -> Any:
+def new_decompressor(codec: str) -> Any:
+    """An incremental gzip (or zlib) / zstd decompressor."""
     if codec == "gzip":
         return zlib.decompressobj(wbits=47)  # 47: gzip or zlib header, auto-detected
     import zstandard
@@ -54,7 +55,7 @@ def _new_decompressor(codec: str) -> Any:
 
 def _decompress_head(codec: str, head: bytes) -> bytes:
     try:
-        return _new_decompressor(codec).decompress(head)[:64]
+        return new_decompressor(codec).decompress(head)[:64]
     except Exception:  # corrupt from the start: the line reader reports it with its position
         return b""
 
@@ -100,7 +101,7 @@ def iter_lines(
     line before the damage; the damage is quarantined once. Lines over ``max_line`` bytes are
     skipped as they stream in (never buffered whole).
     """
-    decomp = _new_decompressor(codec) if codec else None
+    decomp = new_decompressor(codec) if codec else None
     buf = bytearray()
     line_no = 0
     skipping = False  # inside an over-long line: drop bytes until the next newline
@@ -137,7 +138,7 @@ def iter_lines(
 
     corrupt = "corrupt_gzip" if codec == "gzip" else "corrupt_zstd"
     while True:
-        chunk = handle.read(_READ)
+        chunk = handle.read(READ_BYTES)
         if not chunk:
             break
         if decomp is not None:
@@ -146,7 +147,7 @@ def iter_lines(
                 # Concatenated members/frames (e.g. appended files) are one valid stream.
                 while decomp.eof and decomp.unused_data:
                     rest = decomp.unused_data
-                    decomp = _new_decompressor(codec)
+                    decomp = new_decompressor(codec)
                     data += decomp.decompress(rest)
             except Exception as exc:  # zlib.error / zstandard.ZstdError
                 yield from split(final=True)
@@ -292,62 +293,6 @@ def read_parquet(
 
 
 # ------------------------------------------------------------------------------------------
-# WARC / WET
-
-
-def _decode_payload(body: bytes, charset: str | None) -> str:
-    from resiliparse.parse.encoding import bytes_to_str, detect_encoding
-
-    encoding = charset or detect_encoding(body)
-    return bytes_to_str(body, encoding)
-
-
-def read_warc(handle: BinaryIO, q: Quarantine) -> Iterator[tuple[int, Any]]:
-    """(1-based record number, record) of the HTML responses (WARC) or text conversions (WET).
-
-    Other records (requests, metadata, warcinfo, non-HTML responses) are counted by the caller as
-    ``records_in`` but produce nothing. The id is the WARC-Record-ID; metadata holds the URL, the
-    fetch date, the record id and its byte offset in the (compressed) file.
-    """
-    from fastwarc.warc import ArchiveIterator, WarcRecordType
-
-    wanted = WarcRecordType.response | WarcRecordType.conversion | WarcRecordType.resource
-    number = 0
-    try:
-        for record in ArchiveIterator(handle, record_types=wanted, parse_http=True, auto_decode="all"):
-            number += 1
-            headers = record.headers
-            record_id = record.record_id or ""
-            url = headers.get("WARC-Target-URI") or ""
-            date = headers.get("WARC-Date") or ""
-            if record.record_type == WarcRecordType.conversion:
-                content_type, body = "text/plain", record.reader.read()
-                text = _decode_payload(body, "utf-8")
-            else:
-                content_type = (record.http_content_type or headers.get("Content-Type") or "").lower()
-                if record.is_http and record.http_headers is not None:
-                    status = record.http_headers.status_code
-                    if status != 200:
-                        yield number, None  # not a page (redirect, error): counted, not quarantined
-                        continue
-                if "html" not in content_type and content_type != "text/plain":
-                    yield number, None
-                    continue
-                body = record.reader.read()
-                text = _decode_payload(body, record.http_charset)
-            metadata = {
-                "url": url,
-                "warc_record_id": record_id,
-                "warc_date": date,
-                "warc_offset": record.stream_pos,
-                "content_type": "text/plain" if content_type.startswith("text/plain") else "text/html",
-            }
-            yield number, {"id": record_id, "text": text, "created": date, "metadata": metadata}
-    except OSError as exc:
-        q.add("corrupt_warc", f"WARC stream unreadable after record {number}: {exc}; records before kept")
-
-
-# ------------------------------------------------------------------------------------------
 # Hugging Face dataset folders (``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``)
 
 HF_MARKERS = ("dataset_dict.json", "state.json")
@@ -430,11 +375,13 @@ def read_file(
 def _records(
     handle: BinaryIO, fmt: str | None, max_doc_bytes: int, q: Quarantine, id_prefix: str, text_key: str, id_key: str
 ) -> Iterator[tuple[int, Any]]:
+    from marin_assets.curation.warc_reader import read_warc
+
     readers: dict[str, Callable[[], Iterator[tuple[int, Any]]]] = {
         "parquet": lambda: read_parquet(handle, q, id_prefix, text_key, id_key),
-        "warc": lambda: read_warc(handle, q),
-        "warc.gz": lambda: read_warc(handle, q),
-        "warc.zst": lambda: read_warc(handle, q),
+        "warc": lambda: read_warc(handle, q, None),
+        "warc.gz": lambda: read_warc(handle, q, "gzip"),
+        "warc.zst": lambda: read_warc(handle, q, "zstd"),
     }
     max_line = max_doc_bytes * 2 + (1 << 20)  # JSON escaping can double a document
     try:

@@ -254,3 +254,38 @@ def test_invalid_utf8_in_a_parquet_row_is_quarantined_alone(tmp_path):
     assert set(docs_of(out)) == {"a", "c"} and meta["quarantine_reasons"] == {"invalid_utf8": 1}
     [row] = quarantine_of(out)
     assert (row["file"], row["line"]) == ("x.parquet", 2) and "x.parquet row 2" in row["detail"]
+
+
+def test_truncated_warc_is_reported_and_a_cut_record_quarantined(tmp_path):
+    """FastWARC stops quietly at the end of a truncated file: the raw stage reports it, keeps the
+    records before, quarantines a record whose content was cut, and reports nothing for whole
+    files compressed per record (Common Crawl) or as one stream."""
+    pages = [
+        WarcPage(f"p{i}", f"https://p.example/{i}", "2024-01-01T00:00:00Z", f"<p>{i} " + "w " * 300) for i in range(6)
+    ]
+    per_record = encode_warc_gz(pages, "x.warc.gz")
+    plain = gzip.decompress(per_record)
+    files = {
+        "half.warc.gz": per_record[: len(per_record) // 2],
+        "last_cut.warc.gz": per_record[:-30],
+        "whole.warc.gz": per_record,
+        "one_stream.warc.gz": gzip.compress(plain),
+        "one_frame.warc.zst": zstandard.ZstdCompressor().compress(plain),
+        "plain_cut.warc": plain[:-100],
+    }
+    landing = tmp_path / "landing" / "src"
+    write_drop_files(str(landing / "drop-1"), files)
+    out = str(tmp_path / "raw")
+    meta = run_raw(RawConfig(landing_dir=str(landing), drop_id="drop-1", output_path=out))
+    rows = {(r["file"], r["reason"]): r for r in quarantine_of(out)}
+    assert {file for file, _ in rows} == {"half.warc.gz", "last_cut.warc.gz", "plain_cut.warc"}, rows
+    assert meta["quarantine_reasons"] == {"corrupt_warc": 3}
+    cut = rows[("last_cut.warc.gz", "corrupt_warc")]
+    assert cut["id"] == warc_record_id("p5") and cut["line"] == 6 and "cut short" in cut["detail"]
+    per_file: dict[str, set[str]] = {}
+    for doc in (r for f in list_files(f"{out}/docs", ".jsonl.gz") for r in read_jsonl_gz(f)):
+        per_file.setdefault(doc["metadata"]["landing_file"], set()).add(doc["id"])
+    every = {warc_record_id(f"p{i}") for i in range(6)}
+    assert per_file["whole.warc.gz"] == per_file["one_stream.warc.gz"] == per_file["one_frame.warc.zst"] == every
+    assert per_file["last_cut.warc.gz"] == per_file["plain_cut.warc"] == every - {warc_record_id("p5")}
+    assert {warc_record_id("p0"), warc_record_id("p1")} <= per_file["half.warc.gz"] < every
