@@ -22,6 +22,7 @@ from marin_assets.browse.links import browser_url
 from marin_assets.dagster_bridge.partition_sets import partition_set_key
 from marin_assets.dagster_bridge.unit_run import SOURCE_TAG as SOURCE_TAG  # re-exported: jobs tag their runs
 from marin_assets.dagster_bridge.unit_run import (
+    InputFailedError,
     bring_inputs,
     code_version_of,
     depends_on_partition_set,
@@ -235,13 +236,17 @@ def _make_compute(
             force_run_failed=explicit,
         )
         executor = Executor(options)
-        if explicit:
-            bring_inputs(executor, (node, partition), graph, lambda u, o, r: _record_input(context, u, o, r))
-        reason = reason_for((node, partition))
+        label = unit_label((node, partition))
         try:
+            if explicit:
+                bring_inputs(executor, (node, partition), graph, lambda u, o, r: _record_input(context, u, o, r))
+            reason = reason_for((node, partition))
             outcome = executor.execute_unit((node, partition), graph)
+        except InputFailedError as exc:  # the input's own cause first, then which input of what
+            input_node, input_partition = exc.unit
+            where = f"{unit_label(exc.unit)}, an input of {label}"
+            raise step_failure(where, input_node.partition_output_path(input_partition), exc) from exc
         except StepFailedError as exc:
-            label = node.name if partition is None else f"{node.name}[{partition}]"
             raise step_failure(label, node.partition_output_path(partition), exc) from exc
         status = read_status(outcome.output_path)
         computed_here = outcome.action == "ran" or (

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from marin_assets.execution.dry_run import explain_run
-from marin_assets.execution.runner import Executor, StepOutcome, Unit
+from marin_assets.execution.runner import Executor, StepFailedError, StepOutcome, Unit
 from marin_assets.execution.status import STATUS_SUCCESS, read_status
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, hash_version
 
@@ -91,17 +91,32 @@ def reason_for(unit: Unit) -> str:
     return explain_run(node, partition, status.status if status is not None else None)[0]
 
 
+class InputFailedError(StepFailedError):
+    """An input a materialization brought along failed; ``unit`` is that input."""
+
+    def __init__(self, unit: Unit, error: StepFailedError) -> None:
+        super().__init__(str(error))
+        self.unit = unit
+
+
 def bring_inputs(
     executor: Executor,
     unit: Unit,
     graph: StepGraph,
     record: Callable[[Unit, StepOutcome, str], None],
 ) -> list[StepOutcome]:
-    """Run the unit's missing inputs (dependencies first); ``record(unit, outcome, reason)`` each."""
+    """Run the unit's missing inputs (dependencies first); ``record(unit, outcome, reason)`` each.
+
+    Raises:
+        InputFailedError: naming the input that failed.
+    """
     outcomes = []
     for dep in missing_inputs(unit, graph):
         reason = reason_for(dep)
-        outcome = executor.execute_unit(dep, graph)
+        try:
+            outcome = executor.execute_unit(dep, graph)
+        except StepFailedError as exc:
+            raise InputFailedError(dep, exc) from exc
         record(dep, outcome, reason)
         outcomes.append(outcome)
     return outcomes

@@ -236,3 +236,19 @@ def test_every_asset_page_shows_where_its_output_lives(prefix):
         for role in ("every", "after"):
             node = graph.resolved(steps[role])
             assert fnmatch.fnmatch(node.output_path, uris[node.name]), (node.output_path, uris[node.name])
+
+
+def test_an_input_brought_along_that_fails_shows_its_real_cause_first(env, tmp_path):
+    flag = tmp_path / "broken"
+    flag.write_text("")
+    steps = _steps(fail_while=str(flag))
+    defs = _definitions(steps)
+    instance = dg.DagsterInstance.get()
+    instance.add_dynamic_partitions(SET, ["d1"])
+    nightly = defs.resolve_job_def("t7_nightly_job")
+    result = nightly.execute_in_process(instance=instance, tags={SOURCE_TAG: "schedule"}, raise_on_error=False)
+    assert not result.success
+    (failure, *_) = result.get_step_failure_events()
+    first_line = failure.step_failure_data.error.message.strip().splitlines()[0]
+    assert "RuntimeError: planned failure of d1" in first_line, first_line
+    assert "t7/per_drop[d1]" in first_line  # which input failed
