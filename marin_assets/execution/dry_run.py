@@ -8,7 +8,7 @@ from typing import Any
 
 from marin_assets.execution.lease import lease_for_output
 from marin_assets.execution.runner import Executor
-from marin_assets.execution.secrets import REDACTED, is_secret_name
+from marin_assets.execution.secrets import REDACTED, is_secret_name, redact_secrets
 from marin_assets.execution.status import (
     STATUS_FAILED,
     STATUS_RUNNING,
@@ -248,7 +248,8 @@ def explain_run(node: ResolvedStep, partition: str | None, status: str | None = 
         if partition is not None and _has_other_partitions(node):
             return f"new partition {partition} of {node.name}", []
         return "new: no earlier output of this step", []
-    causes = root_causes(previous[1], node.version)
+    # Both sides redacted: a changed credential shows only as "version changed", never by value.
+    causes = root_causes(redact_secrets(previous[1]), redact_secrets(node.version))
     if not causes:
         return f"version changed since {previous[0]}", []
     more = f" (+{len(causes) - 1} more)" if len(causes) > 1 else ""

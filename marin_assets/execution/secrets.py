@@ -33,6 +33,9 @@ _SECRET_WORDS = re.compile(
 )
 # Tokenizer vocabulary fields are not credentials.
 _NOT_SECRET = re.compile(r"(^|_)(bos|eos|pad|unk|sep|cls|mask|start|end|special)_tokens?(_|$)")
+# ``name='value'`` inside a dataclass repr: a versioned dataclass enters the version as its repr
+# (Marin's encoder), so a credential field of one would otherwise be written down verbatim.
+_REPR_FIELD = re.compile(r"""\b([A-Za-z_]\w*)=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 
 
 class MissingSecretError(RuntimeError):
@@ -76,13 +79,25 @@ def is_secret_name(key: str) -> bool:
     return bool(_SECRET_WORDS.search(words)) and not _NOT_SECRET.search(words)
 
 
+def _redact_repr_fields(text: str) -> str:
+    """``text`` with the quoted values of secret-looking ``name='...'`` fields replaced by ``'***'``."""
+
+    def hide(match: re.Match[str]) -> str:
+        return f"{match.group(1)}='{REDACTED}'" if is_secret_name(match.group(1)) else match.group(0)
+
+    return _REPR_FIELD.sub(hide, text) if "=" in text else text
+
+
 def redact_secrets(value: Any) -> Any:
     """A JSON-like copy of ``value`` with secret-looking fields' values replaced by ``"***"``.
 
     Dataclasses become dicts (as ``dataclasses.asdict``); an :class:`EnvSecret` stays visible as
     ``{"env": NAME}`` -- it is a reference, not a secret. Only string values are hidden; containers
-    are searched recursively rather than hidden wholesale.
+    are searched recursively rather than hidden wholesale. Inside a string that holds a dataclass
+    repr (how a versioned dataclass is stored in a version), secret-looking quoted fields are hidden.
     """
+    if isinstance(value, str):
+        return _redact_repr_fields(value)
     if isinstance(value, EnvSecret):
         return {"env": value.env}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

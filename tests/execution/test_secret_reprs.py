@@ -1,0 +1,62 @@
+"""Secrets inside versioned dataclasses (their repr enters the version, as in Marin) and in the dry
+run's explanation of why a step runs again: never written down, never printed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from marin_assets.execution import ExecutorStep, StepGraph, this_output_path, versioned
+from marin_assets.execution.dry_run import format_plan, plan
+from marin_assets.execution.runner import run_steps
+from marin_assets.execution.secrets import redact_secrets
+
+
+@dataclass(frozen=True)
+class Tracker:
+    project: str
+    api_key: str
+
+
+@dataclass(frozen=True)
+class TrackedConfig:
+    output_path: str
+    tracker: Tracker
+    api_key: str = ""
+
+
+def write_marker(config: TrackedConfig) -> None:
+    Path(config.output_path).mkdir(parents=True, exist_ok=True)
+    Path(config.output_path, "done").write_text("ok")
+
+
+def _step(key: str) -> ExecutorStep:
+    return ExecutorStep(
+        name="secrets/tracked",
+        fn=write_marker,
+        config=TrackedConfig(this_output_path(), tracker=versioned(Tracker("proj", key)), api_key=versioned(key)),
+    )
+
+
+def test_redaction_reaches_fields_inside_a_versioned_dataclass_repr():
+    version = {"config": {"tracker": "Tracker(project='proj', api_key='sk-REPRSECRET1')", "note": "token=5"}}
+    assert redact_secrets(version) == {
+        "config": {"tracker": "Tracker(project='proj', api_key='***')", "note": "token=5"}
+    }
+    assert redact_secrets('Outer(inner=Inner(password="pw-Q1\\"x"), n=1)') == "Outer(inner=Inner(password='***'), n=1)"
+
+
+def test_secret_in_a_versioned_dataclass_stays_out_of_the_prefix_and_the_dry_run(prefix, capsys):
+    first = _step("sk-REPRSECRET1")
+    run_steps([first], prefix)
+    written = b"".join(p.read_bytes() for p in Path(prefix).rglob("*") if p.is_file())
+    assert b"REPRSECRET1" not in written
+    out = StepGraph([first], prefix).resolved(first).output_path
+    assert json.loads(Path(out, ".executor_info").read_text())["version"]["config"]["tracker"].endswith(
+        "api_key='***')"
+    )
+
+    rotated = _step("sk-REPRSECRET2")  # a new key: a new version, explained without either value
+    text = format_plan(plan(StepGraph([rotated], prefix)))
+    assert "run" in text and "REPRSECRET" not in text, text
