@@ -4,12 +4,16 @@ Steps, versions and output paths (``step``, ``versioning``), status and info fil
 leases (``lease``), the runner (``runner``), dry runs (``dry_run``) and the command line
 (``executor_main``); Marin's module name ``executor`` maps Marin's names onto them, and
 ``maintenance`` (``invalidate``, ``gc``) acts on recorded outputs.
+
+This package exports what Marin's ``marin.execution`` does (``Executor`` is Marin's
+``Executor(prefix, executor_info_base_path, description)``; the runner behind it is
+``marin_assets.execution.runner.Executor``), plus the engine's own names.
 """
 
+from marin_assets.execution.executor import Executor, ExecutorMainConfig, get_executor_step
 from marin_assets.execution.executor_main import executor_main
 from marin_assets.execution.runner import (
     ExecutionReport,
-    Executor,
     ExecutorError,
     ExecutorOptions,
     StepFailedError,
@@ -17,6 +21,14 @@ from marin_assets.execution.runner import (
     run_steps,
 )
 from marin_assets.execution.secrets import EnvSecret, secret_from_env
+from marin_assets.execution.status import (
+    STATUS_CANCELLED,
+    STATUS_DEP_FAILED,
+    STATUS_FAILED,
+    STATUS_RUNNING,
+    STATUS_SUCCESS,
+    STATUS_WAITING,
+)
 from marin_assets.execution.step import (
     THIS_OUTPUT_PATH,
     ExecutorStep,
@@ -33,11 +45,18 @@ from marin_assets.execution.step import (
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, hash_version
 
 __all__ = [
+    "STATUS_CANCELLED",
+    "STATUS_DEP_FAILED",
+    "STATUS_FAILED",
+    "STATUS_RUNNING",
+    "STATUS_SUCCESS",
+    "STATUS_WAITING",
     "EnvSecret",
     "THIS_OUTPUT_PATH",
     "ExecutionReport",
     "Executor",
     "ExecutorError",
+    "ExecutorMainConfig",
     "ExecutorOptions",
     "ExecutorStep",
     "InputName",
@@ -49,6 +68,7 @@ __all__ = [
     "VersionedValue",
     "ensure_versioned",
     "executor_main",
+    "get_executor_step",
     "hash_version",
     "output_path_of",
     "run_steps",

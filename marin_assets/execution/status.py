@@ -38,6 +38,10 @@ STATUS_FAILED = "FAILED"
 STATUS_RUNNING = "RUNNING"
 STATUS_DEP_FAILED = "DEP_FAILED"
 ALL_STATUSES = (STATUS_SUCCESS, STATUS_FAILED, STATUS_RUNNING, STATUS_DEP_FAILED)
+# Only read, in Marin's older event logs: waiting for dependencies (counts as RUNNING) and cancelled
+# or unknown to Ray (counts as never started).
+STATUS_WAITING = "WAITING"
+STATUS_CANCELLED = "CANCELLED"
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ def parse_status(text: str | bytes | None) -> StatusRecord | None:
 
 
 # Marin's event-log statuses that mean "someone was on it"; CANCELLED / UNKNOWN mean "run it again".
-_MARIN_EVENT_STATUSES = {"WAITING": STATUS_RUNNING, **{s: s for s in ALL_STATUSES}}
+_MARIN_EVENT_STATUSES = {STATUS_WAITING: STATUS_RUNNING, **{s: s for s in ALL_STATUSES}}
 
 
 def _read_marin_event_log(lines: list[str]) -> StatusRecord | None:

@@ -68,3 +68,17 @@ def test_pip_dependency_groups_decide_whether_an_in_process_step_goes_to_ray(mon
     env = runtime_env_for(missing.pip_dependency_groups)
     assert env["pip"] == ["no-such-package-xyz==1.0"]
     assert not runs_in_process(missing, env)  # honoured: it runs on Ray with the requirement installed
+
+
+def test_marin_execution_package_exports_marins_names(prefix):
+    """``from marin.execution import ...`` (Marin's package) maps to ``marin_assets.execution``."""
+    import marin_assets.execution as package
+    import marin_assets.execution.executor as module
+
+    for name in ("Executor", "ExecutorMainConfig", "ExecutorStep", "THIS_OUTPUT_PATH", "get_executor_step"):
+        assert getattr(package, name) is getattr(module, name), name
+    statuses = ("SUCCESS", "FAILED", "RUNNING", "DEP_FAILED", "WAITING", "CANCELLED")
+    assert [getattr(package, f"STATUS_{s}") for s in statuses] == list(statuses)
+    step = ExecutorStep(name="api/pkg", fn=write_value, config=WriteConfig(this_output_path(), versioned(3)))
+    package.Executor(prefix=prefix, executor_info_base_path=f"{prefix}/records").run([step])
+    assert json.loads(Path(prefix).glob("api/pkg-*/value.json").__next__().read_text())["value"] == 3
