@@ -1,0 +1,32 @@
+"""Marin's ``marin.processing.tokenize`` package: tokenize configs and step function (``tokenize``),
+data mixtures (``data_configs``). Everything resolves offline (see ``tokenize.tokenize``)."""
+
+from marin_assets.processing.tokenize.data_configs import (
+    TokenizerStep,
+    lm_data_config,
+    lm_mixture_data_config,
+    step_to_lm_mixture_component,
+    tokenizer_of,
+)
+from marin_assets.processing.tokenize.tokenize import (
+    OFFLINE_HINT,
+    HfDatasetSpec,
+    TokenizeConfig,
+    hf_dataset_records,
+    resolve_tokenizer,
+    tokenize,
+)
+
+__all__ = [
+    "OFFLINE_HINT",
+    "HfDatasetSpec",
+    "TokenizeConfig",
+    "TokenizerStep",
+    "hf_dataset_records",
+    "lm_data_config",
+    "lm_mixture_data_config",
+    "resolve_tokenizer",
+    "step_to_lm_mixture_component",
+    "tokenize",
+    "tokenizer_of",
+]
