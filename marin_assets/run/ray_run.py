@@ -256,13 +256,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_command_line(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """Options (anywhere before ``--``, also after a subcommand's job id) and the command after ``--``."""
+    argv = list(argv)
+    head, command = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
+    args = build_parser().parse_intermixed_args(head)
+    args.address = args.address or default_address()
+    return args, command
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    head, command = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
+    args, command = parse_command_line(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(head)
-    args.address = args.address or default_address()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if command:
         if args.action:

@@ -86,3 +86,13 @@ def test_command_line_needs_a_command_or_a_subcommand(capsys):
     assert "after '--'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         ray_run.main(["logs"])
+
+
+def test_options_may_follow_or_precede_the_job_id():
+    for argv in (["logs", "--follow", "J1"], ["logs", "J1", "--follow"], ["--follow", "logs", "J1"]):
+        args, command = ray_run.parse_command_line(argv)
+        assert (args.action, args.follow, command) == (["logs", "J1"], True, []), argv
+    args, command = ray_run.parse_command_line(["stop", "--no_wait", "J2", "--address", "http://h:8265"])
+    assert (args.action, args.no_wait, args.address) == (["stop", "J2"], True, "http://h:8265")
+    args, command = ray_run.parse_command_line(["-e", "K", "V", "--no_wait", "--", "python", "x.py", "--dry_run"])
+    assert (args.env, args.no_wait, command) == ([["K", "V"]], True, ["python", "x.py", "--dry_run"])
