@@ -3,8 +3,10 @@
 A :class:`~marin_assets.curation.shard_stage.DocumentStage`: output co-sharded with the raw docs
 (same shard names). Paragraph breaks are kept as blank lines, which the paragraph-level dedup
 relies on. A record whose ``metadata.content_type`` is ``text/plain`` (WET conversions) is
-already text and passes through unchanged. A record whose extraction raises, or yields no text,
-goes to ``quarantine/<shard>.jsonl`` with the reason.
+already text and passes through unchanged. A record whose ``text`` is not a string, whose
+extraction raises, or that yields no text goes to ``quarantine/<shard>.jsonl`` with the reason
+and its line in the input shard. Every other field of a record is passed on as it was
+(``metadata`` gains ``html_chars``).
 """
 
 from __future__ import annotations
@@ -62,11 +64,18 @@ class HtmlToTextStage(DocumentStage):
         self, record: dict[str, Any], state: Any, counters: Counters, quarantine: Quarantine, line: int
     ) -> dict[str, Any] | None:
         html = record.get("text", "")
-        counters.add("html_chars_in", len(html))
-        metadata = record.get("metadata", {})
-        if str(metadata.get("content_type", "")).startswith("text/plain"):
+        if not isinstance(html, str):
+            quarantine.add(
+                "extract_error", f"text is {type(html).__name__}, not a string", line=line, doc_id=record.get("id")
+            )
+            return None
+        metadata = record.get("metadata") or {}
+        counts = counters.counts  # per record: plain dict updates, no method calls
+        counts["html_chars_in"] += len(html)
+        content_type = metadata.get("content_type")
+        if content_type is not None and str(content_type).startswith("text/plain"):
             text = html.strip()
-            counters.add("plain_text_passthrough")
+            counts["plain_text_passthrough"] += 1
         else:
             try:
                 text = extract_text(html, self.config.main_content)
@@ -83,8 +92,11 @@ class HtmlToTextStage(DocumentStage):
                 doc_id=record.get("id"),
             )
             return None
-        counters.add("text_chars_out", len(text))
-        return {**record, "text": text, "metadata": {**metadata, "html_chars": len(html)}}
+        counts["text_chars_out"] += len(text)
+        out = record.copy()  # same fields, in the same order; only text and metadata change
+        out["text"] = text
+        out["metadata"] = {**metadata, "html_chars": len(html)}
+        return out
 
     def sample(self, record: dict[str, Any], out: dict[str, Any]) -> dict[str, Any] | None:
         return {"id": record["id"], "html_chars": len(record.get("text", "")), "text": out["text"][:200]}

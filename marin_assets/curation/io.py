@@ -12,18 +12,25 @@ Formats (Dolma-compatible): ``.jsonl.gz`` (gzip), ``.jsonl.zst`` (zstd) and plai
   by ``docs_per_shard``) and writes it atomically; :class:`JsonlShardWriter` streams unbounded
   output to a temporary file / an upload that becomes visible only when closed without error.
   Either way a crash never leaves a half file that a rerun would mistake for a finished one.
-* **JSON**: orjson where it gives the same result as :mod:`json`, json where it does not.
+* **JSON**: decoded by msgspec and encoded by orjson where they give the same result as
+  :mod:`json` (the reference), by json where they do not (:func:`loadb`, :func:`dumpb`).
+* **Stages** read with :func:`iter_records` (record + its line in the file) and write with
+  :class:`JsonlShardWriter`; inside :func:`deferred_commits` the fsync + rename of each closed
+  file runs in a helper thread while the stage goes on with the next shard.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import uuid
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Literal
 
+from marin_assets.execution.fence import check_fence
 from marin_assets.execution.storage import atomic_write_bytes, filesystem, is_local, join_path, read_bytes
 
 Compression = Literal["gzip", "zstd", "none"]
@@ -40,18 +47,26 @@ ZSTD_LEVEL = 1
 
 try:  # ISA-L gzip (optional): same format as zlib's, several times faster
     from isal import igzip as _igzip
-    from isal import igzip_threaded as _igzip_threaded
     from isal import isal_zlib as _gzip_zlib
 except ImportError:  # pragma: no cover - exercised where isal is not installed
     import gzip as _igzip
 
-    _igzip_threaded = None
     _gzip_zlib = zlib
 
 try:  # orjson (optional): 2-3x faster on records; json stays the reference for what it rejects
     import orjson as _orjson
 except ImportError:  # pragma: no cover - exercised where orjson is not installed
     _orjson = None
+
+try:  # msgspec (optional): decodes like json (big ints stay ints) at orjson's speed
+    import msgspec as _msgspec
+
+    _DECODER = _msgspec.json.Decoder()
+    _fast_loads: Any = _DECODER.decode
+    _FastDecodeError: type[Exception] = _msgspec.DecodeError
+except ImportError:  # pragma: no cover - exercised where msgspec is not installed
+    _fast_loads = None
+    _FastDecodeError = ValueError
 
 # One encoder for every record: ``json.dumps(obj, **kwargs)`` builds a new JSONEncoder per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
@@ -99,40 +114,18 @@ def dumpb(record: Any) -> bytes:
         return _encode_ascii(record).encode("ascii")
 
 
-# orjson parses an integer beyond 64 bits as a float (json keeps the int); such a float is at
-# least 2**63 in magnitude, which no record field needs as a float: re-parse with json then.
-_HUGE = float(2**63)
-
-
-def _has_huge_float(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float):
-            if not -_HUGE < item < _HUGE:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
-
-
 def loadb(line: bytes) -> Any:
-    """``json.loads(line)`` -- via orjson when it gives the same objects.
+    """``json.loads(line)`` -- via msgspec, which gives the same objects where it accepts the line.
 
-    orjson rejects NaN/Infinity, lone surrogates and too-large floats (json decides then), and
-    turns integers beyond 64 bits into floats, so a result holding a float of magnitude >= 2**63
-    (a huge int, or a genuinely huge float) is parsed again by json.
+    msgspec keeps integers of any size as ints (orjson would turn those beyond 64 bits into
+    floats); what it rejects -- NaN/Infinity, lone surrogates, floats beyond the double range --
+    json decides.
     """
-    if _orjson is not None:
+    if _fast_loads is not None:
         try:
-            value = _orjson.loads(line)
-        except ValueError:
+            return _fast_loads(line)
+        except _FastDecodeError:
             pass
-        else:
-            if not _has_huge_float(value):
-                return value
     return json.loads(line)
 
 
@@ -223,9 +216,7 @@ def open_decompressed(path: str) -> IO[bytes]:
         kind = sniff_compression(raw.read(4))
         raw.seek(0)
         if kind == "gzip":
-            if _igzip_threaded is not None:  # decompresses in a helper thread, outside the GIL
-                return _ClosingReader(_igzip_threaded.open(raw, "rb", threads=1), raw)
-            return _igzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+            return _ClosingReader(_igzip.GzipFile(fileobj=raw, mode="rb"), raw)
         if kind == "zstd":
             import zstandard
 
@@ -240,6 +231,23 @@ def open_decompressed(path: str) -> IO[bytes]:
 # Reading
 
 
+def _cut_blocks(stream: IO[bytes], block_bytes: int) -> Iterator[bytes]:
+    """The content of ``stream`` in blocks that end at a newline (the last one may not)."""
+    rest = b""
+    while True:
+        piece = stream.read(block_bytes)
+        if not piece:
+            break
+        cut = piece.rfind(b"\n") + 1
+        if cut == 0:
+            rest += piece
+            continue
+        yield b"".join((rest, memoryview(piece)[:cut]))  # one copy, whatever was left over
+        rest = piece[cut:]
+    if rest:
+        yield rest
+
+
 def iter_line_blocks(path: str, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, bytes]]:
     """``(first_line_number, block)`` pairs: the decompressed content in blocks of whole lines.
 
@@ -247,22 +255,14 @@ def iter_line_blocks(path: str, block_bytes: int = BLOCK_BYTES) -> Iterator[tupl
     is the 1-based number of the block's first line in the file. A missing final newline is fine.
     """
     line_number = 1
-    rest = b""
+    for block in _blocks(path, block_bytes):
+        yield line_number, block
+        line_number += block.count(b"\n")
+
+
+def _blocks(path: str, block_bytes: int) -> Iterator[bytes]:
     with open_decompressed(path) as stream:
-        while True:
-            piece = stream.read(block_bytes)
-            if not piece:
-                break
-            data = rest + piece if rest else piece
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                rest = data
-                continue
-            block, rest = data[:cut], data[cut:]
-            yield line_number, block
-            line_number += block.count(b"\n")
-    if rest:
-        yield line_number, rest
+        yield from _cut_blocks(stream, block_bytes)
 
 
 def iter_block_records(block: bytes, path: str, first_line: int) -> Iterator[tuple[int, Any]]:
@@ -272,11 +272,25 @@ def iter_block_records(block: bytes, path: str, first_line: int) -> Iterator[tup
             yield first_line + offset, parse_line(line, path, first_line + offset)
 
 
+def iter_records(path: str, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, Any]]:
+    """``(line_number, record)`` of every non-blank line of a shard (1-based line numbers).
+
+    Any format (sniffed), streamed a block at a time; a line that is not JSON raises
+    :class:`ShardFormatError` naming the file and the line.
+    """
+    first_line = 1
+    for block in _blocks(path, block_bytes):
+        lines = block.split(b"\n")
+        for offset, line in enumerate(lines):
+            if line and not line.isspace():
+                yield first_line + offset, parse_line(line, path, first_line + offset)
+        first_line += len(lines) - 1
+
+
 def read_jsonl(path: str) -> Iterator[dict[str, Any]]:
     """Records of a JSON-lines shard, gzip / zstd / plain (sniffed), streamed a few MB at a time."""
-    for first_line, block in iter_line_blocks(path):
-        for _, record in iter_block_records(block, path, first_line):
-            yield record
+    for _, record in iter_records(path):
+        yield record
 
 
 # The stages' historical name: every shard reader accepts every format.
@@ -342,12 +356,57 @@ def write_jsonl(path: str, records: Iterable[Any]) -> int:
     return len(data)
 
 
+class _Committer:
+    """One thread that makes closed local shard files durable and visible (fsync, rename)."""
+
+    def __init__(self) -> None:
+        import concurrent.futures
+
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="shard-commit")
+        self._pending: list[Any] = []
+
+    def submit(self, commit: Callable[[], None]) -> None:
+        self._pending.append(self._pool.submit(commit))
+
+    def wait(self) -> None:
+        """Wait for every commit; raise the first error."""
+        try:
+            for future in self._pending:
+                future.exception()
+            for future in self._pending:
+                future.result()
+        finally:
+            self._pool.shutdown()
+
+
+_COMMITTER: contextvars.ContextVar[_Committer | None] = contextvars.ContextVar("marin_shard_committer", default=None)
+
+
+@contextlib.contextmanager
+def deferred_commits() -> Iterator[None]:
+    """Local shard files closed inside the block are fsynced and renamed by a helper thread.
+
+    The block goes on computing while the disk syncs; every file is committed (or the first
+    error raised) before the block exits, so what a caller sees afterwards is the same as with
+    synchronous commits. A file whose commit has not run yet stays a hidden temporary file: a
+    process that dies meanwhile leaves nothing that looks finished.
+    """
+    committer = _Committer()
+    token = _COMMITTER.set(committer)
+    try:
+        yield
+    finally:
+        _COMMITTER.reset(token)
+        committer.wait()
+
+
 class JsonlShardWriter:
     """Stream records to a JSON-lines shard (compressed as its suffix says) of any size.
 
     Local files go to a hidden temporary sibling renamed on :meth:`close`; object stores get a
     streamed upload that is committed on close and discarded if the block raises. Only a
-    writer closed without error leaves a file at ``path``. Use as a context manager.
+    writer closed without error leaves a file at ``path``, and only while the running step still
+    holds its lease (:func:`~marin_assets.execution.fence.check_fence`). Use as a context manager.
     """
 
     def __init__(self, path: str) -> None:
@@ -389,17 +448,36 @@ class JsonlShardWriter:
             self.bytes_written += len(data)
 
     def close(self) -> int:
-        """Finish the file and make it visible at ``path``; returns the bytes written."""
-        self._drain()
-        self._put(self._comp.flush())
-        if self._tmp is not None:
+        """Finish the file and make it visible at ``path``; returns the bytes written.
+
+        If finishing fails (or the step's lease is lost), nothing appears at ``path``.
+        """
+        try:
+            self._drain()
+            self._put(self._comp.flush())
+            check_fence()
+        except BaseException:
+            self.abort()
+            raise
+        if self._tmp is None:
+            self._file.close()
+        elif (committer := _COMMITTER.get()) is not None:
+            committer.submit(self._commit_local)
+        else:
+            self._commit_local()
+        return self.bytes_written
+
+    def _commit_local(self) -> None:
+        try:
             self._file.flush()
             os.fsync(self._file.fileno())
             self._file.close()
             os.replace(self._tmp, self._final)  # type: ignore[arg-type]
-        else:
+        except BaseException:
             self._file.close()
-        return self.bytes_written
+            if os.path.exists(self._tmp):  # type: ignore[arg-type]
+                os.unlink(self._tmp)  # type: ignore[arg-type]
+            raise
 
     def abort(self) -> None:
         """Drop everything written so far; nothing appears at ``path``."""

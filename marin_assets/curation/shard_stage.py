@@ -18,7 +18,9 @@ the rest, the same way for every stage:
   ``quarantine/<shard>.jsonl`` with records ``{stage, file, line, id, reason, detail, sample}``.
 
 Shard outputs are co-sharded with the input (same names) and written atomically through
-``io.py``, so a retried shard task rewrites its file and never leaves a half one.
+``io.py``, so a retried shard task rewrites its file and never leaves a half one. In process,
+the fsync + rename of each finished file runs in a helper thread (``io.deferred_commits``) while
+the next shard is computed; :meth:`ShardStage.run` returns only once every file is committed.
 """
 
 from __future__ import annotations
@@ -33,7 +35,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from marin_assets.curation.io import list_files, read_jsonl_gz, write_jsonl, write_jsonl_gz
+from marin_assets.curation.io import (
+    JsonlShardWriter,
+    deferred_commits,
+    iter_records,
+    list_files,
+    read_jsonl_gz,
+    write_jsonl_gz,
+)
 from marin_assets.execution.metadata import table_markdown
 from marin_assets.execution.storage import filesystem, join_path
 
@@ -108,7 +117,9 @@ class Quarantine:
     def write(self, path: str) -> None:
         """Write the kept records to ``path`` (nothing when there are none)."""
         if self.records:
-            write_jsonl(path, self.records)
+            with JsonlShardWriter(path) as writer:
+                for record in self.records:
+                    writer.write(record)
 
 
 class Counters:
@@ -315,7 +326,8 @@ class ShardStage:
             clear_dir(join_path(self.output_path, sub))
         shards = self.shards()
         pool = current_pool()
-        results = map_shards(_run_shard, [(self, s) for s in shards], pool)
+        with deferred_commits():  # in-process shards: fsync + rename overlap the next shard's work
+            results = map_shards(_run_shard, [(self, s) for s in shards], pool)
         counts: Counter[str] = Counter()
         seconds: Counter[str] = Counter()
         reasons: Counter[str] = Counter()
@@ -367,22 +379,27 @@ class DocumentStage(ShardStage):
         return None
 
     def process_shard(self, shard: str, counters: Counters, quarantine: Quarantine) -> Any:
+        # Streamed: records are read a block at a time and written as they come (one shard's
+        # output is never held whole); ``line`` is the record's line in the input file.
         state = self.open_shard(shard)
-        out: list[dict[str, Any]] = []
         samples: list[dict[str, Any]] = []
-        with counters.timer("read+process"):
-            for line, record in enumerate(read_shard(shard), start=1):
-                counters.add("documents_in")
+        documents_in = 0
+        name = shard.rstrip("/").rsplit("/", 1)[-1]
+        with (
+            counters.timer("read+process+write"),
+            JsonlShardWriter(join_path(self.output_path, f"{self.out_dir}/{name}")) as writer,
+        ):
+            for line, record in iter_records(shard):
+                documents_in += 1
                 new = self.process(record, state, counters, quarantine, line)
                 if new is None:
                     continue
-                out.append(new)
+                writer.write(new)
                 if len(samples) < self.max_samples:
                     row = self.sample(record, new)
                     if row is not None:
                         samples.append(row)
-        counters.add("documents_out", len(out))
-        with counters.timer("write"):
-            name = shard.rstrip("/").rsplit("/", 1)[-1]
-            counters.add("bytes_out", write_shard(join_path(self.output_path, f"{self.out_dir}/{name}"), out))
+        counters.add("documents_in", documents_in)
+        counters.add("documents_out", writer.records)
+        counters.add("bytes_out", writer.bytes_written)
         return {"samples": samples}

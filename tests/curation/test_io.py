@@ -129,3 +129,57 @@ def test_streaming_writer_on_gcs_commits_on_close_only(gcs_prefix):
         raise RuntimeError("stage died")
     assert not fs.exists(bad)
     assert io.list_files(f"{gcs_prefix}/io", SUFFIXES) == [good]
+
+
+def test_records_carry_their_line_in_the_file(tmp_path):
+    lines = [b'{"a": 1}', b"", b"   ", b'{"b": 2}', b'{"long": "' + b"y" * 300 + b'"}', b'{"last": 3}']
+    path = tmp_path / "numbered.jsonl.gz"
+    path.write_bytes(io.compress(b"\n".join(lines), "gzip"))  # no final newline
+    for block_bytes in (7, 64, 1 << 20):  # blocks that cut lines, hold a few, hold all
+        numbered = list(io.iter_records(str(path), block_bytes))
+        assert [n for n, _ in numbered] == [1, 4, 5, 6]
+        assert numbered[0][1] == {"a": 1} and numbered[3][1] == {"last": 3}
+
+
+def test_decoding_matches_json_on_what_fast_decoders_get_wrong():
+    lines = [b'{"big": 1' + b"0" * 40 + b"}", b'{"nan": NaN, "inf": -Infinity}', b'{"s": "\\ud800x"}', b'{"f": 1e400}']
+    lines += [b'{"dup": 1, "dup": 2}', b'{"neg0": -0.0, "tiny": 1e-7}', b'{"int64": 9223372036854775808}']
+    for line in lines:
+        assert repr(io.loadb(line)) == repr(json.loads(line)), line
+    assert type(io.loadb(lines[0])["big"]) is int
+
+
+def test_deferred_commits_finish_before_the_block_ends(tmp_path):
+    paths = [str(tmp_path / f"docs/shard-{i}.jsonl.gz") for i in range(3)]
+    with io.deferred_commits():
+        for path in paths:
+            with io.JsonlShardWriter(path) as writer:
+                for record in RECORDS[:100]:
+                    writer.write(record)
+    for path in paths:
+        assert list(io.read_jsonl(path)) == RECORDS[:100]
+    assert [n for n in os.listdir(tmp_path / "docs") if n.startswith(".")] == []
+
+
+def test_a_failed_deferred_commit_is_raised_and_leaves_no_file(tmp_path):
+    target = tmp_path / "out.jsonl.gz"
+    target.mkdir()  # a folder where the file should go: the rename fails
+    with pytest.raises(OSError), io.deferred_commits(), io.JsonlShardWriter(str(target)) as writer:
+        writer.write(RECORDS[0])
+    assert os.listdir(tmp_path) == ["out.jsonl.gz"] and os.listdir(target) == []
+
+
+def test_streaming_writer_refuses_to_commit_after_the_lease_is_lost(tmp_path):
+    from marin_assets.execution.fence import LeaseLostError, activate
+
+    class LostLease:
+        def check(self) -> None:
+            raise LeaseLostError("taken over")
+
+        def on_lost(self, callback):
+            return lambda: None
+
+    path = tmp_path / "zombie.jsonl.gz"
+    with pytest.raises(LeaseLostError), activate(LostLease()), io.JsonlShardWriter(str(path)) as writer:
+        writer.write(RECORDS[0])
+    assert os.listdir(tmp_path) == []
