@@ -19,11 +19,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from marin_assets.execution.step import validate_partition_key
-from marin_assets.execution.storage import filesystem, join_path
+from marin_assets.execution.storage import atomic_write_text, filesystem, join_path
 
 MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 10 * 1024 * 1024
@@ -279,3 +280,49 @@ def drop_sort_key(drop_id: str) -> tuple:
     import re
 
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", drop_id))
+
+
+def write_manifest(drop_path: str, source: str | None = None) -> dict[str, Any]:
+    """Make the files already in ``drop_path`` a complete drop: write its ``manifest.json`` last.
+
+    Lists every file below the folder (hidden ``.*`` / ``_*`` names skipped), with size and sha256;
+    raises ``ValueError`` naming a symlink (a drop never holds one) and when there is no file.
+    The manifest is written atomically, so the sensor sees the drop complete or not at all.
+    """
+    link = find_symlink(drop_path)
+    if link:
+        raise ValueError(f"{drop_path}: {link}; symlinks in a drop are never followed")
+    fs, p = filesystem(drop_path)
+    root = p.rstrip("/")
+    files = []
+    for full in sorted(fs.find(root)):
+        rel = full[len(root) :].lstrip("/")
+        if rel == MANIFEST or any(part.startswith((".", "_")) for part in rel.split("/")):
+            continue
+        if not _safe_file_name(rel):
+            raise ValueError(f"{drop_path}: unsafe file name {rel!r}")
+        files.append({"path": rel, "bytes": fs.size(full), "sha256": _sha256_of(fs, full)})
+    if not files:
+        raise ValueError(f"{drop_path}: no files to list in a manifest")
+    drop_id = root.rsplit("/", 1)[-1]
+    manifest: dict[str, Any] = {"drop_id": drop_id, "files": files}
+    if source:
+        manifest["source"] = source
+    manifest["created_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    atomic_write_text(join_path(drop_path, MANIFEST), json.dumps(manifest, indent=2))
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m marin_assets.curation.landing DROP_FOLDER``: write the folder's manifest (last)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Write manifest.json for the files of a drop folder (last).")
+    parser.add_argument("drop_folder", help="<prefix>/landing/<source>/<drop_id> holding the data files")
+    args = parser.parse_args(argv)
+    manifest = write_manifest(args.drop_folder)
+    print(f"wrote {join_path(args.drop_folder, MANIFEST)} ({len(manifest['files'])} files)")
+
+
+if __name__ == "__main__":
+    main()

@@ -87,3 +87,38 @@ def test_tampered_and_malformed_manifests(zone):
 
 def test_drop_order_is_numeric():
     assert sorted(["drop-10", "drop-9", "drop-100"], key=drop_sort_key) == ["drop-9", "drop-10", "drop-100"]
+
+
+def test_write_manifest_makes_a_folder_of_files_a_valid_drop(tmp_path, capsys):
+    """A user's own files (a WET file, a parquet with other column names, a saved HF dataset)
+    become a drop with one command; the raw stage then reads every one of them."""
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from marin_assets.curation.landing import main, write_manifest
+    from marin_assets.curation.raw import RawConfig, run_raw
+    from marin_assets.curation.warc_writer import WarcPage, write_warc_gz
+
+    drop = tmp_path / "landing" / "web" / "drop-007"
+    drop.mkdir(parents=True)
+    with open(drop / "crawl.warc.wet.gz", "wb") as handle:
+        write_warc_gz(
+            handle, [WarcPage("t", "https://t.example/", "2024-05-01T00:00:00Z", "Some text.", plain_text=True)]
+        )
+    pq.write_table(pa.table({"content": ["parquet text"], "url": ["https://p.example/"]}), drop / "rows.parquet")
+    datasets.Dataset.from_dict({"content": ["hf text"]}).save_to_disk(str(drop / "hf"))
+    (drop / ".upload-tmp").write_text("partial")  # hidden: not part of the drop
+    assert _status(str(tmp_path))["drop-007"][0] == STATUS_INCOMPLETE
+    main([str(drop)])
+    assert "manifest.json" in capsys.readouterr().out
+    assert _status(str(tmp_path))["drop-007"] == (STATUS_VALID, "")
+    with open(drop / "manifest.json") as handle:
+        listed = {f["path"] for f in json.load(handle)["files"]}
+    assert "rows.parquet" in listed and ".upload-tmp" not in listed and any(p.startswith("hf/") for p in listed)
+    meta = run_raw(RawConfig(str(drop.parent), "drop-007", str(tmp_path / "raw"), text_key="content"))
+    assert meta["documents_out"] == 3 and meta["quarantined"] == 0
+    assert meta["formats"] == {"hf-dataset": 1, "parquet": 1, "warc.gz": 1}
+    os.symlink("/etc/hostname", drop / "link.txt")
+    with pytest.raises(ValueError, match="link.txt is a symlink"):
+        write_manifest(str(drop))
