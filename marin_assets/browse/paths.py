@@ -1,8 +1,8 @@
 """The browser's one door to storage: paths relative to the prefix, nothing outside it.
 
 Every path the browser serves comes from a URL, so it is untrusted. :meth:`PrefixRoot.resolve`
-accepts only relative paths made of plain components (no ``..``, no absolute path, no scheme, no
-backslash or control character) and, on a local prefix, refuses a path whose real location
+accepts only relative paths made of plain components (no ``..``, no backslash or control
+character; an absolute path or URL only when it lies below the prefix) and, on a local prefix, refuses a path whose real location
 (symlinks followed) leaves the prefix. On an object store a relative path can only name objects
 below the prefix, so other buckets are out of reach by construction.
 """
@@ -33,9 +33,25 @@ class PrefixRoot:
         else:
             self.prefix = self.given = prefix.rstrip("/")
 
+    def to_relative(self, path: str) -> str:
+        """``path`` from a URL as a path relative to the prefix (no leading or trailing ``/``).
+
+        A full path or URL (``/data/marin/x``, ``gs://bucket/marin/x``, as experiment records
+        write them) is accepted only when it lies below the prefix; any other absolute path or URL
+        raises :class:`Forbidden`.
+        """
+        path = path or ""
+        if path.startswith("/") or "://" in path:
+            inside = self.relative(path) if not _BAD_CHARS.search(path) else None
+            if inside is None:
+                raise Forbidden(f"{path!r} is outside the prefix {self.given}")
+            path = inside
+        return path.strip("/")
+
     def resolve(self, relative: str) -> str:
-        """The full path (or URL) of ``relative``; raises :class:`Forbidden` when it escapes."""
-        relative = relative.strip("/") if relative else ""
+        """The full path (or URL) of ``relative`` (see :meth:`to_relative`); raises
+        :class:`Forbidden` when it escapes."""
+        relative = self.to_relative(relative)
         if not relative:
             return self.prefix
         if _BAD_CHARS.search(relative) or "://" in relative or relative.startswith("~"):

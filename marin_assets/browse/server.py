@@ -172,7 +172,7 @@ class BrowserApp:
         return pages.layout(f"Experiment {name}", body, self.root.given)
 
     def browse_page(self, relative: str, params: dict[str, list[str]]) -> str:
-        relative = relative.strip("/")
+        relative = self.root.to_relative(relative)
         url = self.root.resolve(relative)
         fs, path = filesystem(url)
         if not fs.exists(path):
@@ -349,7 +349,7 @@ class BrowserApp:
     # -- one document ------------------------------------------------------------------------
 
     def doc_page(self, relative: str, params: dict[str, list[str]]) -> str:
-        relative = relative.strip("/")
+        relative = self.root.to_relative(relative)
         doc_id = params.get("id", [""])[0]
         if not doc_id:
             raise HttpError(400, "id is required")

@@ -68,13 +68,15 @@ def test_paths_stay_below_the_prefix(tmp_path):
     (tmp_path / "p" / "out").symlink_to(tmp_path)
     root = PrefixRoot(str(tmp_path / "p"))
     assert root.resolve("a").endswith("/p/a")
-    assert root.resolve("/etc/passwd").startswith(root.prefix + "/")  # leading slashes mean the prefix root
-    for bad in ("../x", "a/../../x", "gs://other/x", "out", "a\\..\\x", "a/\x00"):
+    assert root.resolve(str(tmp_path / "p" / "a")) == root.resolve("a")  # a full path below the prefix
+    for bad in ("../x", "a/../../x", "gs://other/x", "out", "a\\..\\x", "a/\x00", "/etc/passwd", str(tmp_path)):
         with pytest.raises(Forbidden):
             root.resolve(bad)
     assert PrefixRoot("gs://bucket/marin").resolve("a/b") == "gs://bucket/marin/a/b"
-    with pytest.raises(Forbidden):
-        PrefixRoot("gs://bucket/marin").resolve("../other")
+    assert PrefixRoot("gs://bucket/marin").resolve("gs://bucket/marin/a/b") == "gs://bucket/marin/a/b"
+    for bad in ("../other", "gs://bucket/marin-other/x", "gs://bucket/x", "/marin/a"):
+        with pytest.raises(Forbidden):
+            PrefixRoot("gs://bucket/marin").resolve(bad)
 
 
 def test_browser_reads_a_gs_prefix(gcs_prefix):
@@ -91,6 +93,7 @@ def test_browser_reads_a_gs_prefix(gcs_prefix):
     doc = app.get("/doc/step-abc/docs/shard-00000.jsonl.gz?id=d42")
     assert doc.status == 200 and "Document d42" in doc.body
     assert app.get("/browse/../x").status == 403
+    assert app.get("/browse//etc/passwd").status == 403 and app.get("/browse/gs://other-bucket/x").status == 403
 
 
 def test_dagster_links_point_at_the_browser(monkeypatch):
