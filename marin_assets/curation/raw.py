@@ -19,6 +19,7 @@ Output layout (below the step's output path for the drop)::
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -56,6 +57,9 @@ class RawConfig:
             output of a ``default_download`` step (``output_path_of(download)``).
         text_key / id_key: the field (JSON lines) or column (parquet, HF datasets) holding the
             text / the id, for inputs that name them differently (e.g. ``content``, ``doc_id``).
+        content_type: ``metadata.content_type`` of records that carry none: ``text/html`` (the
+            text stage extracts the main content) or ``text/plain`` (already text, passed
+            through). None: decided per record by :func:`looks_like_html`.
     """
 
     landing_dir: str
@@ -68,12 +72,36 @@ class RawConfig:
     drop_path: str | None = None
     text_key: str = "text"
     id_key: str = "id"
+    content_type: str | None = None
 
 
 # Top-level fields of an input record that are Dolma fields, not metadata.
 _DOLMA_FIELDS = ("id", "text", "source", "added", "created", "metadata")
 # Fields that hold the fetch / creation date, in order of preference (Dolma ``created``).
 _DATE_FIELDS = ("created", "date", "timestamp", "crawl_date")
+
+
+# An HTML element a page has and plain text almost never does: a known tag, opening or closing.
+_HTML_TAG = re.compile(
+    r"<\s*/?\s*(?:!doctype\s+html|html|head|body|title|meta|p|div|span|br|a|li|ul|ol|table|tr|td|h[1-6]|"
+    r"script|style|article|section|header|footer|nav|img|b|i|em|strong|pre|code)"
+    r"(?:\s+[\w:-]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s<>\"']+))?)*\s*/?\s*>",
+    re.IGNORECASE,
+)
+_HTML_SNIFF_CHARS = 100_000
+
+
+def looks_like_html(text: str) -> bool:
+    """True when ``text`` is markup: it opens with a tag, or holds a common HTML element.
+
+    Plain text (FineWeb / C4-style parquet, JSON lines) is not, even with ``a < b`` or
+    ``vector<int>`` in it: the HTML extractor would merge its paragraphs and eat such spans.
+    """
+    head = text[:_HTML_SNIFF_CHARS]
+    stripped = head.lstrip("\ufeff \t\r\n")
+    if stripped.startswith("<") and _HTML_TAG.match(stripped) or stripped[:2] in ("<!", "<?"):
+        return True
+    return _HTML_TAG.search(head) is not None
 
 
 def json_safe(value: Any) -> Any:
@@ -92,9 +120,20 @@ def json_safe(value: Any) -> Any:
 
 
 def to_dolma(
-    obj: Any, q: Quarantine, line: int, name: str, default_source: str, added: str, max_doc_bytes: int
+    obj: Any,
+    q: Quarantine,
+    line: int,
+    name: str,
+    default_source: str,
+    added: str,
+    max_doc_bytes: int,
+    content_type: str | None = None,
 ) -> dict[str, Any] | None:
-    """A Dolma record from a parsed input object, or None (quarantined with a reason)."""
+    """A Dolma record from a parsed input object, or None (quarantined with a reason).
+
+    ``metadata.content_type`` is set when the input has none (``content_type``, else sniffed),
+    so that the text stage extracts HTML and passes plain text through.
+    """
     if not isinstance(obj, dict):
         q.add("not_an_object", f"JSON value is a {type(obj).__name__}, not an object", line=line, sample=repr(obj))
         return None
@@ -126,6 +165,8 @@ def to_dolma(
     # Other fields (url, date, dump, language ...) are provenance: kept as metadata, never dropped.
     extra = {k: json_safe(v) for k, v in obj.items() if k not in _DOLMA_FIELDS and k not in metadata}
     metadata = {**extra, **metadata, "landing_file": name, "landing_line": line}
+    if not isinstance(metadata.get("content_type"), str) or not metadata["content_type"]:
+        metadata["content_type"] = content_type or ("text/html" if looks_like_html(text) else "text/plain")
     record: dict[str, Any] = {
         "id": doc_id,
         "text": text,
@@ -210,7 +251,9 @@ class RawStage(ShardStage):
                 if obj is None:  # a WARC record that is not a page (request, redirect, image ...)
                     counters.add("records_skipped")
                     continue
-                rec = to_dolma(obj, q, position, name, self.source, self.added, config.max_doc_bytes)
+                rec = to_dolma(
+                    obj, q, position, name, self.source, self.added, config.max_doc_bytes, config.content_type
+                )
                 if rec is None:
                     continue
                 if rec["id"] in seen_ids:

@@ -289,3 +289,29 @@ def test_truncated_warc_is_reported_and_a_cut_record_quarantined(tmp_path):
     assert per_file["whole.warc.gz"] == per_file["one_stream.warc.gz"] == per_file["one_frame.warc.zst"] == every
     assert per_file["last_cut.warc.gz"] == per_file["plain_cut.warc"] == every - {warc_record_id("p5")}
     assert {warc_record_id("p0"), warc_record_id("p1")} <= per_file["half.warc.gz"] < every
+
+
+def test_plain_text_records_pass_the_text_stage_unchanged(tmp_path):
+    """FineWeb / C4-style inputs hold text, not HTML: run through the HTML extractor, their
+    paragraphs would merge and spans like ``x<y ... vector<int>`` vanish. The raw stage marks them
+    ``text/plain`` (HTML records ``text/html``) and the text stage passes them through."""
+    plain = "First paragraph: a < b and x<y.\n\nSecond paragraph: vector<int> v; if (a<b && c>d) return;"
+    html = "<html><body><p>Hello <b>page</b>.</p></body></html>"
+    landing = tmp_path / "landing" / "src"
+    files = {
+        "rows.parquet": _parquet(pa.table({"id": ["plain"], "text": [plain]})),
+        "pages.jsonl": (json.dumps({"id": "html", "text": html}) + "\n").encode(),
+    }
+    write_drop_files(str(landing / "drop-1"), files)
+    raw = str(tmp_path / "raw")
+    run_raw(RawConfig(landing_dir=str(landing), drop_id="drop-1", output_path=raw))
+    assert {k: d["metadata"]["content_type"] for k, d in docs_of(raw).items()} == {
+        "plain": "text/plain",
+        "html": "text/html",
+    }
+    run_html_to_text(HtmlToTextConfig(raw, str(tmp_path / "text")))
+    texts = docs_of(str(tmp_path / "text"))
+    assert texts["plain"]["text"] == plain and texts["html"]["text"] == "Hello page."
+    forced = str(tmp_path / "forced")
+    run_raw(RawConfig(str(landing), "drop-1", forced, content_type="text/html"))
+    assert docs_of(forced)["plain"]["metadata"]["content_type"] == "text/html"
