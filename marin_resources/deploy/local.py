@@ -135,6 +135,17 @@ def _ray_node_env(env: dict[str, str]) -> dict[str, str]:
     return node_env
 
 
+def _ray_head_env(node_env: dict[str, str]) -> dict[str, str]:
+    """The head's environment: its Ray Client proxy forks one server process per client.
+
+    The proxy forks while its gRPC threads are busy; with gRPC's fork handlers on, the child can
+    die before it execs (``epoll_wait ... Bad file descriptor``; ray-project/ray#63202), and the
+    client then waits the whole channel timeout before it may retry. The proxy always execs right
+    after forking, so the handlers are not needed there.
+    """
+    return {**node_env, "GRPC_ENABLE_FORK_SUPPORT": "false"}
+
+
 def _write_workspace(state_dir: str, code_port: int) -> str:
     path = os.path.join(state_dir, "workspace.yaml")
     with open(path, "w") as handle:
@@ -236,7 +247,10 @@ def up(args: argparse.Namespace) -> DeployState:
         node_env = _ray_node_env(env)
         ray_tmp = os.path.join("/tmp", f"marin-deploy-{os.getuid()}-{ports['ray_gcs']}")  # short: socket paths
         head = services.start_service(
-            "ray-head", services.ray_head_command(_bin("ray"), ray_tmp, ports, 256 * 1024**2), node_env, log_dir
+            "ray-head",
+            services.ray_head_command(_bin("ray"), ray_tmp, ports, 256 * 1024**2),
+            _ray_head_env(node_env),
+            log_dir,
         )
         head.port = ports["ray_gcs"]
         state.services.append(head)

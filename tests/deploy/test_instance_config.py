@@ -77,3 +77,17 @@ def test_local_processes_get_every_variable_the_helm_values_give_the_pods(tmp_pa
     assert env["DAGSTER_HOME"] == os.path.join(str(tmp_path), "dagster_home")
     # Every asset's `marin/browser` link opens the topology's own data browser.
     assert env["MARIN_BROWSER_URL"] == "http://127.0.0.1:3"
+
+
+def test_ray_client_proxy_runs_without_grpc_fork_handlers_locally_and_on_kuberay():
+    """The proxy forks a server per client; gRPC's fork handlers can kill that child before exec."""
+    from pathlib import Path
+
+    import yaml
+
+    from marin_resources.deploy.local import _ray_head_env
+
+    assert _ray_head_env({"A": "1"}) == {"A": "1", "GRPC_ENABLE_FORK_SUPPORT": "false"}
+    cluster = yaml.safe_load((Path(instance_config.DEFAULT_VALUES).parent / "raycluster.yaml").read_text())
+    (head,) = cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"]
+    assert {"name": "GRPC_ENABLE_FORK_SUPPORT", "value": "false"} in head["env"]
