@@ -25,7 +25,6 @@ documents, which is why per-range sorting gives the same answer as one global so
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import shutil
@@ -53,7 +52,7 @@ from marin_assets.curation.minhash import estimated_jaccard
 from marin_assets.curation.shard_stage import clear_dir, write_shard
 from marin_assets.execution.fence import check_fence
 from marin_assets.execution.metadata import table_markdown
-from marin_assets.execution.storage import filesystem, is_local, join_path, read_bytes
+from marin_assets.execution.storage import filesystem, is_local, join_path
 
 if TYPE_CHECKING:
     from marin_assets.curation.dedup import DedupConfig
@@ -96,8 +95,9 @@ class DropDedup:
         self.shards = shards
         self.done = done
         self.budget = max(1 << 16, int(config.memory_budget_mb * (1 << 20)))
-        # Candidate pairs are compared in chunks: two signature rows each, and the comparison.
-        self.similarity_chunk = int(np.clip(self.budget // (12 * self.params.num_perm), 256, 65536))
+        # Candidate pairs are compared in chunks: two signature rows each and the comparison, plus up
+        # to two 4 KiB pages of the memory-mapped signatures they touch (resident until unmapped).
+        self.similarity_chunk = int(np.clip(self.budget // (12 * self.params.num_perm + 8192), 256, 65536))
         self.doc_offsets = np.cumsum([0] + [s.documents for s in shards])
         self.para_offsets = np.cumsum([0] + [s.paragraphs for s in shards])
         self.documents = int(self.doc_offsets[-1])
@@ -120,6 +120,7 @@ class DropDedup:
                 for i, (name, path) in enumerate(self.done):
                     self.earlier.append(open_drop_index(name, path, os.path.join(self.work, f"earlier-{i}")))
             self.earlier_offsets = np.cumsum([0] + [e.documents for e in self.earlier]).astype(np.int64)
+            self._localize_spills()
             self._write_doc_tables()
             ranges = self._plan_ranges()
             self._plan_groups()
@@ -166,10 +167,18 @@ class DropDedup:
     def _timed(self) -> _Timer:
         return _Timer(self)
 
+    def _localize_spills(self) -> None:
+        """Shard spills on an object store are copied to the local work folder once (every hash
+        range reads them again)."""
+        for i, info in enumerate(self.shards):
+            if not is_local(info.spill):
+                fs, remote = filesystem(info.spill)
+                local = os.path.join(self.work, f"shard-{i}.npz")
+                fs.get_file(remote, local)
+                info.spill = local
+
     def _spill(self, shard: int, names: tuple[str, ...]) -> dict[str, np.ndarray]:
-        path = self.shards[shard].spill
-        source: Any = filesystem(path)[1] if is_local(path) else io.BytesIO(read_bytes(path) or b"")
-        with np.load(source, allow_pickle=False) as z:
+        with np.load(filesystem(self.shards[shard].spill)[1], allow_pickle=False) as z:
             return {name: z[name] for name in names}
 
     def _write_doc_tables(self) -> None:

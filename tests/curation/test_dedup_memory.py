@@ -19,6 +19,7 @@ from marin_assets.curation import dedup_passes
 from marin_assets.curation.dedup import DedupConfig, hash_shard, run_dedup
 from marin_assets.curation.io import list_files, read_jsonl_gz, write_jsonl_gz
 from marin_assets.curation.minhash import estimated_jaccard
+from marin_assets.execution.storage import list_dir
 
 WORDS = np.array([f"w{i}" for i in range(3000)])
 
@@ -256,3 +257,18 @@ def test_peak_of_the_drop_wide_passes_follows_the_budget_not_the_drop(tmp_path, 
     # The budget bounds the range and group passes; one shard's attribute records come on top.
     assert bounded_large < budget * 2**20 + (1 << 20), pass_peaks
     assert bounded_large * 3 < unbounded_large, pass_peaks
+
+
+def test_index_on_an_object_store(drops, gcs_prefix):
+    """Output on gs:// (a real GCS API server): spill, index upload and earlier indices fetched by copy."""
+    folder, chain = drops
+    local, _ = _run(folder, chain[:2], "local-for-gcs", memory_budget_mb=0.3)
+    attrs, metas = {}, []
+    for drop, text in chain[:2]:
+        out = f"{gcs_prefix}/dedup/{drop}"
+        metas.append(run_dedup(DedupConfig(text, out, drop, memory_budget_mb=0.3)))
+        attrs[drop] = [r for f in list_files(f"{out}/attributes", ".jsonl.gz") for r in read_jsonl_gz(f)]
+        names = {e["name"].rstrip("/").rsplit("/", 1)[-1] for e in list_dir(f"{out}/index")}
+        assert names == {"ids.npy", "sigs.npy", "bands.npy", "paragraphs.npy", "_COMPLETE"}, names  # spill gone
+    assert metas[1]["earlier_drops_indexed"] == ["drop-1"] and metas[1]["fuzzy_duplicates_of_earlier_drops"] > 0
+    assert attrs == local
