@@ -1,7 +1,7 @@
 """Benchmark: peak RSS of each curation stage per 10k documents.
 
 Each stage runs in a fresh child process (in-process mode, no Ray) on a drop of ``--docs``
-pages, and the child's peak RSS (``ru_maxrss``) is reported, with the baseline of a child that
+pages, and the child's peak RSS (``VmHWM``) is reported, with the baseline of a child that
 only imports the modules, so the difference is what the stage itself holds.
 
 Usage: ``.venv/bin/python -m bench.curation_memory [--docs 10000]``
@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 from marin_assets.curation import consolidate, dedup, html_to_text, quality, raw  # noqa: F401
 stage, work = sys.argv[1], sys.argv[2]
 t = time.time()
@@ -34,7 +34,9 @@ elif stage == "dedup":
 elif stage == "consolidate":
     consolidate.run_consolidate(consolidate.ConsolidateConfig(f"{work}/text/drop-001", f"{work}/quality/drop-001",
                                 f"{work}/dedup/drop-001", f"{work}/out/drop-001"))
-print(json.dumps({"peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "seconds": time.time() - t}))
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the parent that forked this child.
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"peak_mib": hwm / 1024, "seconds": time.time() - t}))
 """
 
 
