@@ -26,6 +26,8 @@ import time
 import uuid
 from typing import Protocol
 
+import fsspec
+
 from marin_assets.execution.storage import filesystem, is_local
 
 SUPPORTED_STORAGE = "a local or POSIX network folder, gs:// (Google Cloud Storage) or memory:// (tests)"
@@ -201,6 +203,15 @@ def backend_for(path: str) -> LeaseBackend:
         UnsupportedStorageError: the storage cannot create-if-absent and compare-and-swap, so two
             runners could both compute (and record) the same output.
     """
+    # Decided from the URL's scheme first, so that an unsupported store is refused before its
+    # fsspec driver is imported (or found missing) and before anything is read or written there.
+    scheme = fsspec.core.split_protocol(path)[0]
+    if scheme not in (None, "file", "local", "gs", "gcs", "memory"):
+        raise UnsupportedStorageError(
+            f"storage {scheme}:// (prefix {path}) cannot do the conditional writes (create-if-absent, "
+            "compare-and-swap) that keep two runners off one output and a stale runner from flipping a "
+            f"status; use {SUPPORTED_STORAGE}"
+        )
     if is_local(path):
         return LocalLeaseBackend()
     protocol = storage_protocol(path)

@@ -26,7 +26,7 @@ from marin_assets.execution.runner import ExecutionReport, Executor, ExecutorErr
 from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.status import write_json
 from marin_assets.execution.step import ExecutorStep, InputName
-from marin_assets.execution.storage import join_path
+from marin_assets.execution.storage import join_path, local_prefix
 from marin_assets.execution.versioning import StepGraph, hash_version
 
 logger = logging.getLogger("marin.executor")
@@ -39,8 +39,7 @@ PartitionSource = Sequence[str] | Callable[[str], Sequence[str]]
 
 def default_prefix() -> str:
     """``$MARIN_PREFIX`` or ``./data``, as an absolute path for local folders."""
-    prefix = os.environ.get("MARIN_PREFIX") or DEFAULT_PREFIX
-    return prefix if "://" in prefix else os.path.abspath(prefix)
+    return local_prefix(os.environ.get("MARIN_PREFIX") or DEFAULT_PREFIX)
 
 
 def resolve_partitions(partitions: Mapping[str, PartitionSource] | None, prefix: str) -> dict[str, list[str]]:
@@ -189,9 +188,12 @@ def executor_main(
     args.run_only = parse_run_only(args.run_only)
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    prefix = args.prefix or default_prefix()
-    if "://" not in prefix:
-        prefix = os.path.abspath(prefix)
+    prefix = local_prefix(args.prefix or default_prefix())
+    try:
+        backend_for(prefix)  # leases need conditional writes: refuse such a prefix once, up front
+    except UnsupportedStorageError as exc:
+        logger.error("%s", exc)
+        raise SystemExit(2) from None
     part_keys = resolve_partitions(partitions, prefix)
     for item in args.partitions or []:
         name, _, keys = item.partition("=")
@@ -200,11 +202,6 @@ def executor_main(
     if args.dry_run:
         print(format_plan(plan(graph, args.run_only, args.force_run_failed)))
         return None
-    try:
-        backend_for(graph.prefix)  # leases need conditional writes: refuse such a prefix once, up front
-    except UnsupportedStorageError as exc:
-        logger.error("%s", exc)
-        raise SystemExit(2) from None
     concurrency = args.max_concurrent or max_concurrent or max(1, len(Executor.units(graph)))
     options = ExecutorOptions(
         force_run_failed=args.force_run_failed,

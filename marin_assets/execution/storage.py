@@ -19,6 +19,13 @@ def join_path(base: str, sub: str | None) -> str:
     return f"{base.rstrip('/')}/{sub.lstrip('/')}"
 
 
+def local_prefix(prefix: str) -> str:
+    """A local folder (a path or a ``file://`` URL) as an absolute path; other URLs as given."""
+    if prefix.startswith(("file://", "local://")):
+        prefix = prefix.split("://", 1)[1]
+    return prefix if "://" in prefix else os.path.abspath(prefix)
+
+
 def filesystem(path: str) -> tuple[fsspec.AbstractFileSystem, str]:
     """The fsspec filesystem serving ``path`` and the path as that filesystem names it."""
     fs, fs_path = fsspec.core.url_to_fs(path)

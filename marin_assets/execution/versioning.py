@@ -48,7 +48,7 @@ from marin_assets.execution.step import (
     VersionedValue,
     validate_partition_key,
 )
-from marin_assets.execution.storage import join_path
+from marin_assets.execution.storage import join_path, local_prefix
 
 HASH_LENGTH = 6
 
@@ -231,6 +231,8 @@ class StepGraph:
         prefix: str,
         partitions: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
+        if prefix.startswith(("file://", "local://")):  # the local folder it names, spelled one way
+            prefix = local_prefix(prefix)
         self.prefix = prefix.rstrip("/") if prefix not in ("/",) else prefix
         self.partitions = {k: sorted(validate_partition_key(p) for p in v) for k, v in (partitions or {}).items()}
         self._by_step: dict[ExecutorStep, ResolvedStep] = {}
