@@ -1,7 +1,7 @@
 """Readers of raw input files: JSON lines (plain / gzip / zstd), parquet, WARC / WET, HF datasets.
 
 The format of a file is **sniffed from its first bytes** (gzip ``1f 8b``, zstd ``28 b5 2f fd``,
-parquet ``PAR1``, ``WARC/`` after any decompression), never trusted from its name: a gzip file
+bz2 ``BZh``, xz ``fd 37 7a 58 5a 00``, parquet ``PAR1``, ``WARC/`` after any decompression), never trusted from its name: a gzip file
 named ``.jsonl`` or plain text named ``.jsonl.gz`` is read as what it is. The name is only a tie
 breaker for uncompressed text. A file no reader accepts is quarantined whole, with its line count.
 
@@ -18,7 +18,9 @@ rejects drops holding one; this closes the window between that check and the rea
 
 from __future__ import annotations
 
+import bz2
 import json
+import lzma
 import os
 import zlib
 from collections.abc import Callable, Iterator
@@ -31,7 +33,11 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 PARQUET_MAGIC = b"PAR1"
 WARC_MAGIC = b"WARC/"
-FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "parquet", "warc", "warc.gz", "warc.zst")
+BZ2_MAGIC = b"BZh"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "jsonl.bz2", "jsonl.xz", "parquet", "warc", "warc.gz", "warc.zst")
+# Compression of the JSON-lines formats (None: plain).
+JSONL_CODECS = {"jsonl": None, "jsonl.gz": "gzip", "jsonl.zst": "zstd", "jsonl.bz2": "bz2", "jsonl.xz": "xz"}
 _JSON_NAMES = (".jsonl", ".json", ".ndjson")
 READ_BYTES = 1 << 20
 
@@ -45,9 +51,14 @@ def open_input(path: str) -> BinaryIO:
 
 
 def new_decompressor(codec: str) -> Any:
-    """An incremental gzip (or zlib) / zstd decompressor."""
+    """An incremental gzip (or zlib) / zstd / bz2 / xz decompressor (``decompress``, ``eof``,
+    ``unused_data``: one member or frame; the readers start a new one for the next)."""
     if codec == "gzip":
         return zlib.decompressobj(wbits=47)  # 47: gzip or zlib header, auto-detected
+    if codec == "bz2":
+        return bz2.BZ2Decompressor()
+    if codec == "xz":
+        return lzma.LZMADecompressor()
     import zstandard
 
     return zstandard.ZstdDecompressor().decompressobj()
@@ -68,13 +79,16 @@ def sniff_format(head: bytes, name: str) -> str | None:
         if head.startswith(magic):
             inner = _decompress_head(codec, head)
             return ("warc" if inner.startswith(WARC_MAGIC) else "jsonl") + suffix
+    for magic, suffix in ((BZ2_MAGIC, ".bz2"), (XZ_MAGIC, ".xz")):
+        if head.startswith(magic):  # JSON lines only (FastWARC reads no bz2 / xz)
+            return "jsonl" + suffix
     if head.startswith(WARC_MAGIC):
         return "warc"
     stripped = head.lstrip()
     if stripped.startswith(b"{") or not stripped:
         return "jsonl"
     base = name.lower()
-    for suffix in (".gz", ".zst", ".zstd"):
+    for suffix in (".gz", ".zst", ".zstd", ".bz2", ".xz"):
         base = base.removesuffix(suffix)
     return "jsonl" if base.endswith(_JSON_NAMES) else None
 
@@ -136,7 +150,7 @@ def iter_lines(
                 yield line_no, bytes(buf)
             buf.clear()
 
-    corrupt = "corrupt_gzip" if codec == "gzip" else "corrupt_zstd"
+    corrupt = f"corrupt_{codec}"
     while True:
         chunk = handle.read(READ_BYTES)
         if not chunk:
@@ -396,7 +410,7 @@ def _records(
         if fmt in readers:
             yield from readers[fmt]()
         else:
-            codec = {"jsonl": None, "jsonl.gz": "gzip", "jsonl.zst": "zstd"}[fmt]
+            codec = JSONL_CODECS[fmt]
             renaming = (text_key, id_key) != ("text", "id")
             for line, value in read_jsonl(handle, codec, max_line, q):
                 yield line, rename_fields(value, text_key, id_key) if renaming and isinstance(value, dict) else value

@@ -315,3 +315,24 @@ def test_plain_text_records_pass_the_text_stage_unchanged(tmp_path):
     forced = str(tmp_path / "forced")
     run_raw(RawConfig(str(landing), "drop-1", forced, content_type="text/html"))
     assert docs_of(forced)["plain"]["metadata"]["content_type"] == "text/html"
+
+
+def test_bz2_and_xz_json_lines_are_sniffed_and_streamed(tmp_path):
+    import bz2
+    import lzma
+
+    landing = tmp_path / "landing" / "src"
+    files = {
+        "a.jsonl": bz2.compress(_jsonl("bz", 3)),  # named as plain: the content decides
+        "b.data": lzma.compress(_jsonl("xz", 2)),
+        # Two streams (as appended files), the second truncated: the first stream's lines are kept.
+        "c.jsonl.bz2": bz2.compress(_jsonl("first", 50)) + bz2.compress(_jsonl("cut", 5000))[:-200],
+    }
+    write_drop_files(str(landing / "drop-1"), files)
+    out = str(tmp_path / "raw")
+    meta = run_raw(RawConfig(landing_dir=str(landing), drop_id="drop-1", output_path=out))
+    ids = set(docs_of(out))
+    assert {f"bz-{i}" for i in range(3)} | {f"xz-{i}" for i in range(2)} <= ids
+    assert {f"first-{i}" for i in range(50)} <= ids and len({i for i in ids if i.startswith("cut-")}) < 5000
+    assert meta["formats"] == {"jsonl.bz2": 2, "jsonl.xz": 1}
+    assert meta["quarantine_reasons"] == {"truncated_bz2": 1}
