@@ -8,7 +8,9 @@ detail, sample) and is counted; good records of the same file are always kept.
 
 Every record keeps its provenance in ``metadata``: ``landing_file`` and ``landing_line`` (line,
 row or WARC record number) always; WARC adds ``warc_record_id``, ``warc_offset``, ``warc_date``
-and ``url``; HF datasets add ``hf_split`` and ``hf_row``.
+and ``url``; HF datasets add ``hf_split`` and ``hf_row``; any other field or column of a record
+(``url``, ``date``, ...) is kept there too. ``metadata.content_type`` (``text/html`` or
+``text/plain``) tells the text stage whether to extract or pass the text through.
 
 Output layout (below the step's output path for the drop)::
 
