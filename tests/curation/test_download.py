@@ -88,3 +88,28 @@ def test_default_download_is_a_versioned_step(hf_cache, tmp_path):
     assert len(ran) == 2 and all(o.action == "ran" for o in ran.values())  # the revision is in the version
     again = run_steps([step], str(tmp_path / "prefix"), ExecutorOptions(max_concurrent=1))
     assert [o.action for o in again.outcomes] == ["cached"]
+
+
+def test_a_parquet_dataset_from_the_cache_reads_without_an_id_column(tmp_path, monkeypatch):
+    """Hub datasets are mostly parquet with a ``text`` column and no ``id``: every row is read,
+    with an id from file and row, and its other columns (url, date) kept as provenance."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    repo = tmp_path / "hub" / "datasets--org--web-text"
+    snapshot = repo / "snapshots" / COMMIT / "data"
+    snapshot.mkdir(parents=True)
+    table = pa.table({"text": ["first page text", "second page text"], "url": ["https://a/", "https://b/"]})
+    pq.write_table(table.append_column("date", pa.array(["2024-01-02", "2024-01-03"])), snapshot / "train.parquet")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+    out = str(tmp_path / "out")
+    download_hf(DownloadConfig("org/web-text", "main", out, cache_dir=str(tmp_path / "hub")))
+    raw = str(tmp_path / "raw")
+    meta = run_raw(RawConfig(landing_dir="", drop_id="hf", output_path=raw, drop_path=out))
+    docs = docs_of(raw)
+    assert meta["documents_out"] == 2 and meta["quarantined"] == 0
+    second = docs["hf/data/train.parquet/2"]
+    assert second["metadata"]["url"] == "https://b/" and second["created"] == "2024-01-03"
+    assert second["metadata"]["content_type"] == "text/plain" and second["source"] == "org/web-text"
