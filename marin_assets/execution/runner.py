@@ -42,7 +42,7 @@ from marin_assets.execution.lease import (
     guard_remote,
     lease_for_output,
 )
-from marin_assets.execution.secrets import redact_secrets, resolve_secrets, scrub, secret_values
+from marin_assets.execution.secrets import redact_secrets, resolve_secrets, scrub, scrub_values, secret_values
 from marin_assets.execution.status import (
     INFO_FILE,
     METADATA_FILE,
@@ -435,9 +435,10 @@ class Executor:
             if not isinstance(exc, Exception):
                 raise
             raise StepFailedError(f"{label} failed: {scrub(str(exc), hidden)}") from (None if hidden else exc)
-        metadata = result if isinstance(result, dict) else {}
+        # What a step returns may quote a secret it was given, under any key: scrubbed like errors.
+        metadata = scrub_values(result, secret_values(config)) if isinstance(result, dict) else {}
         if metadata:
-            write_json(join_path(output_path, METADATA_FILE), redact_secrets(metadata))
+            write_json(join_path(output_path, METADATA_FILE), metadata)
         self._fenced_status(lease, label, output_path, STATUS_SUCCESS, token, run_id=run_id)
         seconds = time.monotonic() - start
         logger.info("%s: SUCCESS in %.1fs", label, seconds)

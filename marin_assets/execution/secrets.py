@@ -160,6 +160,24 @@ def secret_values(value: Any, _key: str = "") -> set[str]:
     return found
 
 
+def scrub_values(value: Any, secrets: set[str]) -> Any:
+    """A JSON-like copy of ``value`` (redacted as :func:`redact_secrets` does) in which every string
+    has the given secret strings replaced by ``***`` -- for what a step returns, which may quote a
+    secret it was given under any key."""
+    value = redact_secrets(value)
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, dict):
+        return {
+            scrub_values(k, secrets) if isinstance(k, str) else k: scrub_values(v, secrets) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [scrub_values(item, secrets) for item in value]
+    return value
+
+
 def scrub(text: str, secrets: set[str]) -> str:
     """``text`` with every occurrence of the given secret strings replaced by ``***``."""
     for secret in sorted(secrets, key=len, reverse=True):

@@ -60,3 +60,28 @@ def test_secret_in_a_versioned_dataclass_stays_out_of_the_prefix_and_the_dry_run
     rotated = _step("sk-REPRSECRET2")  # a new key: a new version, explained without either value
     text = format_plan(plan(StepGraph([rotated], prefix)))
     assert "run" in text and "REPRSECRET" not in text, text
+
+
+@dataclass(frozen=True)
+class EchoConfig:
+    output_path: str
+    wandb: object
+
+
+def echo_secret(config: EchoConfig) -> dict:
+    Path(config.output_path).mkdir(parents=True, exist_ok=True)
+    return {"note": f"logged in with {config.wandb}", "rows": 3}
+
+
+def test_a_secret_echoed_in_returned_metadata_is_scrubbed(prefix, monkeypatch):
+    from marin_assets.execution.secrets import secret_from_env
+
+    monkeypatch.setenv("AUDIT_WANDB_KEY", "wb-ECHOEDSECRET9")
+    step = ExecutorStep(
+        name="secrets/echo", fn=echo_secret, config=EchoConfig(this_output_path(), secret_from_env("AUDIT_WANDB_KEY"))
+    )
+    report = run_steps([step], prefix)
+    (outcome,) = report.by_action("ran")
+    assert "ECHOEDSECRET9" not in json.dumps(outcome.metadata) and outcome.metadata["rows"] == 3
+    written = b"".join(p.read_bytes() for p in Path(prefix).rglob("*") if p.is_file())
+    assert b"ECHOEDSECRET9" not in written and b"logged in with ***" in written
