@@ -15,11 +15,10 @@ import inspect
 import logging
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from marin_assets.execution.dry_run import format_plan, plan
-from marin_assets.execution.executor_main import executor_main, write_experiment_record
+from marin_assets.execution.executor_main import ExecutorMainConfig, executor_main, write_experiment_record
 from marin_assets.execution.runner import ExecutionReport, ExecutorOptions
 from marin_assets.execution.runner import Executor as StepRunner
 from marin_assets.execution.step import (
@@ -66,23 +65,6 @@ def get_executor_step(run: ExecutorStep | InputName) -> ExecutorStep:
             raise ValueError(f"Hardcoded path {run.name} is not part of the pipeline")
         return run.step
     raise ValueError(f"Unexpected type {type(run)} for run: {run}")
-
-
-@dataclass(frozen=True)
-class ExecutorMainConfig:
-    """The command-line options of ``executor_main`` with Marin's defaults (documentation and
-    programmatic use; the command line is parsed by :func:`executor_main`)."""
-
-    prefix: str | None = None
-    """Root of every output path (default: ``$MARIN_PREFIX``, else ``./data``)."""
-    executor_info_base_path: str | None = None
-    """Where experiment records go (default: ``<prefix>/experiments``)."""
-    dry_run: bool = False
-    force_run_failed: bool = True
-    run_only: list[str] | None = None
-    """Run these steps (matched by ``re.search``) and their dependencies only."""
-    max_concurrent: int | None = None
-    """Most steps running at once (None: every ready step)."""
 
 
 class Executor:

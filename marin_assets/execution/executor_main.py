@@ -8,6 +8,7 @@ separated), so this engine never imports Dagster itself.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import getpass
 import importlib
@@ -18,6 +19,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
@@ -171,8 +173,49 @@ def build_parser(description: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+@dataclass(frozen=True)
+class ExecutorMainConfig:
+    """Marin's options of ``executor_main``, with Marin's defaults: the command line parses into these,
+    and ``executor_main(ExecutorMainConfig(...), steps)`` passes them instead of the command line."""
+
+    prefix: str | None = None
+    """Root of every output path (default: ``$MARIN_PREFIX``, else ``./data``)."""
+    executor_info_base_path: str | None = None
+    """Where experiment records go (default: ``<prefix>/experiments``)."""
+    dry_run: bool = False
+    force_run_failed: bool = True
+    run_only: list[str] | None = None
+    """Run these steps (matched by ``re.search``) and their dependencies only."""
+    max_concurrent: int | None = None
+    """Most steps running at once (None: every ready step)."""
+
+
+def _call_arguments(
+    args: tuple[Any, ...], steps: Any, description: str | None
+) -> tuple[ExecutorMainConfig | None, Sequence[ExecutorStep | InputName], str | None]:
+    """Marin's calling forms (draccus.wrap): ``(steps, description)`` or ``(config, steps, description)``,
+    positionally or by keyword."""
+    rest = list(args)
+    config = rest.pop(0) if rest and isinstance(rest[0], ExecutorMainConfig) else None
+    for name in ("steps", "description"):
+        if not rest:
+            break
+        if (steps if name == "steps" else description) is not None:
+            raise TypeError(f"executor_main() got multiple values for argument {name!r}")
+        if name == "steps":
+            steps = rest.pop(0)
+        else:
+            description = rest.pop(0)
+    if rest:
+        raise TypeError(f"executor_main() got {len(rest)} unexpected positional argument(s)")
+    if steps is None:
+        raise TypeError("executor_main() needs the steps to run")
+    return config, steps, description
+
+
 def executor_main(
-    steps: Sequence[ExecutorStep | InputName],
+    *positional: Any,
+    steps: Sequence[ExecutorStep | InputName] | None = None,
     description: str | None = None,
     argv: Sequence[str] | None = None,
     partitions: Mapping[str, PartitionSource] | None = None,
@@ -180,11 +223,19 @@ def executor_main(
 ) -> ExecutionReport | None:
     """Run ``steps`` from the command line (``--prefix``, ``--dry_run true``, ``--run_only`` ...).
 
+    Called as Marin's ``executor_main`` is: ``executor_main(steps=..., description=...)``,
+    ``executor_main(steps, description)``, or with an :class:`ExecutorMainConfig` first
+    (``executor_main(ExecutorMainConfig(prefix=...), steps)``), which then replaces the command
+    line (not parsed), as with draccus. ``argv`` parses these arguments instead of ``sys.argv``.
     ``max_concurrent`` is the default for ``--max_concurrent`` (Marin's keyword). Returns the
     execution report (None for a dry run); exits with status 1 when steps fail and 2 when the steps
     succeeded but the run could not be recorded in the Dagster instance (unless ``--no_record``).
     """
-    args = build_parser(description).parse_args(argv)
+    config, steps, description = _call_arguments(positional, steps, description)
+    args = build_parser(description).parse_args([] if config is not None else argv)
+    if config is not None:
+        for field in dataclasses.fields(config):
+            setattr(args, field.name, getattr(config, field.name))
     args.run_only = parse_run_only(args.run_only)
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -82,3 +82,18 @@ def test_marin_execution_package_exports_marins_names(prefix):
     step = ExecutorStep(name="api/pkg", fn=write_value, config=WriteConfig(this_output_path(), versioned(3)))
     package.Executor(prefix=prefix, executor_info_base_path=f"{prefix}/records").run([step])
     assert json.loads(Path(prefix).glob("api/pkg-*/value.json").__next__().read_text())["value"] == 3
+
+
+def test_executor_main_takes_a_config_object_like_draccus(prefix, monkeypatch):
+    """Marin scripts call ``executor_main(ExecutorMainConfig(...), steps)``: the config replaces the
+    command line (which is not parsed), as draccus.wrap does."""
+    from marin_assets.execution.executor import executor_main
+
+    monkeypatch.setattr("sys.argv", ["script.py", "--unknown_flag_of_the_caller", "x"])
+    step = ExecutorStep(name="api/cfg", fn=write_value, config=WriteConfig(this_output_path(), versioned(4)))
+    config = ExecutorMainConfig(prefix=prefix, executor_info_base_path=f"{prefix}/records", dry_run=True)
+    assert executor_main(config, [step]) is None and not list(Path(prefix).glob("api/cfg-*"))
+    report = executor_main(ExecutorMainConfig(prefix=prefix, max_concurrent=1), steps=[step], description="d")
+    assert len(report.by_action("ran")) == 1 and list(Path(prefix, "experiments").glob("*.json"))
+    again = executor_main(ExecutorMainConfig(prefix=prefix, run_only=["api/cfg"]), [step], "with a description")
+    assert len(again.by_action("cached")) == 1
