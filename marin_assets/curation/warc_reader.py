@@ -50,15 +50,15 @@ def warc_tail_problem(handle: BinaryIO, codec: str | None, offset: int) -> tuple
     handle.seek(offset)
     decomp = new_decompressor(codec) if codec else None
     buf = bytearray()
-    remaining = 0  # bytes of the current record's block (+ its closing CRLFs) still to come
+    remaining = 0  # bytes of the current record's block still to come (the closing CRLFs are skipped as blank)
     records = 0
     current_id = ""
 
     def where() -> str:
         return f"after {max(0, records - 1)} complete record(s) from byte {offset}"
 
-    def lost() -> str | None:  # up to the 4 closing bytes may be missing without losing content
-        return current_id if remaining > 4 else None
+    def lost() -> str | None:
+        return current_id if remaining else None
 
     while True:
         chunk = handle.read(READ_BYTES)
@@ -94,11 +94,11 @@ def warc_tail_problem(handle: BinaryIO, codec: str | None, offset: int) -> tuple
             if not header.startswith("WARC/") or not length.isdigit():
                 return f"no WARC record header with a Content-Length {where()}", None
             del buf[: end + 4]
-            remaining = int(length) + 4  # the block, then CRLF CRLF
+            remaining = int(length)
             records += 1
             current_id = _header_value(header, "WARC-Record-ID")
-    if remaining > 4:
-        return f"the file ends inside a WARC record ({remaining - 4} byte(s) missing) {where()}", lost()
+    if remaining:
+        return f"the file ends inside a WARC record ({remaining} byte(s) missing) {where()}", lost()
     if buf.strip(b"\r\n"):
         records += 1
         return f"the file ends inside a WARC record header {where()}", None
