@@ -24,7 +24,7 @@ from typing import Any
 
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
 from marin_assets.execution.dry_run import format_plan, plan
-from marin_assets.execution.runner import ExecutionReport, Executor, ExecutorError, ExecutorOptions
+from marin_assets.execution.runner import ExecutionReport, Executor, ExecutorError, ExecutorOptions, function_name
 from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.status import write_json
 from marin_assets.execution.step import ExecutorStep, InputName
@@ -68,10 +68,13 @@ def write_experiment_record(
     steps = [
         {
             "name": n.name,
+            "fn_name": function_name(n.step.fn),
             "output_path": n.output_path,
             "hash": n.hash,
             "version": redact_secrets(n.version),
             "description": n.step.description,
+            "override_output_path": n.step.override_output_path,
+            "dependencies": [d.output_path for d in n.dependencies],
             "partitioned_by": n.partitioned_by,
         }
         for n in nodes

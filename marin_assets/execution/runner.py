@@ -402,7 +402,9 @@ class Executor:
                     "name": node.name,
                     "partition": partition,
                     "fn": function_name(node.step.fn),
+                    "fn_name": function_name(node.step.fn),  # Marin's key for the same
                     "description": node.step.description,
+                    "override_output_path": node.step.override_output_path,
                     "config": _config_for_info(config),
                     "version": node.version,
                     "hash": node.hash,

@@ -97,3 +97,25 @@ def test_executor_main_takes_a_config_object_like_draccus(prefix, monkeypatch):
     assert len(report.by_action("ran")) == 1 and list(Path(prefix, "experiments").glob("*.json"))
     again = executor_main(ExecutorMainConfig(prefix=prefix, run_only=["api/cfg"]), [step], "with a description")
     assert len(again.by_action("cached")) == 1
+
+
+def test_info_and_record_carry_marins_step_info_keys(prefix):
+    """Marin's ``ExecutorStepInfo`` keys (name, fn_name, config, description, override_output_path,
+    version, dependencies, output_path) in ``.executor_info`` and in the experiment record's steps."""
+    first = ExecutorStep(name="api/info_a", fn=write_value, config=WriteConfig(this_output_path(), versioned(5)))
+    second = ExecutorStep(
+        name="api/info_b",
+        fn=write_value,
+        config=WriteConfig(this_output_path(), 6, source=output_path_of(first)),
+        override_output_path="fixed/info_b",
+    )
+    executor = Executor(prefix=prefix)
+    executor.run([second])
+    marin_keys = {"name", "fn_name", "description", "override_output_path", "version", "dependencies", "output_path"}
+    info = json.loads(Path(prefix, "fixed/info_b/.executor_info").read_text())
+    assert marin_keys | {"config"} <= set(info)
+    assert info["fn_name"].endswith("write_value") and info["override_output_path"] == "fixed/info_b"
+    record = json.loads(Path(executor.executor_info_path).read_text())
+    by_name = {s["name"]: s for s in record["steps"]}
+    assert marin_keys <= set(by_name["api/info_b"])
+    assert by_name["api/info_b"]["dependencies"] == [executor.output_paths[first]]
