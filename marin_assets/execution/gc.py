@@ -1,8 +1,8 @@
 """``python -m marin_assets.execution.gc [--prefix P] [--yes]``: list step outputs under the prefix
 that no recorded experiment references, then delete them on confirmation.
 
-Without ``--yes`` it lists and asks; a non-interactive run only lists. Outputs under a live lease are
-never deleted; ``--keep module:attribute`` keeps the outputs of those steps too (runs started from
+Without ``--yes`` it lists and asks (a piped ``y`` answers too); no answer only lists. Outputs under
+a live lease are never deleted; ``--keep module:attribute`` keeps the outputs of those steps too (runs started from
 Dagster write no experiment record). See ``marin_assets.execution.maintenance``.
 """
 

@@ -1,8 +1,8 @@
 """``python -m marin_assets.execution.invalidate STEP [--prefix P] [--yes]``: mark a step and every
 recorded descendant for recomputation, without deleting data.
 
-Without ``--yes`` it prints what would be marked (a dry run) and asks; a non-interactive run only
-prints. ``STEP`` is a step name (``tokenized/tiny``), ``name-hash`` or an output path, looked up in
+Without ``--yes`` it prints what would be marked (a dry run) and asks (a piped ``y`` answers too);
+no answer only prints. ``STEP`` is a step name (``tokenized/tiny``), ``name-hash`` or an output path, looked up in
 the experiment records and in the steps given with ``--steps module:attribute``. See
 ``marin_assets.execution.maintenance``.
 """

@@ -25,6 +25,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -248,10 +250,24 @@ def apply_gc(plan: GcPlan) -> list[str]:
     return deleted
 
 
+# How long a non-terminal stdin (a pipe) may take to deliver its answer before it counts as "no":
+# a pipe that stays open and silent (a CI runner's stdin) must not hang the command.
+PIPED_ANSWER_WAIT_S = 2.0
+
+
 def confirm(question: str, assume_yes: bool) -> bool:
-    """Ask on the terminal unless ``assume_yes``; a non-interactive stdin answers no."""
+    """Ask unless ``assume_yes``: on the terminal, or an answer piped in (``echo y | ...``); no
+    answer (end of input, ``/dev/null``, a silent pipe) means no."""
     if assume_yes:
         return True
-    if not os.isatty(0):
-        return False
-    return input(f"{question} [y/N] ").strip().lower() in {"y", "yes"}
+    print(f"{question} [y/N] ", end="", flush=True)
+    try:
+        if not os.isatty(0):
+            ready, _, _ = select.select([sys.stdin], [], [], PIPED_ANSWER_WAIT_S)
+            answer = sys.stdin.readline() if ready else ""
+            print()  # a piped answer is not echoed
+        else:
+            answer = input()
+    except (EOFError, OSError, ValueError):
+        answer = ""
+    return answer.strip().lower() in {"y", "yes"}

@@ -82,3 +82,24 @@ def test_invalidate_finds_steps_materialized_from_dagster_through_steps(prefix):
     applied = cli("invalidate", "hello_world/numbers", "--prefix", prefix, "--steps", steps, "--yes")
     assert applied.returncode == 0, applied.stderr
     assert not (numbers / ".executor_status").exists() and (numbers / ".executor_invalidated").exists()
+
+
+def test_gc_asks_and_an_answer_on_stdin_confirms(prefix):
+    stale = Path(prefix, "old/data-000000")
+    stale.mkdir(parents=True)
+    (stale / ".executor_status").write_text(json.dumps({"status": "SUCCESS", "time": 0}))
+
+    def answered(answer: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "marin_assets.execution.gc", "--prefix", prefix],
+            cwd=str(REPO),
+            capture_output=True,
+            text=True,
+            input=answer,
+            timeout=120,
+        )
+
+    declined = answered("n\n")
+    assert "Delete them?" in declined.stdout and "nothing deleted" in declined.stdout and stale.exists()
+    confirmed = answered("y\n")
+    assert "deleted 1" in confirmed.stdout and not stale.exists(), confirmed.stdout + confirmed.stderr
