@@ -127,3 +127,18 @@ def test_marins_json_lines_status_files_are_read(tmp_path):
     assert read_status(str(tmp_path)).status == "RUNNING"  # WAITING: someone is on it
     (tmp_path / ".executor_status").write_text(json.dumps({**events[0], "status": "CANCELLED"}) + "\n")
     assert read_status(str(tmp_path)) is None  # cancelled: run it again
+
+
+def test_marins_status_module_reads_and_writes_event_logs_the_engine_understands(tmp_path):
+    from marin_assets.execution import executor_step_status as marin_status
+
+    out = str(tmp_path / "step-abc123")
+    path = marin_status.get_status_path(out)
+    marin_status.append_status(path, marin_status.STATUS_WAITING)
+    marin_status.append_status(path, marin_status.STATUS_RUNNING, ray_task_id="t1")
+    assert read_status(out).status == "RUNNING" and len(Path(path).read_text().splitlines()) == 2
+    marin_status.append_status(path, marin_status.STATUS_SUCCESS, ray_task_id="t1")
+    events = marin_status.read_events(path)
+    assert [e.status for e in events] == ["WAITING", "RUNNING", "SUCCESS"]
+    assert marin_status.get_current_status(events) == marin_status.get_latest_status_from_gcs(out) == "SUCCESS"
+    assert read_status(out).status == "SUCCESS"
