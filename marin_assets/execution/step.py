@@ -65,13 +65,26 @@ def versioned(value: T) -> VersionedValue[T]:
     """Mark ``value`` as part of the step's version: changing it changes the output path."""
     if isinstance(value, VersionedValue):
         raise ValueError("value is already versioned (use ensure_versioned to accept both)")
-    if isinstance(value, (InputName, ExecutorStep)):
+    reference = _step_reference_in(value)
+    if reference is not None:
         # Marin rejects this too: a path to another step is a dependency, and its version already
-        # enters ours through DEP[i]; versioning it would hide the dependency from the executor.
+        # enters ours through DEP[i]; versioning it (or a list holding it) would hide the dependency.
         raise ValueError(
-            f"cannot version a reference to another step ({value!r:.120}); pass output_path_of(step) unwrapped"
+            f"cannot version a reference to another step ({reference!r:.120}); pass output_path_of(step) unwrapped"
         )
     return VersionedValue(value)
+
+
+def _step_reference_in(value: Any, depth: int = 0) -> Any:
+    """The first ``InputName`` / ``ExecutorStep`` in ``value`` or its lists, tuples, sets and dicts."""
+    if isinstance(value, (InputName, ExecutorStep)):
+        return value
+    if depth < 8 and isinstance(value, (list, tuple, set, frozenset, dict)):
+        for item in value.values() if isinstance(value, dict) else value:
+            found = _step_reference_in(item, depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 def ensure_versioned(value: VersionedValue[T] | T) -> VersionedValue[T]:
