@@ -26,8 +26,11 @@ reference drop) keep their versions (``tests/curation/test_incremental_contract.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
+import threading
+import time
 from collections.abc import Sequence
 
 from marin_assets.dagster_bridge.assets import StepSchedule
@@ -102,30 +105,70 @@ def schedules(steps: dict[str, ExecutorStep]) -> list[StepSchedule]:
     ]
 
 
+def start_ray_in_background() -> threading.Thread | None:
+    """Start the embedded Ray head now, in a thread, so that its start overlaps writing the sample
+    drops and planning the run; the first Ray step then finds it (a file lock serialises the start).
+
+    None when ``$RAY_ADDRESS`` names a cluster to use instead. A failure here is left to that
+    first step, which starts the head again and reports the error.
+    """
+    if os.environ.get("RAY_ADDRESS"):
+        return None
+    from marin_resources.ray_cluster import get_default_config, start_embedded_head
+
+    def start() -> None:
+        try:
+            start_embedded_head(get_default_config())
+        except Exception as exc:  # noqa: BLE001 -- the first Ray step retries and raises
+            logging.getLogger(__name__).debug("early Ray start failed: %s", exc)
+
+    thread = threading.Thread(target=start, name="marin-ray-head-start", daemon=True)
+    thread.start()
+    return thread
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Make sure the sample drops exist, then run the whole quickstart."""
+    start = time.monotonic()
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--size", default="tiny", choices=sorted(SIZES))
     parser.add_argument("-v", "--verbose", action="store_true", help="every log line (engine, Dagster, Ray)")
+    parser.add_argument(
+        "--stop_ray", action="store_true", help="stop the embedded Ray head at the end (scripts/quickstart.sh)"
+    )
     known, rest = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
     configure_output(known.verbose)
     sample, rest = curation.split_sample_args(rest)
     prefix = sample.prefix or default_prefix()
-    if sample.sample_drops and "--dry_run" not in rest:
+    dry_run = "--dry_run" in rest
+    if sample.sample_drops and not dry_run:
+        present = set(curation.discover_drops(prefix))
+        if any(f"drop-{i:03d}" not in present for i in range(1, sample.sample_drops + 1)):
+            # A fresh prefix: everything will run, curation on Ray. (A re-run, mostly cached, starts
+            # Ray only if a step needs it.)
+            start_ray_in_background()
         curation.ensure_sample_drops(prefix, sample.sample_drops, sample.sample_docs)
     steps = build_steps(known.size)
     if not any(arg.startswith("--max_concurrent") for arg in rest):
-        # On a laptop-sized machine one unit at a time is as fast (the stages use every core
-        # through Ray or JAX) and keeps peak memory low.
-        rest = [*rest, "--max_concurrent", "1"]
-    report = executor_main(
-        [steps["evaluation"], *curation.STEPS.values()],
-        description=f"Quickstart ({known.size}): HTML drops to an evaluated model",
-        argv=rest,
-        partitions=PARTITIONS,
-    )
+        # Two units at a time on any machine: the quickstart's curation units are small (most of
+        # their time is start-up and waiting on Ray), so two of them -- or one of them and the
+        # held-out documents -- share 2 cores well; training and evaluation depend on everything
+        # before them and run alone. More would only add memory.
+        rest = [*rest, "--max_concurrent", "2"]
+    try:
+        report = executor_main(
+            [steps["evaluation"], *curation.STEPS.values()],
+            description=f"Quickstart ({known.size}): HTML drops to an evaluated model",
+            argv=rest,
+            partitions=PARTITIONS,
+        )
+    finally:
+        if known.stop_ray and not dry_run and not os.environ.get("RAY_ADDRESS"):
+            from marin_resources.ray_cluster import stop_embedded_head
+
+            stop_embedded_head()
     if report is not None:  # None: --dry_run
-        print(summary(report, steps, prefix, os.environ.get("DAGSTER_HOME")))
+        print(summary(report, steps, prefix, os.environ.get("DAGSTER_HOME"), time.monotonic() - start))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@
    ``marin_docstring_ppl``); any other task name is passed to lm-eval as is (its data must then be
    available offline).
 
-Both run in subprocesses (JAX and torch stay out of the engine process). The result is
+Both run in subprocesses (JAX and torch stay out of the engine process), side by side: each spends
+most of its time starting up single-threaded, so together they take about as long as the slower one.
+The result is
 ``<out>/results.json`` in lm-eval's format -- ``{"results": {task: {metric: value}}, ...}`` -- with the
 Levanter numbers added as ``levanter_validation/<set>`` tasks.
 """
@@ -112,13 +114,8 @@ def prepare_include_path(dest: str, extra: str | None = None) -> str:
     return dest
 
 
-def _run(cmd: list[str], log_path: str, timeout_s: float, env: Mapping[str, str]) -> str:
-    """Run ``cmd`` with output to ``log_path``; return the log text, raise on failure."""
-    return subprocess_runner.run(cmd, log_path, env, timeout_s)
-
-
-def run_levanter_eval(config: EvalConfig, hf_dir: str, work: str) -> dict[str, dict[str, float]]:
-    """Levanter held-out loss and bits per byte per validation set: ``{set: {"loss", "bpb"}}``."""
+def levanter_eval_job(config: EvalConfig, hf_dir: str, work: str) -> tuple[list[str], dict[str, str]] | None:
+    """Write Levanter's ``eval_lm`` config; return ``(command, caches)`` (None: no validation split)."""
     import jmp
     from haliax.partitioning import ResourceAxis  # noqa: F401 -- imported for Levanter's side effects
     from levanter.compat.hf_checkpoints import RepoRef
@@ -131,7 +128,7 @@ def run_levanter_eval(config: EvalConfig, hf_dir: str, work: str) -> dict[str, d
     caches, _ = _component_caches(config.validation_caches, {})
     caches = {k: v for k, v in caches.items() if os.path.exists(os.path.join(v, "validation", "shard_ledger.json"))}
     if not caches:
-        return {}
+        return None
     tokenizer = _tokenizer_of(caches)
     m = config.model
     lev = EvalLmConfig(
@@ -159,21 +156,19 @@ def run_levanter_eval(config: EvalConfig, hf_dir: str, work: str) -> dict[str, d
     yaml_path = os.path.join(work, "levanter_eval.yaml")
     with open(yaml_path, "w") as handle:
         handle.write(levanter_config_yaml(lev))
-    text = _run(
-        [sys.executable, "-m", "levanter.main.eval_lm", "--config_path", yaml_path],
-        os.path.join(work, "levanter_eval.log"),
-        config.timeout_s,
-        training_env(),
-    )
+    return [sys.executable, "-m", "levanter.main.eval_lm", "--config_path", yaml_path], caches
+
+
+def parse_levanter_eval(text: str, caches: Mapping[str, str]) -> dict[str, dict[str, float]]:
+    """``{set: {"loss", "bpb", ...}}`` from ``eval_lm``'s JSON tracker log."""
     steps, _ = parse_metrics(text)
     metrics = steps.get(0, {})
     out: dict[str, dict[str, float]] = {}
     for name in caches:
         entry = {}
         for key in ("loss", "bpb", "macro_loss", "macro_bpb"):
-            for candidate in (f"eval/{name}/{key}",):
-                if candidate in metrics:
-                    entry[key] = float(metrics[candidate])
+            if f"eval/{name}/{key}" in metrics:
+                entry[key] = float(metrics[f"eval/{name}/{key}"])
         if entry:
             out[name] = entry
     if len(caches) == 1 and not out:
@@ -185,8 +180,8 @@ def run_levanter_eval(config: EvalConfig, hf_dir: str, work: str) -> dict[str, d
 LM_EVAL_MAX_LENGTH = 1024
 
 
-def run_lm_eval(config: EvalConfig, hf_dir: str, work: str) -> dict[str, Any]:
-    """lm-eval ``hf`` model on ``hf_dir`` for ``config.tasks``; returns lm-eval's results dict."""
+def lm_eval_job(config: EvalConfig, hf_dir: str, work: str) -> tuple[list[str], dict[str, str], str]:
+    """``(command, environment, output folder)`` of lm-eval's ``hf`` model on ``hf_dir`` for ``config.tasks``."""
     include = prepare_include_path(os.path.join(work, "tasks"), config.include_path)
     out_dir = os.path.join(work, "lm_eval")
     cmd = [
@@ -217,12 +212,57 @@ def run_lm_eval(config: EvalConfig, hf_dir: str, work: str) -> dict[str, Any]:
     env = training_env()
     env.pop("JAX_PLATFORMS", None)
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    _run(cmd, os.path.join(work, "lm_eval.log"), config.timeout_s, env)
+    return cmd, env, out_dir
+
+
+def read_lm_eval_results(out_dir: str) -> dict[str, Any]:
+    """The newest ``results_*.json`` lm-eval wrote under ``out_dir``."""
     found = sorted(glob.glob(os.path.join(out_dir, "**", "results_*.json"), recursive=True), key=os.path.getmtime)
     if not found:
         raise RuntimeError(f"lm-eval wrote no results under {out_dir}")
     with open(found[-1]) as handle:
         return json.load(handle)
+
+
+def run_both(
+    jobs: Mapping[str, tuple[list[str], str, Mapping[str, str]]], timeout_s: float
+) -> tuple[dict[str, str], dict[str, float]]:
+    """Run ``{name: (command, log path, env)}`` at the same time; return each log's text and seconds.
+
+    Both evaluators spend most of their wall time starting up (importing torch or JAX, loading the
+    model, compiling), single-threaded, so on a small machine running them side by side takes
+    about as long as the slower one. The first failure kills the others and raises RuntimeError.
+    """
+    start = time.monotonic()
+    deadline = start + timeout_s
+    procs = {name: (subprocess_runner.start(cmd, log, env), cmd, log) for name, (cmd, log, env) in jobs.items()}
+    texts: dict[str, str] = {}
+    seconds: dict[str, float] = {}
+    try:
+        pending = dict(procs)
+        while pending:
+            for name, (proc, cmd, log) in list(pending.items()):
+                if proc.poll() is None:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{' '.join(cmd[:4])} did not finish in {timeout_s}s; log {log}")
+                    continue
+                del pending[name]
+                seconds[name] = round(time.monotonic() - start, 1)
+                with open(log, encoding="utf-8", errors="replace") as handle:
+                    texts[name] = handle.read()
+                if proc.returncode != 0:
+                    raise RuntimeError(
+                        f"{' '.join(cmd[:4])} exited with {proc.returncode}; log {log}:\n{texts[name][-4000:]}"
+                    )
+            if pending:
+                time.sleep(0.2)
+    finally:
+        for proc, _, _ in procs.values():
+            if proc.poll() is None:
+                subprocess_runner.kill_group(proc)
+                proc.wait()
+            getattr(proc, "unregister_fence", lambda: None)()
+    return texts, seconds
 
 
 def _finite(value: Any) -> bool:
@@ -251,11 +291,18 @@ def run_evaluation(config: EvalConfig) -> dict:
     hf_dir = _local_copy(hf_export, os.path.join(work, "hf_export"))
     start = time.monotonic()
     results: dict[str, Any] = {"results": {}, "versions": {}, "n-shot": {}, "configs": {}, "config": {}}
+    jobs: dict[str, tuple[list[str], str, Mapping[str, str]]] = {}
     if config.tasks:
-        results = run_lm_eval(config, hf_dir, work)
+        cmd, env, lm_eval_out = lm_eval_job(config, hf_dir, work)
+        jobs["lm_eval"] = (cmd, os.path.join(work, "lm_eval.log"), env)
+    levanter_job = levanter_eval_job(config, hf_dir, work) if config.validation_caches else None
+    if levanter_job is not None:
+        jobs["levanter"] = (levanter_job[0], os.path.join(work, "levanter_eval.log"), training_env())
+    texts, seconds = run_both(jobs, config.timeout_s)
+    if config.tasks:
+        results = read_lm_eval_results(lm_eval_out)
         results.pop("samples", None)
-    lm_eval_s = time.monotonic() - start
-    levanter = run_levanter_eval(config, hf_dir, work) if config.validation_caches else {}
+    levanter = parse_levanter_eval(texts["levanter"], levanter_job[1]) if levanter_job is not None else {}
     for name, metrics in levanter.items():
         task = f"{LEVANTER_TASK_PREFIX}/{name}"
         results.setdefault("results", {})[task] = {"alias": task, **{f"{k},none": v for k, v in metrics.items()}}
@@ -278,7 +325,8 @@ def run_evaluation(config: EvalConfig) -> dict:
         "tasks": sorted(results.get("results", {})),
         "bpb": bpb,
         "hf_export": hf_dir,
-        "lm_eval_s": round(lm_eval_s, 1),
+        "lm_eval_s": seconds.get("lm_eval", 0.0),
+        "levanter_eval_s": seconds.get("levanter", 0.0),
         "wall_s": round(time.monotonic() - start, 1),
         "results_path": join_path(out, "results.json"),
     }

@@ -141,7 +141,11 @@ def _in_ray_task() -> bool:
         return False
     import ray
 
-    return ray.is_initialized() and ray.get_runtime_context().get_task_id() is not None
+    if not ray.is_initialized():
+        return False
+    context = ray.get_runtime_context()
+    # get_task_id() logs a warning in a driver; only a worker process runs tasks.
+    return context.worker.mode == ray.WORKER_MODE and context.get_task_id() is not None
 
 
 def marin_writer_placement(workers: int | None) -> tuple[str, int]:
