@@ -140,7 +140,7 @@ def cpu_trainer_overrides(accelerator: str) -> dict[str, Any]:
     the jaxpr/HLO of each compiled step written as artifacts. On CPU the hook costs a second
     compile of the train step (Levanter compiles a with-hooks and a without-hooks variant) and the
     artifacts two extra traces per variant -- together about a minute of the quickstart's training
-    on a busy 2-core machine, more than 60 of its 200 steps. Losses, checkpoints and exports are
+    on a busy 2-core machine, as long as 30 of its steps. Losses, checkpoints and exports are
     unchanged; GPU/TPU runs keep Levanter's defaults.
     """
     if accelerator != "cpu":

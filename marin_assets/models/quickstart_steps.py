@@ -4,8 +4,10 @@
 curation output (until then :func:`marin_assets.models.sample_documents.sample_documents_step`
 provides offline documents). Two sizes:
 
-* ``"tiny"``: the README quickstart -- 4096-token BPE, 0.66 M-parameter Llama, 200 steps x 32 x 128
-  tokens; the loss falls clearly (about 8.9 -> 5.x) in a few minutes on 2 CPU cores;
+* ``"tiny"``: the README quickstart -- 4096-token BPE, 0.66 M-parameter Llama, 100 steps x 32 x 128
+  tokens; the train loss falls from about 8.9 to about 5.4 and the held-out loss to about 6.5 in
+  about a minute of training on 2 CPU cores. (200 steps, as before, reached a held-out loss of 6.45
+  against 6.48 at step 100: the second half mostly memorises the ~0.2 M training tokens.)
 * ``"test"``: the same graph shrunk for the test suite (a few steps, a few eval instances).
 """
 
@@ -42,10 +44,10 @@ SIZES: dict[str, QuickstartSize] = {
         ),
         train=SimpleTrainConfig(
             train_batch_size=32,
-            num_train_steps=200,
+            num_train_steps=100,
             learning_rate=3e-3,
-            steps_per_checkpoint=100,
-            steps_per_eval=100,
+            steps_per_checkpoint=50,
+            steps_per_eval=50,
             max_eval_batches=8,
         ),
         max_eval_instances=None,
