@@ -114,6 +114,23 @@ def test_remove_tpu_lockfile_on_exit_even_when_the_task_fails(tmp_path):
         pass
 
 
+def test_remove_tpu_lockfile_on_exit_is_also_marins_decorator(tmp_path):
+    lockfile = tmp_path / "libtpu_lockfile"
+
+    @remove_tpu_lockfile_on_exit(lockfile=str(lockfile))
+    def tpu_task(x: int) -> int:
+        lockfile.write_text("held")
+        return x + 1
+
+    assert tpu_task(1) == 2 and not lockfile.exists() and tpu_task.__name__ == "tpu_task"
+
+    @remove_tpu_lockfile_on_exit
+    def plain(x: int) -> int:  # Marin's bare form: the default lockfile
+        return x * 2
+
+    assert plain(4) == 8
+
+
 def test_marins_json_lines_status_files_are_read(tmp_path):
     events = [
         {"date": "2024-09-28T13:29:20.780705", "status": "WAITING", "message": None},
