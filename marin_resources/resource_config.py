@@ -187,9 +187,9 @@ class TpuPodConfig(_Common):
 
     tpu_type: str
     slice_count: int = 1
-    num_cpus: int = 8
     runtime_env: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     device_flops_override: float | None = None
+    num_cpus: int = 8
     include_tpu_in_ray_resources: bool = False
     chip_count: int = 1
     include_tpu_head: bool = False

@@ -97,6 +97,8 @@ def test_marin_resource_configs():
     assert cpu.accelerator_descriptor() is None
     gpu = GpuConfig(gpu_count=2, accelerator_type="a100")
     assert gpu.as_remote_kwargs() == {"num_gpus": 2, "runtime_env": {}, "accelerator_type": "A100"}
+    positional = TpuPodConfig("v4-8", 2, {"env_vars": {"A": "1"}})  # Marin's field order
+    assert (positional.slice_count, dict(positional.runtime_env)) == (2, {"env_vars": {"A": "1"}})
     tpu = TpuPodConfig(tpu_type="v4-8", slice_count=2).with_env_vars(LIBTPU_INIT_ARGS="x")
     assert tpu.accelerator_descriptor() == "v4-8" and tpu.total_device_count() == 8
     assert tpu.as_remote_kwargs()["runtime_env"] == {"env_vars": {"LIBTPU_INIT_ARGS": "x"}}
