@@ -36,6 +36,8 @@ _NOT_SECRET = re.compile(r"(^|_)(bos|eos|pad|unk|sep|cls|mask|start|end|special)
 # ``name='value'`` inside a dataclass repr: a versioned dataclass enters the version as its repr
 # (Marin's encoder), so a credential field of one would otherwise be written down verbatim.
 _REPR_FIELD = re.compile(r"""\b([A-Za-z_]\w*)=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+# ``'KEY': 'value'`` inside a dict repr (a resource config's ``runtime_env={'env_vars': {...}}``).
+_REPR_ITEM = re.compile(r"""(['"])([A-Za-z_][\w.-]*)\1(\s*:\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 
 
 class MissingSecretError(RuntimeError):
@@ -85,7 +87,13 @@ def _redact_repr_fields(text: str) -> str:
     def hide(match: re.Match[str]) -> str:
         return f"{match.group(1)}='{REDACTED}'" if is_secret_name(match.group(1)) else match.group(0)
 
-    return _REPR_FIELD.sub(hide, text) if "=" in text else text
+    def hide_item(match: re.Match[str]) -> str:
+        quote, key, colon = match.group(1), match.group(2), match.group(3)
+        return f"{quote}{key}{quote}{colon}'{REDACTED}'" if is_secret_name(key) else match.group(0)
+
+    if "=" in text:
+        text = _REPR_FIELD.sub(hide, text)
+    return _REPR_ITEM.sub(hide_item, text) if ":" in text else text
 
 
 def redact_secrets(value: Any) -> Any:
