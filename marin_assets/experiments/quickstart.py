@@ -150,11 +150,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         curation.ensure_sample_drops(prefix, sample.sample_drops, sample.sample_docs)
     steps = build_steps(known.size)
     if not any(arg.startswith("--max_concurrent") for arg in rest):
-        # Two units at a time on any machine: the quickstart's curation units are small (most of
-        # their time is start-up and waiting on Ray), so two of them -- or one of them and the
-        # held-out documents -- share 2 cores well; training and evaluation depend on everything
-        # before them and run alone. More would only add memory.
-        rest = [*rest, "--max_concurrent", "2"]
+        # One unit at a time: the stages use every core through Ray, JAX or their process pools, and
+        # two curation units at once on Ray cost a second set of Ray worker processes (each imports
+        # the stage libraries: ~4 CPU-seconds) -- measured slower on 2 cores, and more memory.
+        rest = [*rest, "--max_concurrent", "1"]
     try:
         report = executor_main(
             [steps["evaluation"], *curation.STEPS.values()],
