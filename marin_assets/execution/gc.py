@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Sequence
 
 from marin_assets.execution.executor_main import default_prefix
-from marin_assets.execution.maintenance import apply_gc, confirm, load_steps, plan_gc, step_outputs_of
+from marin_assets.execution.maintenance import apply_gc, checked_prefix, confirm, load_steps, plan_gc, step_outputs_of
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also keep the outputs of these steps (e.g. marin_assets.experiments.hello_world:STEPS)",
     )
     args = parser.parse_args(argv)
-    prefix = args.prefix or default_prefix()
+    prefix = checked_prefix(args.prefix or default_prefix())
     keep = [path for spec in args.keep for path in step_outputs_of(load_steps(spec), prefix)]
     plan = plan_gc(prefix, keep)
     for output in plan.unreferenced:

@@ -14,7 +14,14 @@ import sys
 from collections.abc import Sequence
 
 from marin_assets.execution.executor_main import default_prefix
-from marin_assets.execution.maintenance import apply_invalidation, confirm, load_steps, plan_invalidation, steps_of
+from marin_assets.execution.maintenance import (
+    apply_invalidation,
+    checked_prefix,
+    confirm,
+    load_steps,
+    plan_invalidation,
+    steps_of,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also consider these steps (runs started from Dagster write no experiment record)",
     )
     args = parser.parse_args(argv)
-    prefix = args.prefix or default_prefix()
+    prefix = checked_prefix(args.prefix or default_prefix())
     try:
         known = [step for spec in args.steps for step in steps_of(load_steps(spec), prefix)]
         plan = plan_invalidation(prefix, args.step, known)

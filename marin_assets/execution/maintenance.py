@@ -32,9 +32,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
 from marin_assets.execution.lease import lease_for_output
 from marin_assets.execution.status import INFO_FILE, STATUS_FILE, read_json, read_status
-from marin_assets.execution.storage import atomic_write_text, filesystem, join_path, read_text
+from marin_assets.execution.storage import atomic_write_text, filesystem, join_path, local_prefix, read_text
 
 logger = logging.getLogger("marin.executor")
 
@@ -248,6 +249,18 @@ def apply_gc(plan: GcPlan) -> list[str]:
         fs.rm(path, recursive=True)
         deleted.append(output)
     return deleted
+
+
+def checked_prefix(prefix: str) -> str:
+    """``prefix`` as the engine spells it; a store without conditional writes (leases cannot be
+    read reliably there) exits with status 2 and one line, before anything touches it."""
+    prefix = local_prefix(prefix)
+    try:
+        backend_for(prefix)
+    except UnsupportedStorageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return prefix
 
 
 # How long a non-terminal stdin (a pipe) may take to deliver its answer before it counts as "no":

@@ -103,3 +103,9 @@ def test_gc_asks_and_an_answer_on_stdin_confirms(prefix):
     assert "Delete them?" in declined.stdout and "nothing deleted" in declined.stdout and stale.exists()
     confirmed = answered("y\n")
     assert "deleted 1" in confirmed.stdout and not stale.exists(), confirmed.stdout + confirmed.stderr
+
+
+def test_gc_and_invalidate_refuse_a_store_without_conditional_writes_in_one_line():
+    for args in (("gc", "--prefix", "s3://bucket/marin"), ("invalidate", "a/b", "--prefix", "s3://bucket/marin")):
+        proc = cli(*args)
+        assert proc.returncode == 2 and "conditional writes" in proc.stderr and "Traceback" not in proc.stderr
