@@ -42,7 +42,14 @@ from marin_assets.execution.lease import (
     guard_remote,
     lease_for_output,
 )
-from marin_assets.execution.secrets import redact_secrets, resolve_secrets, scrub, scrub_values, secret_values
+from marin_assets.execution.secrets import (
+    environment_secrets,
+    redact_secrets,
+    resolve_secrets,
+    scrub,
+    scrub_values,
+    secret_values,
+)
 from marin_assets.execution.status import (
     INFO_FILE,
     METADATA_FILE,
@@ -430,15 +437,20 @@ class Executor:
                     "recorded nothing"
                 ) from None
             # An error message may quote a secret the step was given: never record or log it.
-            hidden = secret_values(config)
-            error = scrub(traceback.format_exc(), hidden)
+            hidden = secret_values(config) | environment_secrets()
+            raw_error = traceback.format_exc()
+            error = scrub(raw_error, hidden)
             self._fenced_status(lease, label, output_path, STATUS_FAILED, token, run_id=run_id, error=error)
             logger.error("%s: FAILED after %.1fs: %s", label, time.monotonic() - start, scrub(str(exc), hidden))
             if not isinstance(exc, Exception):
                 raise
-            raise StepFailedError(f"{label} failed: {scrub(str(exc), hidden)}") from (None if hidden else exc)
+            # The original exception stays chained unless its traceback quotes a secret.
+            raise StepFailedError(f"{label} failed: {scrub(str(exc), hidden)}") from (
+                None if error != raw_error else exc
+            )
         # What a step returns may quote a secret it was given, under any key: scrubbed like errors.
-        metadata = scrub_values(result, secret_values(config)) if isinstance(result, dict) else {}
+        hidden = secret_values(config) | environment_secrets()
+        metadata = scrub_values(result, hidden) if isinstance(result, dict) else {}
         if metadata:
             write_json(join_path(output_path, METADATA_FILE), metadata)
         self._fenced_status(lease, label, output_path, STATUS_SUCCESS, token, run_id=run_id)

@@ -168,6 +168,18 @@ def secret_values(value: Any, _key: str = "") -> set[str]:
     return found
 
 
+# Shorter values of secret-named variables (flags such as AUTH_ENABLED=true) are not credentials,
+# and scrubbing them would blank ordinary words out of error messages.
+MIN_ENV_SECRET_LENGTH = 8
+
+
+def environment_secrets() -> set[str]:
+    """Values of the runner's own environment variables whose names look secret
+    (``AWS_SECRET_ACCESS_KEY``, ``WANDB_API_KEY``, ``HF_TOKEN`` ...): a step may quote them in an
+    error or return them, and neither may be written down."""
+    return {value for name, value in os.environ.items() if len(value) >= MIN_ENV_SECRET_LENGTH and is_secret_name(name)}
+
+
 def scrub_values(value: Any, secrets: set[str]) -> Any:
     """A JSON-like copy of ``value`` (redacted as :func:`redact_secrets` does) in which every string
     has the given secret strings replaced by ``***`` -- for what a step returns, which may quote a

@@ -87,3 +87,27 @@ def test_a_secret_echoed_in_returned_metadata_is_scrubbed(prefix, monkeypatch):
     assert "ECHOEDSECRET9" not in json.dumps(outcome.metadata) and outcome.metadata["rows"] == 3
     written = b"".join(p.read_bytes() for p in Path(prefix).rglob("*") if p.is_file())
     assert b"ECHOEDSECRET9" not in written and b"logged in with ***" in written
+
+
+def leak_environment(config: EchoConfig) -> dict:
+    import os
+
+    Path(config.output_path).mkdir(parents=True, exist_ok=True)
+    if config.wandb == "fail":
+        raise RuntimeError(f"could not authenticate with {os.environ['AUDIT_SECRET_ACCESS_KEY']}")
+    return {"env": os.environ["AUDIT_SECRET_ACCESS_KEY"]}
+
+
+def test_credentials_in_the_runners_environment_are_scrubbed_from_errors_and_metadata(prefix, monkeypatch):
+    from marin_assets.execution import ExecutorError
+
+    monkeypatch.setenv("AUDIT_SECRET_ACCESS_KEY", "aws-ENVCREDENTIAL-42")
+    ok = ExecutorStep(name="secrets/env_ok", fn=leak_environment, config=EchoConfig(this_output_path(), "ok"))
+    bad = ExecutorStep(name="secrets/env_bad", fn=leak_environment, config=EchoConfig(this_output_path(), "fail"))
+    run_steps([ok], prefix)
+    try:
+        run_steps([bad], prefix)
+    except ExecutorError as exc:
+        assert "ENVCREDENTIAL" not in str(exc)
+    written = b"".join(p.read_bytes() for p in Path(prefix).rglob("*") if p.is_file())
+    assert b"could not authenticate with ***" in written and b"ENVCREDENTIAL" not in written
