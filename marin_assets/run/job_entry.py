@@ -5,8 +5,8 @@ variables of ``ray_run`` do not travel in the job's ``runtime_env.env_vars`` (Ra
 the job's metadata, which ``ray job list`` and the dashboard show to anyone); they travel as a
 file inside a throw-away ``py_modules`` package whose module name is in ``$MARIN_JOB_ENV_MODULE``.
 This entrypoint loads them, runs the command with them, and copies the command's output to the
-job log with every secret value replaced by ``***`` -- so a job that prints its own environment
-still leaves no secret in the logs. Exit status and SIGTERM (``ray_run stop``) pass through.
+job log with every value replaced by ``***`` (except those of :data:`CONFIG_VARIABLES` such as
+``MARIN_PREFIX``) -- so a job that prints its own environment still leaves no secret in the logs. Exit status and SIGTERM (``ray_run stop``) pass through.
 """
 
 from __future__ import annotations
@@ -22,6 +22,46 @@ from pathlib import Path
 ENV_MODULE_VAR = "MARIN_JOB_ENV_MODULE"
 ENV_FILE = "env.json"
 REDACTED = b"***"
+# ``-e`` variables that configure a run rather than authenticate it: their values (a prefix, a W&B
+# project, offline switches) stay readable in the job's log, so output paths can be read there.
+# Every other ``-e`` value is treated as a secret.
+CONFIG_VARIABLES = frozenset(
+    {
+        "MARIN_PREFIX",
+        "MARIN_RUN_OBSERVERS",
+        "MARIN_RAY_TMPDIR",
+        "MARIN_BROWSER_URL",
+        "MARIN_STEPS_ON_RAY",
+        "MARIN_RAY_PIP_SKIP_INSTALLED",
+        "WANDB_MODE",
+        "WANDB_PROJECT",
+        "WANDB_ENTITY",
+        "WANDB_GROUP",
+        "WANDB_RUN_GROUP",
+        "WANDB_NAME",
+        "WANDB_TAGS",
+        "HF_HUB_OFFLINE",
+        "HF_DATASETS_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "HF_HOME",
+        "JAX_PLATFORMS",
+        "XLA_FLAGS",
+        "LIBTPU_INIT_ARGS",
+        "TOKENIZERS_PARALLELISM",
+        "PYTHONPATH",
+        "PYTHONUNBUFFERED",
+        "DAGSTER_HOME",
+        "STORAGE_EMULATOR_HOST",
+    }
+)
+
+
+def secret_values(env: dict[str, str]) -> list[bytes]:
+    """The ``-e`` values to hide (all but :data:`CONFIG_VARIABLES`; 3+ characters), longest first so
+    a secret containing another is replaced whole; 1-2 character values would turn every log line
+    into asterisks and are not secrets anyone should pass."""
+    hidden = {v.encode() for k, v in env.items() if k not in CONFIG_VARIABLES and len(v) >= 3}
+    return sorted(hidden, key=len, reverse=True)
 
 
 def load_job_env() -> dict[str, str]:
@@ -51,9 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = load_job_env()
     env = {**os.environ, **extra, "PYTHONUNBUFFERED": "1"}
     env.pop(ENV_MODULE_VAR, None)
-    # Longest first, so a secret containing another is replaced whole; short values (1-2 chars)
-    # would turn every log line into asterisks and are not secrets anyone should pass.
-    secrets = sorted({v.encode() for v in extra.values() if len(v) >= 3}, key=len, reverse=True)
+    secrets = secret_values(extra)
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
     def forward(signum: int, _frame: object) -> None:

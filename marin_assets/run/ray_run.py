@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from marin_assets.run.job_entry import ENV_FILE, ENV_MODULE_VAR, REDACTED, scrub
+from marin_assets.run.job_entry import CONFIG_VARIABLES, ENV_FILE, ENV_MODULE_VAR, REDACTED, scrub, secret_values
 from marin_resources.runtime_env import runtime_env_for
 
 logger = logging.getLogger("marin.ray_run")
@@ -196,7 +196,7 @@ def submit(args: argparse.Namespace, command: list[str]) -> int:
             if group not in groups:
                 groups.append(group)
     env = {key: value for key, value in (args.env or [])}
-    secrets = list(env.values())
+    secrets = [v.decode() for v in secret_values(env)]
     staging = tempfile.mkdtemp(prefix="marin-ray-run-") if env else None
     try:
         env_module = write_env_module(env, staging) if staging else None
@@ -220,7 +220,7 @@ def submit(args: argparse.Namespace, command: list[str]) -> int:
                 "address": args.address,
                 "entrypoint": shlex.join(command),
                 "dependency_groups": groups,
-                "env": {k: REDACTED.decode() for k in env},
+                "env": {k: (v if k in CONFIG_VARIABLES else REDACTED.decode()) for k, v in env.items()},
                 "runtime_env": shown,
             }
         ),

@@ -18,10 +18,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_job_entry_sets_the_env_and_scrubs_it_from_the_output(tmp_path):
-    module_dir = ray_run.write_env_module({"MY_TOKEN": "tok-123456", "OTHER": "visible?"}, str(tmp_path))
+    shipped = {"MY_TOKEN": "tok-123456", "OTHER": "visible?", "MARIN_PREFIX": "/data/marin"}
+    module_dir = ray_run.write_env_module(shipped, str(tmp_path))
     assert oct(os.stat(Path(module_dir, "env.json")).st_mode & 0o777) == "0o600"
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{REPO_ROOT}", ENV_MODULE_VAR: Path(module_dir).name}
-    script = "import os, sys; print('token', os.environ['MY_TOKEN'], os.environ['OTHER']); sys.exit(4)"
+    script = "import os, sys; e = os.environ; print('token', e['MY_TOKEN'], e['OTHER'], e['MARIN_PREFIX']); sys.exit(4)"
     result = subprocess.run(
         [sys.executable, "-m", "marin_assets.run.job_entry", "--", sys.executable, "-c", script],
         env=env,
@@ -30,7 +31,7 @@ def test_job_entry_sets_the_env_and_scrubs_it_from_the_output(tmp_path):
         timeout=60,
     )
     assert result.returncode == 4  # the command's status passes through
-    assert result.stdout.strip() == "token *** ***"
+    assert result.stdout.strip() == "token *** *** /data/marin"  # a prefix is configuration, not a secret
 
 
 def test_auth_header_from_token_file_and_disabled_mode(tmp_path, monkeypatch):
