@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 from marin_assets.dagster_bridge.assets import StepSchedule
 from marin_assets.execution import ExecutorStep, executor_main, output_path_of
-from marin_assets.execution.executor_main import default_prefix
+from marin_assets.execution.executor_main import DEFAULT_OBSERVERS, default_prefix
 from marin_assets.experiments import curation
 from marin_assets.experiments.quickstart_output import configure_output, summary
 from marin_assets.models.evaluate import LOCAL_TASKS, default_eval
@@ -127,6 +127,35 @@ def start_ray_in_background() -> threading.Thread | None:
     return thread
 
 
+class RayStopper:
+    """Stops the embedded Ray head in a thread once the steps are done, while the run is recorded.
+
+    Registered as the first run observer of ``executor_main`` (``$MARIN_RUN_OBSERVERS``), so it is
+    called right after the last unit; the Dagster recording that follows computes nothing and needs
+    no Ray. Some of Ray's daemons take seconds to exit on SIGTERM, time the recording now hides.
+    """
+
+    def __init__(self) -> None:
+        self.thread: threading.Thread | None = None
+
+    def __call__(self, **_: object) -> None:
+        from marin_resources.ray_cluster import stop_embedded_head
+
+        if self.thread is None:
+            self.thread = threading.Thread(target=stop_embedded_head, name="marin-ray-stop", daemon=True)
+            self.thread.start()
+
+    def finish(self) -> None:
+        """Wait for the stop (or stop now when the run ended before the observers were called)."""
+        if self.thread is None:
+            self(graph=None)
+        assert self.thread is not None
+        self.thread.join()
+
+
+RAY_STOPPER = RayStopper()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Make sure the sample drops exist, then run the whole quickstart."""
     start = time.monotonic()
@@ -154,6 +183,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         # two curation units at once on Ray cost a second set of Ray worker processes (each imports
         # the stage libraries: ~4 CPU-seconds) -- measured slower on 2 cores, and more memory.
         rest = [*rest, "--max_concurrent", "1"]
+    stop_ray = known.stop_ray and not dry_run and not os.environ.get("RAY_ADDRESS")
+    observers = os.environ.get("MARIN_RUN_OBSERVERS")
+    if stop_ray:  # __name__: the instance of this very module, also when it runs as __main__
+        os.environ["MARIN_RUN_OBSERVERS"] = (
+            f"{__name__}:RAY_STOPPER,{DEFAULT_OBSERVERS if observers is None else observers}".rstrip(",")
+        )
     try:
         report = executor_main(
             [steps["evaluation"], *curation.STEPS.values()],
@@ -162,10 +197,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             partitions=PARTITIONS,
         )
     finally:
-        if known.stop_ray and not dry_run and not os.environ.get("RAY_ADDRESS"):
-            from marin_resources.ray_cluster import stop_embedded_head
-
-            stop_embedded_head()
+        if stop_ray:
+            RAY_STOPPER.finish()
+            if observers is None:
+                os.environ.pop("MARIN_RUN_OBSERVERS", None)
+            else:
+                os.environ["MARIN_RUN_OBSERVERS"] = observers
     if report is not None:  # None: --dry_run
         print(summary(report, steps, prefix, os.environ.get("DAGSTER_HOME"), time.monotonic() - start))
 

@@ -33,7 +33,7 @@ from typing import Any
 from marin_assets.execution.metadata import table_markdown
 from marin_assets.execution.step import ExecutorStep, InputName, this_output_path, versioned
 from marin_assets.execution.storage import atomic_write_text, is_local, join_path
-from marin_assets.models import subprocess_runner
+from marin_assets.models import levanter_main, subprocess_runner
 from marin_assets.models.levanter_config import (
     _component_caches,
     _tokenizer_of,
@@ -114,8 +114,15 @@ def prepare_include_path(dest: str, extra: str | None = None) -> str:
     return dest
 
 
-def levanter_eval_job(config: EvalConfig, hf_dir: str, work: str) -> tuple[list[str], dict[str, str]] | None:
-    """Write Levanter's ``eval_lm`` config; return ``(command, caches)`` (None: no validation split)."""
+def levanter_eval_caches(config: EvalConfig) -> dict[str, str]:
+    """Validation set name -> cache root of the caches that have a ``validation`` split."""
+    caches, _ = _component_caches(config.validation_caches, {})
+    return {k: v for k, v in caches.items() if os.path.exists(os.path.join(v, "validation", "shard_ledger.json"))}
+
+
+def write_levanter_eval_config(config: EvalConfig, hf_dir: str, work: str) -> str:
+    """Write Levanter's ``eval_lm`` config to ``<work>/levanter_eval.yaml`` (in the eval subprocess:
+    it imports Levanter) and return its path."""
     import jmp
     from haliax.partitioning import ResourceAxis  # noqa: F401 -- imported for Levanter's side effects
     from levanter.compat.hf_checkpoints import RepoRef
@@ -125,10 +132,7 @@ def levanter_eval_job(config: EvalConfig, hf_dir: str, work: str) -> tuple[list[
     from levanter.tracker.json_logger import JsonLoggerConfig
     from levanter.trainer import TrainerConfig
 
-    caches, _ = _component_caches(config.validation_caches, {})
-    caches = {k: v for k, v in caches.items() if os.path.exists(os.path.join(v, "validation", "shard_ledger.json"))}
-    if not caches:
-        return None
+    caches = levanter_eval_caches(config)
     tokenizer = _tokenizer_of(caches)
     m = config.model
     lev = EvalLmConfig(
@@ -156,7 +160,16 @@ def levanter_eval_job(config: EvalConfig, hf_dir: str, work: str) -> tuple[list[
     yaml_path = os.path.join(work, "levanter_eval.yaml")
     with open(yaml_path, "w") as handle:
         handle.write(levanter_config_yaml(lev))
-    return [sys.executable, "-m", "levanter.main.eval_lm", "--config_path", yaml_path], caches
+    return yaml_path
+
+
+def levanter_eval_job(config: EvalConfig, hf_dir: str, work: str) -> tuple[list[str], dict[str, str]] | None:
+    """``(command, caches)`` of Levanter's evaluation (None: no cache has a validation split)."""
+    caches = levanter_eval_caches(config)
+    if not caches:
+        return None
+    spec = levanter_main.write_spec(os.path.join(work, "levanter_eval.pkl"), (config, hf_dir, work))
+    return levanter_main.command("eval", spec), caches
 
 
 def parse_levanter_eval(text: str, caches: Mapping[str, str]) -> dict[str, dict[str, float]]:

@@ -1,8 +1,10 @@
 """Training as a step: Levanter's ``train_lm`` on a mixture of tokenized caches.
 
-``default_train`` returns a step ``checkpoints/<name>`` whose function writes a Levanter
-``TrainLmConfig`` (``<out>/train_config.yaml``) and runs ``python -m levanter.main.train_lm`` on it
-in a subprocess. A subprocess keeps JAX's memory and threads out of the engine/Dagster process,
+``default_train`` returns a step ``checkpoints/<name>`` whose function runs Levanter's ``train_lm``
+in a subprocess (:mod:`marin_assets.models.levanter_main`), which builds Levanter's ``TrainLmConfig``,
+writes it (``<out>/train_config.yaml``) and trains on it exactly as ``python -m
+levanter.main.train_lm --config_path`` would. A subprocess keeps JAX's imports, memory and threads
+out of the engine/Dagster process,
 makes "kill the worker" a real SIGKILL of one process, and lets the step read throughput and loss
 from Levanter's own JSON tracker log afterwards.
 
@@ -35,7 +37,7 @@ from typing import Any
 from marin_assets.execution.metadata import markdown
 from marin_assets.execution.step import ExecutorStep, InputName, this_output_path, versioned
 from marin_assets.execution.storage import atomic_write_bytes, atomic_write_text, is_local, join_path
-from marin_assets.models import subprocess_runner
+from marin_assets.models import levanter_main, subprocess_runner
 from marin_assets.models.levanter_config import (
     build_levanter_config,
     default_run_id,
@@ -84,39 +86,42 @@ def _log_path(config: TrainConfig) -> str:
     return os.path.join("/tmp", f"marin-train-{default_run_id(config.output_path)}.log")
 
 
-def launch_training(config: TrainConfig, yaml_path: str, log_path: str) -> subprocess.Popen:
-    """Start ``python -m levanter.main.train_lm --config_path yaml_path`` (own process group; dies
-    with its runner and with the step's lease, see ``subprocess_runner``)."""
+def _start_trainer(config: TrainConfig, cmd: list[str], log_path: str) -> subprocess.Popen:
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     with open(log_path, "ab") as log:
         log.write(f"\n===== marin: train_lm start {time.strftime('%Y-%m-%dT%H:%M:%S')} =====\n".encode())
-    return subprocess_runner.start(
-        [sys.executable, "-m", "levanter.main.train_lm", "--config_path", yaml_path],
-        log_path,
-        training_env(config.env, config.accelerator),
+    return subprocess_runner.start(cmd, log_path, training_env(config.env, config.accelerator))
+
+
+def launch_training(config: TrainConfig, yaml_path: str, log_path: str) -> subprocess.Popen:
+    """Start ``python -m levanter.main.train_lm --config_path yaml_path`` (own process group; dies
+    with its runner and with the step's lease, see ``subprocess_runner``)."""
+    return _start_trainer(
+        config, [sys.executable, "-m", "levanter.main.train_lm", "--config_path", yaml_path], log_path
     )
 
 
 def run_training(config: TrainConfig) -> dict:
-    """Run (or resume) Levanter training into ``config.output_path``; returns step metadata."""
+    """Run (or resume) Levanter training into ``config.output_path``; returns step metadata.
+
+    The subprocess builds Levanter's config itself (:mod:`marin_assets.models.levanter_main`), so this
+    process never imports Levanter or JAX.
+    """
     out = config.output_path
-    lev_config = build_levanter_config(config)
-    write_reference_checkpoint(lev_config.model.reference_checkpoint, config.model, lev_config.data.tokenizer)
-    yaml_text = levanter_config_yaml(lev_config)
-    atomic_write_text(join_path(out, "train_config.yaml"), yaml_text)
     resumed_from = list_step_dirs(join_path(out, "checkpoints"))
     log_path = _log_path(config)
     start = time.monotonic()
     if config.in_process:
         from levanter.main.train_lm import main as train_main
 
+        lev_config = build_levanter_config(config)
+        write_reference_checkpoint(lev_config.model.reference_checkpoint, config.model, lev_config.data.tokenizer)
+        atomic_write_text(join_path(out, "train_config.yaml"), levanter_config_yaml(lev_config))
         train_main(lev_config)
         log_text = ""
     else:
-        local_yaml = log_path + ".config.yaml"
-        with open(local_yaml, "w") as handle:
-            handle.write(yaml_text)
-        proc = launch_training(config, local_yaml, log_path)
+        spec = levanter_main.write_spec(log_path + ".config.pkl", config)
+        proc = _start_trainer(config, levanter_main.command("train", spec), log_path)
         try:
             rc = subprocess_runner.wait(proc, config.timeout_s)  # kills the trainer if cancelled
         except subprocess.TimeoutExpired:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
@@ -72,6 +73,16 @@ def test_training_decreases_loss_and_writes_checkpoints_and_hf_export(quickstart
     with open(os.path.join(out, "metrics.jsonl")) as handle:
         records = [json.loads(line) for line in handle if line.strip()]
     assert any("train/loss" in r["metrics"] for r in records)
+    # A CPU run: no watch hook (whose jit hook would compile the train step a second time) and no
+    # jaxpr/HLO artifacts; the config that ran says so and no artifact was written.
+    import yaml
+
+    with open(os.path.join(out, "train_config.yaml")) as handle:
+        trainer = yaml.safe_load(handle)["trainer"]
+    assert trainer["watch"]["interval"] == 0 and not trainer["log_jaxprs"] and not trainer["log_xla_hlo"]
+    assert not [
+        p for p in glob.glob(os.path.join(out, "logs", "**", "*"), recursive=True) if "jaxpr" in p or "hlo" in p
+    ]
 
 
 def test_eval_writes_results_for_every_task_with_finite_bpb(quickstart_run):
@@ -91,6 +102,10 @@ def test_eval_writes_results_for_every_task_with_finite_bpb(quickstart_run):
     assert abs(lev["bpb,none"] - results["marin_docstring_ppl"]["bits_per_byte,none"]) < 1.0
     meta = read_metadata(out)
     assert "| marin_docstring_mc | acc |" in meta["metrics"]["value"]
+    # Both evaluators ran (side by side, each in its own subprocess with its own log).
+    assert meta["lm_eval_s"] > 0 and meta["levanter_eval_s"] > 0
+    for log in ("lm_eval.log", "levanter_eval.log"):
+        assert os.path.getsize(os.path.join(out, log)) > 0, log
 
 
 def test_second_run_is_fully_cached(quickstart_run):
