@@ -40,9 +40,9 @@ _UNIT_LINE = re.compile(r"^\[\s*\d+s\] (?:done  |FAILED) (?P<unit>\S+) \((?P<sec
 
 def process_kind(cmdline: str) -> str:
     """What a process of the run is, for the CPU breakdown."""
-    if "levanter.main.train_lm" in cmdline:
+    if "levanter.main.train_lm" in cmdline or "models.levanter_main train" in cmdline:
         return "Levanter training"
-    if "levanter.main.eval_lm" in cmdline:
+    if "levanter.main.eval_lm" in cmdline or "models.levanter_main eval" in cmdline:
         return "Levanter eval"
     if " lm_eval " in f" {cmdline} ":
         return "lm-eval"
