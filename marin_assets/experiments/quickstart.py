@@ -1,8 +1,9 @@
 """The quickstart: raw HTML drops -> curated documents -> tokenizer -> Levanter cache -> tiny model -> eval.
 
-``python -m marin_assets.experiments.quickstart [--size tiny|test] [--sample_drops 3] [--prefix DIR]``
-writes the sample drops into the landing zone when missing, then runs every step on embedded
-defaults (local folder, local Ray, CPU). A second run recomputes nothing.
+``python -m marin_assets.experiments.quickstart [--size tiny|test] [--sample_drops 3] [--prefix DIR] [-v]
+[--stop_ray]`` writes the sample drops into the landing zone when missing, then runs every step on
+embedded defaults (local folder, local Ray, CPU). A second run recomputes nothing. ``--stop_ray``
+(``scripts/quickstart.sh`` passes it) stops the embedded Ray head at the end.
 
 Steps:
 
@@ -137,12 +138,18 @@ class RayStopper:
 
     def __init__(self) -> None:
         self.thread: threading.Thread | None = None
+        self.starting: threading.Thread | None = None  # the early start, if any: stopped after it
 
-    def __call__(self, **_: object) -> None:
+    def _stop(self) -> None:
         from marin_resources.ray_cluster import stop_embedded_head
 
+        if self.starting is not None:
+            self.starting.join()
+        stop_embedded_head()
+
+    def __call__(self, **_: object) -> None:
         if self.thread is None:
-            self.thread = threading.Thread(target=stop_embedded_head, name="marin-ray-stop", daemon=True)
+            self.thread = threading.Thread(target=self._stop, name="marin-ray-stop", daemon=True)
             self.thread.start()
 
     def finish(self) -> None:
@@ -170,19 +177,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     sample, rest = curation.split_sample_args(rest)
     prefix = sample.prefix or default_prefix()
     dry_run = "--dry_run" in rest
-    if sample.sample_drops and not dry_run:
-        present = set(curation.discover_drops(prefix))
-        if any(f"drop-{i:03d}" not in present for i in range(1, sample.sample_drops + 1)):
-            # A fresh prefix: everything will run, curation on Ray. (A re-run, mostly cached, starts
-            # Ray only if a step needs it.)
-            start_ray_in_background()
-        curation.ensure_sample_drops(prefix, sample.sample_drops, sample.sample_docs)
-    steps = build_steps(known.size)
-    if not any(arg.startswith("--max_concurrent") for arg in rest):
-        # One unit at a time: the stages use every core through Ray, JAX or their process pools, and
-        # two curation units at once on Ray cost a second set of Ray worker processes (each imports
-        # the stage libraries: ~4 CPU-seconds) -- measured slower on 2 cores, and more memory.
-        rest = [*rest, "--max_concurrent", "1"]
     stop_ray = known.stop_ray and not dry_run and not os.environ.get("RAY_ADDRESS")
     observers = os.environ.get("MARIN_RUN_OBSERVERS")
     if stop_ray:  # __name__: the instance of this very module, also when it runs as __main__
@@ -190,6 +184,19 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{__name__}:RAY_STOPPER,{DEFAULT_OBSERVERS if observers is None else observers}".rstrip(",")
         )
     try:
+        if sample.sample_drops and not dry_run:
+            present = set(curation.discover_drops(prefix))
+            if any(f"drop-{i:03d}" not in present for i in range(1, sample.sample_drops + 1)):
+                # A fresh prefix: everything will run, curation on Ray. (A re-run, mostly cached,
+                # starts Ray only if a step needs it.)
+                RAY_STOPPER.starting = start_ray_in_background()
+            curation.ensure_sample_drops(prefix, sample.sample_drops, sample.sample_docs)
+        steps = build_steps(known.size)
+        if not any(arg.startswith("--max_concurrent") for arg in rest):
+            # One unit at a time: the stages use every core through Ray, JAX or their process pools,
+            # and two curation units at once on Ray cost a second set of Ray worker processes (each
+            # imports the stage libraries: ~4 CPU-seconds) -- measured slower on 2 cores, more memory.
+            rest = [*rest, "--max_concurrent", "1"]
         report = executor_main(
             [steps["evaluation"], *curation.STEPS.values()],
             description=f"Quickstart ({known.size}): HTML drops to an evaluated model",
