@@ -35,6 +35,7 @@ def test_coordinator_logs_and_the_one_stand_in_follow_the_values(tmp_path):
     assert coordinator["config"]["max_concurrent_runs"] == queued["maxConcurrentRuns"]
     assert coordinator["config"]["tag_concurrency_limits"] == queued["tagConcurrencyLimits"]
     assert {"key": "marin/curation", "limit": 1} in coordinator["config"]["tag_concurrency_limits"]
+    assert coordinator["config"]["dequeue_interval_seconds"] == queued["dequeueIntervalSeconds"]
     assert values["runLauncher"]["type"] == "K8sRunLauncher"
     assert config["run_launcher"]["class"] == "DefaultRunLauncher"
     logs = config["compute_logs"]

@@ -188,13 +188,13 @@ def _open_browser_link(topology: Topology, materialization: dict[str, Any], part
     assert link.startswith(f"{base}/browse/") and link.endswith(f"/{partition}"), link
     folder = _get(link)
     # The output's summary (status, partition) read from the bucket, and its files.
-    assert "id='output'" in folder and partition in folder and "id='listing'" in folder, folder[:2000]
+    assert 'id="output"' in folder and partition in folder and 'id="listing"' in folder, folder[:2000]
     docs = [h for h in _browser_links(folder) if h.rstrip("/").endswith("/docs")]
     assert docs, folder[:2000]
     shards = [h for h in _browser_links(_get(base + docs[0])) if re.search(r"\.(jsonl|parquet)[^/]*$", h)]
     assert shards, docs
     records = _get(base + shards[0])
-    assert "id='records'" in records and "records 0" in records, records[:2000]
+    assert 'id="records"' in records and "records 0" in records, records[:2000]
 
 
 def _postgres(topology: Topology):
