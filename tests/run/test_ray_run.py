@@ -69,6 +69,8 @@ def test_secret_reaches_the_job_but_not_its_log_or_metadata(ray_cluster, monkeyp
     logs = ray_cluster.ray_run("logs", job_id).stdout
     assert "secret is ***" in logs and SECRET not in logs
     # What Ray itself stores for the job (dashboard, `ray job list`) holds no value either.
+    # An embedded Ray started earlier in this pytest process may have set RAY_AUTH_MODE=disabled.
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
     monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(Path(ray_cluster.home, ".ray", "auth_token")))
     from marin_assets.run.ray_run import make_client
 
