@@ -18,8 +18,13 @@ def test_pipeline_on_ray_matches_in_process(pipeline, ray_session, tmp_path):
     prefix = str(tmp_path / "prefix")
     shutil.copytree(f"{pipeline.prefix}/landing", f"{prefix}/landing")
     shutil.copytree(f"{pipeline.prefix}/ground_truth", f"{prefix}/ground_truth")
+    # The classifier is no shard stage, and fastText trains with 16 threads (not bit-reproducible):
+    # both runs score with the in-process run's model, found at the same version under this prefix.
+    for role in ("quality_training_set", "quality_model"):
+        shutil.copytree(pipeline.path(role), prefix + pipeline.path(role).removeprefix(pipeline.prefix))
     drops = pipeline.drops[:2]
     on_ray = run_pipeline(prefix, drops, use_ray=True)
+    assert on_ray.outcomes[(on_ray.steps["quality_model"].name, None)].action == "cached"
     for drop in drops:
         for role in ("raw", "text"):
             outcome = on_ray.outcomes[(on_ray.steps[role].name, drop)]
@@ -28,8 +33,6 @@ def test_pipeline_on_ray_matches_in_process(pipeline, ray_session, tmp_path):
             assert outcome.metadata["pool"] == "ray"
             assert pipeline.outcomes[(pipeline.steps[role].name, drop)].metadata["pool"] == "local:1"
             assert on_ray.docs(role, drop) == pipeline.docs(role, drop), (role, drop)
-        # The classifier here learnt from two drops, not three: allow a borderline doc or two.
-        ids_ray = {d["id"] for d in on_ray.docs("consolidated", drop)}
-        ids_local = {d["id"] for d in pipeline.docs("consolidated", drop)}
-        assert len(ids_ray ^ ids_local) <= 2
+        assert on_ray.attributes("quality", drop) == pipeline.attributes("quality", drop)
         assert on_ray.attributes("dedup", drop) == pipeline.attributes("dedup", drop)
+        assert on_ray.docs("consolidated", drop) == pipeline.docs("consolidated", drop)
