@@ -25,7 +25,7 @@ import time
 import psutil
 
 from marin_assets.browse.server import BrowserApp
-from marin_assets.curation.io import read_jsonl_gz
+from marin_assets.core.io import read_jsonl_gz
 
 SHARDS = 8
 

@@ -17,7 +17,10 @@ import tempfile
 
 CHILD = r"""
 import json, sys, time
-from marin_assets.curation import consolidate, dedup, html_to_text, quality, raw  # noqa: F401
+from marin_assets.processing.classification import consolidate, quality
+from marin_assets.processing.classification import dedupe as dedup
+from marin_assets.transform.raw import process as raw
+from marin_assets.transform.simple_html_to_md import process as html_to_text
 stage, work = sys.argv[1], sys.argv[2]
 t = time.time()
 if stage == "raw":
@@ -44,7 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=10_000)
     args = parser.parse_args()
-    from marin_assets.curation.sample_data import SampleConfig, write_drop
+    from marin_assets.landing.sample_data import SampleConfig, write_drop
 
     work = tempfile.mkdtemp(prefix="bench-mem-")
     write_drop(work, "drop-001", SampleConfig(docs_per_drop=args.docs, files_per_drop=4), "bench")

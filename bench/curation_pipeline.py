@@ -45,8 +45,8 @@ def _write_warc_file(path: str, drop_id: str, pages: int, start: int, stop: int)
     """Pages ``start..stop-1`` of the drop as one .warc.gz file; its manifest entry."""
     import hashlib
 
-    from marin_assets.curation.sample_data import SampleConfig, iter_pages, truth_created
-    from marin_assets.curation.warc_writer import WarcPage, write_warc_gz
+    from marin_assets.landing.sample_data import SampleConfig, iter_pages, truth_created
+    from marin_assets.transform.raw.warc_writer import WarcPage, write_warc_gz
 
     date = truth_created(drop_id)
     # Pages are generated position by position (each independent of the others), so a file's
@@ -63,7 +63,7 @@ def _write_warc_file(path: str, drop_id: str, pages: int, start: int, stop: int)
 
 
 def _pages_between(drop_id: str, config: Any, start: int, stop: int, iter_pages: Any) -> Any:
-    from marin_assets.curation import sample_data
+    from marin_assets.landing import sample_data
 
     generator = getattr(sample_data, "_Generator", None)
     if generator is None:  # the generator's internals moved: fall back to the public stream
@@ -86,7 +86,7 @@ def write_warc_drop(prefix: str, drop_id: str, pages: int, files: int, workers: 
     import concurrent.futures
     import multiprocessing
 
-    from marin_assets.curation.sample_data import truth_created
+    from marin_assets.landing.sample_data import truth_created
 
     drop_dir = os.path.join(prefix, "landing", SOURCE, drop_id)
     manifest_path = os.path.join(drop_dir, "manifest.json")
@@ -123,8 +123,8 @@ def train_model(work: str, text_path: str) -> str:
     """A fastText model on up to 2,000 texts of the drop (labels from the sample generator's kinds)."""
     import fasttext
 
-    from marin_assets.curation.io import list_files, read_jsonl_gz
-    from marin_assets.curation.quality import MODEL_FILE, fasttext_line
+    from marin_assets.core.io import list_files, read_jsonl_gz
+    from marin_assets.processing.classification.quality import MODEL_FILE, fasttext_line
 
     lines = []
     for shard in list_files(os.path.join(text_path, "docs"), ".jsonl.gz"):
@@ -151,11 +151,11 @@ def stage_paths(work: str, drop_id: str) -> dict[str, str]:
 
 def run_stage(stage: str, work: str, drop_id: str) -> dict[str, Any]:
     """Run one stage of ``drop_id`` (outputs under ``work/<stage>/<drop>``); returns its metadata."""
-    from marin_assets.curation.consolidate import ConsolidateConfig, run_consolidate
-    from marin_assets.curation.dedup import DedupConfig, run_dedup
-    from marin_assets.curation.html_to_text import HtmlToTextConfig, run_html_to_text
-    from marin_assets.curation.quality import QualityAttributesConfig, run_quality_attributes
-    from marin_assets.curation.raw import RawConfig, run_raw
+    from marin_assets.processing.classification.consolidate import ConsolidateConfig, run_consolidate
+    from marin_assets.processing.classification.dedupe import DedupConfig, run_dedup
+    from marin_assets.processing.classification.quality import QualityAttributesConfig, run_quality_attributes
+    from marin_assets.transform.raw.process import RawConfig, run_raw
+    from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, run_html_to_text
 
     p = stage_paths(work, drop_id)
     if stage == "raw":
@@ -278,7 +278,7 @@ def run_ray(work: str, drop_id: str, workers: int) -> list[dict[str, Any]]:
     """The stages on a private Ray with ``workers`` CPUs (shard tasks on Ray)."""
     import ray
 
-    from marin_assets.curation.shard_stage import ShardPool, shard_pool
+    from marin_assets.core.shard_stage import ShardPool, shard_pool
     from marin_resources.ray_cluster import configure_token_auth
 
     # An explicit auth mode, as the embedded head has: otherwise Ray 2.60 turns token auth on and

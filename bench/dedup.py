@@ -24,11 +24,11 @@ import tempfile
 import textwrap
 import time
 
-from marin_assets.curation.dedup import DedupConfig, run_dedup
-from marin_assets.curation.html_to_text import HtmlToTextConfig, run_html_to_text
-from marin_assets.curation.io import list_files, read_jsonl_gz
-from marin_assets.curation.raw import RawConfig, run_raw
-from marin_assets.curation.sample_data import SampleConfig, ground_truth_path, write_drop
+from marin_assets.core.io import list_files, read_jsonl_gz
+from marin_assets.landing.sample_data import SampleConfig, ground_truth_path, write_drop
+from marin_assets.processing.classification.dedupe import DedupConfig, run_dedup
+from marin_assets.transform.raw.process import RawConfig, run_raw
+from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, run_html_to_text
 
 DATATROVE_SCRIPT = textwrap.dedent(
     """

@@ -25,11 +25,11 @@ import os
 import tempfile
 import time
 
-from marin_assets.curation.html_to_text import HtmlToTextConfig, extract_text, run_html_to_text
-from marin_assets.curation.io import JsonlShardWriter, iter_records, list_files, read_jsonl
-from marin_assets.curation.raw import RawConfig, run_raw
-from marin_assets.curation.sample_data import SampleConfig, write_drop
-from marin_assets.curation.shard_stage import ShardPool, shard_pool
+from marin_assets.core.io import JsonlShardWriter, iter_records, list_files, read_jsonl
+from marin_assets.core.shard_stage import ShardPool, shard_pool
+from marin_assets.landing.sample_data import SampleConfig, write_drop
+from marin_assets.transform.raw.process import RawConfig, run_raw
+from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, extract_text, run_html_to_text
 
 
 def _shard_io_cpu(shards: list[str], texts: list[str], out_dir: str) -> tuple[float, float]:

@@ -83,7 +83,7 @@ def raw_encode(files: list[str], tokenizer_json: str) -> tuple[int, int]:
     """Read + parse + ``encode_batch`` in batches of 1024; tokens counted with bos/eos (+2 per doc)."""
     from tokenizers import Tokenizer
 
-    from marin_assets.models._io import iter_texts
+    from marin_assets.core.documents import iter_texts
 
     tok = Tokenizer.from_file(tokenizer_json)
     tokens = docs = 0
@@ -110,11 +110,11 @@ def main() -> None:
     parser.add_argument("--levanter", action="store_true", help="also time writer='levanter' (slow)")
     args = parser.parse_args()
 
-    from marin_assets.models._io import list_document_files
-    from marin_assets.models.cache_writer import build_cache
-    from marin_assets.models.sample_documents import SampleDocumentsConfig, write_sample_documents
-    from marin_assets.models.tokenize import TokenizeConfig, tokenize
-    from marin_assets.models.tokenizer import TokenizerConfig, train_tokenizer
+    from marin_assets.core.documents import list_document_files
+    from marin_assets.experiments.sample_documents import SampleDocumentsConfig, write_sample_documents
+    from marin_assets.processing.tokenize.cache_writer import build_cache
+    from marin_assets.processing.tokenize.levanter_cache import TokenizeConfig, tokenize
+    from marin_assets.processing.tokenize.train_tokenizer import TokenizerConfig, train_tokenizer
 
     work = args.work
     docs = os.path.join(work, "docs")

@@ -83,7 +83,7 @@ class PeakRss:
 
 
 def steady_tps(log_text: str) -> float:
-    from marin_assets.models.train import parse_metrics
+    from marin_assets.training.levanter_train import parse_metrics
 
     steps, _ = parse_metrics(log_text)
     tps = [
@@ -105,8 +105,8 @@ def main() -> None:
     from marin_assets.execution.runner import run_steps
     from marin_assets.execution.status import read_metadata
     from marin_assets.execution.versioning import StepGraph
-    from marin_assets.models.quickstart_steps import SIZES, quickstart_model_steps
-    from marin_assets.models.train import (
+    from marin_assets.experiments.quickstart_steps import SIZES, quickstart_model_steps
+    from marin_assets.training.levanter_train import (
         TrainConfig,
         build_levanter_config,
         levanter_config_yaml,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dagster as dg
 
-from marin_assets.curation.sensor import build_landing_sensor
 from marin_assets.dagster_bridge.assets import (
     SOURCE_TAG,
     Experiment,
@@ -22,6 +21,7 @@ from marin_assets.dagster_bridge.partition_sets import build_partition_set_senso
 from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.versioning import StepGraph
 from marin_assets.experiments import curation, hello_world, quickstart
+from marin_assets.landing.sensor import build_landing_sensor
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
 

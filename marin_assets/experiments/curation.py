@@ -12,8 +12,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from marin_assets.curation.landing import valid_drops
-from marin_assets.curation.pipeline import (
+from marin_assets.dagster_bridge.assets import StepCheck
+from marin_assets.execution import ExecutorStep, executor_main
+from marin_assets.execution.executor_main import default_prefix
+from marin_assets.experiments.curation_pipeline import (
     PARTITION_SET,
     check_classifier_accuracy,
     check_ids_unique,
@@ -21,10 +23,8 @@ from marin_assets.curation.pipeline import (
     check_planted_duplicates_removed,
     curation_steps,
 )
-from marin_assets.curation.sample_data import DEFAULT_SOURCE, SampleConfig, ground_truth_path, write_drop
-from marin_assets.dagster_bridge.assets import StepCheck
-from marin_assets.execution import ExecutorStep, executor_main
-from marin_assets.execution.executor_main import default_prefix
+from marin_assets.landing.sample_data import DEFAULT_SOURCE, SampleConfig, ground_truth_path, write_drop
+from marin_assets.landing.zone import valid_drops
 
 SOURCE = DEFAULT_SOURCE
 CLASSIFIER_ACCURACY_FLOOR = 0.8

@@ -35,16 +35,16 @@ import time
 from collections.abc import Sequence
 
 from marin_assets.dagster_bridge.assets import StepSchedule
+from marin_assets.evaluation.evaluate import LOCAL_TASKS, default_eval
 from marin_assets.execution import ExecutorStep, executor_main, output_path_of
 from marin_assets.execution.executor_main import DEFAULT_OBSERVERS, default_prefix
 from marin_assets.experiments import curation
 from marin_assets.experiments.quickstart_output import configure_output, summary
-from marin_assets.models.evaluate import LOCAL_TASKS, default_eval
-from marin_assets.models.quickstart_steps import SIZES
-from marin_assets.models.sample_documents import sample_documents_step
-from marin_assets.models.tokenize import default_tokenize
-from marin_assets.models.tokenizer import default_tokenizer
-from marin_assets.models.train import default_train
+from marin_assets.experiments.quickstart_steps import SIZES
+from marin_assets.experiments.sample_documents import sample_documents_step
+from marin_assets.processing.tokenize.levanter_cache import default_tokenize
+from marin_assets.processing.tokenize.train_tokenizer import default_tokenizer
+from marin_assets.training.levanter_train import default_train
 
 REFERENCE_DROP = "drop-001"
 

@@ -4,7 +4,7 @@
 Levanter's ``TrainLmConfig`` (``data``, ``trainer``, ``model``, ``optimizer`` ...), so the version
 keys of what a script versions are the ones Marin records (``train_config.model``,
 ``train_config.data.configs.<name>.cache_dir`` ...). The step function turns it into this
-project's training config (``marin_assets.models.train_config.TrainConfig``) and runs Levanter the
+project's training config (``marin_assets.training.train_config.TrainConfig``) and runs Levanter the
 way the quickstart does: a ``train_lm`` subprocess on local caches, a local tokenizer, no downloads.
 """
 
@@ -88,8 +88,8 @@ def to_train_config(config: TrainLmOnPodConfig) -> Any:
     """This project's ``TrainConfig`` for a resolved ``TrainLmOnPodConfig``."""
     from levanter.optim import AdamConfig
 
-    from marin_assets.models.train_config import LlamaModelConfig, SimpleTrainConfig, TrainConfig
     from marin_assets.processing.tokenize import resolve_tokenizer
+    from marin_assets.training.train_config import LlamaModelConfig, SimpleTrainConfig, TrainConfig
 
     train = config.train_config
     model = unwrap_versioned_value(train.model)
@@ -143,6 +143,6 @@ def to_train_config(config: TrainLmOnPodConfig) -> Any:
 
 def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
     """Train with Levanter into ``config.output_path`` (resumes from its checkpoints)."""
-    from marin_assets.models.train import run_training
+    from marin_assets.training.levanter_train import run_training
 
     return run_training(to_train_config(config))

@@ -346,7 +346,7 @@ def up(args: argparse.Namespace) -> DeployState:
             [
                 sys.executable,
                 "-m",
-                "marin_assets.curation.sample_data",
+                "marin_assets.landing.sample_data",
                 "--prefix",
                 env["MARIN_PREFIX"],
                 "--drops",

@@ -32,7 +32,7 @@ def llama_nano_repr() -> str:
 
 def write_inputs(root: Path) -> None:
     """A folder of jsonl documents and a tokenizer directory trained on them."""
-    from marin_assets.models.tokenizer import build_fast_tokenizer
+    from marin_assets.processing.tokenize.train_tokenizer import build_fast_tokenizer
 
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]
     texts = [" ".join(words[(i + j) % len(words)] for j in range(60)) + f" document {i}." for i in range(240)]

@@ -15,11 +15,11 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from marin_assets.curation import dedup_passes
-from marin_assets.curation.dedup import DedupConfig, hash_shard, run_dedup
-from marin_assets.curation.io import list_files, read_jsonl_gz, write_jsonl_gz
-from marin_assets.curation.minhash import estimated_jaccard
+from marin_assets.core.io import list_files, read_jsonl_gz, write_jsonl_gz
 from marin_assets.execution.storage import list_dir
+from marin_assets.processing.classification import dedup_passes
+from marin_assets.processing.classification.dedupe import DedupConfig, hash_shard, run_dedup
+from marin_assets.processing.classification.minhash import estimated_jaccard
 
 WORDS = np.array([f"w{i}" for i in range(3000)])
 

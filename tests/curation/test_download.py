@@ -10,9 +10,14 @@ import os
 
 import pytest
 
-from marin_assets.curation.download import DownloadConfig, HfDatasetNotCachedError, default_download, download_hf
-from marin_assets.curation.raw import RawConfig, run_raw
+from marin_assets.download.huggingface.download import (
+    DownloadConfig,
+    HfDatasetNotCachedError,
+    default_download,
+    download_hf,
+)
 from marin_assets.execution.runner import ExecutorOptions, run_steps
+from marin_assets.transform.raw.process import RawConfig, run_raw
 
 from .test_inputs import docs_of
 

@@ -9,9 +9,9 @@ import os
 import dagster as dg
 import pytest
 
-from marin_assets.curation.landing import STATUS_REJECTED, STATUS_VALID, scan_landing_zone, validate_drop
-from marin_assets.curation.raw import RawConfig, run_raw
-from marin_assets.curation.sensor import build_landing_sensor, evaluate_landing
+from marin_assets.landing.sensor import build_landing_sensor, evaluate_landing
+from marin_assets.landing.zone import STATUS_REJECTED, STATUS_VALID, scan_landing_zone, validate_drop
+from marin_assets.transform.raw.process import RawConfig, run_raw
 
 from .test_inputs import write_drop_files
 

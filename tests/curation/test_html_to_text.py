@@ -7,8 +7,8 @@ import gzip
 import json
 import os
 
-from marin_assets.curation.html_to_text import HtmlToTextConfig, extract_text, run_html_to_text
-from marin_assets.curation.io import GZIP_MAGIC, read_jsonl
+from marin_assets.core.io import GZIP_MAGIC, read_jsonl
+from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, extract_text, run_html_to_text
 
 ARTICLE = (
     "<html><head><title>t</title></head><body><nav>Home | About | Contact</nav>"

@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
-from marin_assets.curation.dedup import DedupConfig, run_dedup
-from marin_assets.curation.pipeline import check_planted_duplicates_removed
-from marin_assets.curation.sample_data import ground_truth_path, write_drop
+from marin_assets.experiments.curation_pipeline import check_planted_duplicates_removed
+from marin_assets.landing.sample_data import ground_truth_path, write_drop
+from marin_assets.processing.classification.dedupe import DedupConfig, run_dedup
 
 from .conftest import DROPS, SMALL, SOURCE, run_pipeline
 

@@ -23,13 +23,12 @@ from typing import Any
 
 import pytest
 
-from marin_assets.curation.pipeline import PARTITION_SET, curation_steps
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.runner import Executor, ExecutorOptions
 from marin_assets.execution.status import read_info
 from marin_assets.execution.versioning import ResolvedStep, StepGraph
-from marin_assets.experiments import curation, quickstart
-from marin_assets.models import quickstart_steps
+from marin_assets.experiments import curation, quickstart, quickstart_steps
+from marin_assets.experiments.curation_pipeline import PARTITION_SET, curation_steps
 
 REPO = Path(__file__).resolve().parents[2]
 DROPS = ["drop-001", "drop-002", "drop-003"]

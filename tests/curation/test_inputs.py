@@ -13,11 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from marin_assets.curation.html_to_text import HtmlToTextConfig, run_html_to_text
-from marin_assets.curation.io import list_files, read_jsonl_gz
-from marin_assets.curation.raw import RawConfig, run_raw
-from marin_assets.curation.sample_data import SampleConfig, ground_truth_path, write_drop
-from marin_assets.curation.warc_writer import WarcPage, encode_warc_gz, warc_record_id
+from marin_assets.core.io import list_files, read_jsonl_gz
+from marin_assets.landing.sample_data import SampleConfig, ground_truth_path, write_drop
+from marin_assets.transform.raw.process import RawConfig, run_raw
+from marin_assets.transform.raw.warc_writer import WarcPage, encode_warc_gz, warc_record_id
+from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, run_html_to_text
 
 
 def write_drop_files(drop_dir: str, files: dict[str, bytes]) -> None:

@@ -10,7 +10,7 @@ import os
 import pytest
 import zstandard
 
-from marin_assets.curation import io
+from marin_assets.core import io
 
 RECORDS = [
     {"id": f"doc-{i}", "text": "héllo wörld 数据 🎉\n" * (i % 7), "metadata": {"n": i, "score": i / 3}}

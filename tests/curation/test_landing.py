@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from marin_assets.curation.landing import (
+from marin_assets.landing.sample_data import SampleConfig, write_drop
+from marin_assets.landing.zone import (
     STATUS_INCOMPLETE,
     STATUS_REJECTED,
     STATUS_VALID,
@@ -16,7 +17,6 @@ from marin_assets.curation.landing import (
     safe_drop_id,
     scan_landing_zone,
 )
-from marin_assets.curation.sample_data import SampleConfig, write_drop
 
 
 @pytest.fixture
@@ -96,9 +96,9 @@ def test_write_manifest_makes_a_folder_of_files_a_valid_drop(tmp_path, capsys):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from marin_assets.curation.landing import main, write_manifest
-    from marin_assets.curation.raw import RawConfig, run_raw
-    from marin_assets.curation.warc_writer import WarcPage, write_warc_gz
+    from marin_assets.landing.zone import main, write_manifest
+    from marin_assets.transform.raw.process import RawConfig, run_raw
+    from marin_assets.transform.raw.warc_writer import WarcPage, write_warc_gz
 
     drop = tmp_path / "landing" / "web" / "drop-007"
     drop.mkdir(parents=True)

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from marin_assets.curation.io import list_files, read_jsonl_gz
-from marin_assets.curation.raw import RawConfig, run_raw
+from marin_assets.core.io import list_files, read_jsonl_gz
+from marin_assets.transform.raw.process import RawConfig, run_raw
 
 
 def _line(i, prefix="good"):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from marin_assets.curation.landing import STATUS_VALID, scan_landing_zone
-from marin_assets.curation.sample_data import SampleConfig, generate_drop, main
+from marin_assets.landing.sample_data import SampleConfig, generate_drop, main
+from marin_assets.landing.zone import STATUS_VALID, scan_landing_zone
 
 CFG = SampleConfig(docs_per_drop=150)
 

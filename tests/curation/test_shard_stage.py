@@ -10,18 +10,18 @@ import os
 
 import pytest
 
-from marin_assets.curation.consolidate import ConsolidateConfig
-from marin_assets.curation.dedup import DedupConfig
-from marin_assets.curation.html_to_text import HtmlToTextConfig, run_html_to_text
-from marin_assets.curation.quality import QualityAttributesConfig
-from marin_assets.curation.raw import RawConfig, run_raw
-from marin_assets.curation.shard_stage import (
+from marin_assets.core.shard_stage import (
     LOCAL_WORKERS_ENV,
     QUARANTINE_FIELDS,
     ShardPool,
     current_pool,
     shard_pool,
 )
+from marin_assets.processing.classification.consolidate import ConsolidateConfig
+from marin_assets.processing.classification.dedupe import DedupConfig
+from marin_assets.processing.classification.quality import QualityAttributesConfig
+from marin_assets.transform.raw.process import RawConfig, run_raw
+from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, run_html_to_text
 
 from .test_inputs import docs_of, quarantine_of, write_drop_files
 

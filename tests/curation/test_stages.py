@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from marin_assets.curation.pipeline import (
+from marin_assets.experiments.curation_pipeline import (
     check_classifier_accuracy,
     check_ids_unique,
     check_no_empty_text,
     check_planted_duplicates_removed,
 )
-from marin_assets.curation.sample_data import ground_truth_path
+from marin_assets.landing.sample_data import ground_truth_path
 
 from .conftest import SOURCE
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from marin_assets.curation.sample_data import SampleConfig, write_drop
 from marin_assets.dagster_bridge import Experiment, asset_key_for
 from marin_assets.definitions import build_definitions
 from marin_assets.execution import StepGraph
 from marin_assets.execution.status import read_status
 from marin_assets.experiments import curation
+from marin_assets.landing.sample_data import SampleConfig, write_drop
 
 
 @pytest.fixture

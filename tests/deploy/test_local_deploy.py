@@ -331,7 +331,7 @@ def test_new_drop_in_gcs_landing_zone_runs_through_the_sensor(topology: Topology
         started = topology.graphql(START_SENSOR, {"selector": selector})["startSensor"]
         assert started["__typename"] == "Sensor", started
     proc = _run(
-        [sys.executable, "-m", "marin_assets.curation.sample_data", "--prefix", PREFIX, "--drop", NEW_DROP]
+        [sys.executable, "-m", "marin_assets.landing.sample_data", "--prefix", PREFIX, "--drop", NEW_DROP]
         + ["--docs", "400"],
         topology.env,
         300,

@@ -19,7 +19,7 @@ def test_progress_handler_prints_one_line_per_finished_unit():
     logger.propagate = False
     logger.setLevel(logging.INFO)
     logger.addHandler(ProgressHandler(stream))
-    logger.info("curation/raw[drop-001]: running marin_assets.curation.raw.run_raw -> /x")
+    logger.info("curation/raw[drop-001]: running marin_assets.transform.raw.process.run_raw -> /x")
     logger.info("curation/raw[drop-001]: SUCCESS in 9.6s")
     logger.info("experiment record: /x/experiments/q.json")
     logger.error("checkpoints/quickstart-test: FAILED after 2.0s: boom")

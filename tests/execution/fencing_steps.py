@@ -78,7 +78,7 @@ class FakeTrainConfig:
 
 def fake_train(config: FakeTrainConfig) -> dict[str, float]:
     """Run a stand-in trainer subprocess (sleeps ``$FAKE_TRAIN_S``) the way train/eval steps do."""
-    from marin_assets.models import subprocess_runner
+    from marin_assets.training import subprocess_runner
 
     seconds = float(os.environ.get("FAKE_TRAIN_S", "600"))
     marker_dir = os.environ.get("MARKER_DIR", "/tmp")

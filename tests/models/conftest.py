@@ -59,7 +59,7 @@ def quickstart_run(ray_session, tmp_path_factory):
     """The "test"-size quickstart run once through the real step engine; shared by several tests."""
     from marin_assets.execution.runner import run_steps
     from marin_assets.execution.versioning import StepGraph
-    from marin_assets.models.quickstart_steps import quickstart_model_steps
+    from marin_assets.experiments.quickstart_steps import quickstart_model_steps
 
     prefix = str(tmp_path_factory.mktemp("quickstart"))
     steps = quickstart_model_steps(size="test")

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from marin_assets.models.train import SimpleTrainConfig, TrainConfig, accelerator_kind, default_train, training_env
+from marin_assets.training.levanter_train import (
+    SimpleTrainConfig,
+    TrainConfig,
+    accelerator_kind,
+    default_train,
+    training_env,
+)
 
 accelerators = pytest.importorskip("marin_resources.accelerators")
 
@@ -58,7 +64,7 @@ def test_only_cpu_training_pins_jax_to_cpu(monkeypatch):
 
 
 def test_gpu_training_requires_an_accelerator_in_levanter(tmp_path):
-    from marin_assets.models.train import build_levanter_config
+    from marin_assets.training.levanter_train import build_levanter_config
 
     cache = tmp_path / "cache"
     (cache / "train").mkdir(parents=True)

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from marin_assets.curation.io import write_jsonl_shard
-from marin_assets.models.cache_encoding import cache_format, encode_block
-from marin_assets.models.cache_writer import build_cache, read_cache_ledger, shard_names
-from marin_assets.models.tokenize import TokenizeConfig, tokenize
-from marin_assets.models.tokenizer import build_fast_tokenizer
+from marin_assets.core.io import write_jsonl_shard
+from marin_assets.processing.tokenize.cache_encoding import cache_format, encode_block
+from marin_assets.processing.tokenize.cache_writer import build_cache, read_cache_ledger, shard_names
+from marin_assets.processing.tokenize.levanter_cache import TokenizeConfig, tokenize
+from marin_assets.processing.tokenize.train_tokenizer import build_fast_tokenizer
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = [
@@ -115,14 +115,14 @@ def test_same_files_as_levanter_serial_writer(corpus, tmp_path, monkeypatch):
 
     Our side runs on the process pool (small inputs are otherwise encoded in process).
     """
-    from marin_assets.models import cache_writer
+    from marin_assets.processing.tokenize import cache_writer
 
     monkeypatch.setattr(cache_writer, "SMALL_INPUT_BYTES", 0)
     from levanter.data.text import BatchTokenizer
     from levanter.store.cache import CacheMetadata, SerialCacheWriter
     from transformers import AutoTokenizer
 
-    from marin_assets.curation.io import read_jsonl
+    from marin_assets.core.io import read_jsonl
 
     processor = BatchTokenizer(AutoTokenizer.from_pretrained(corpus["tokenizer"]))
     theirs = str(tmp_path / "levanter/train")
@@ -198,7 +198,7 @@ def test_resume_after_kill_continues_after_the_last_finished_file(corpus, tmp_pa
         files.append(str(path))
     split = str(tmp_path / "killed/train")
     script = (
-        "import sys, json; from marin_assets.models.cache_writer import build_cache; "
+        "import sys, json; from marin_assets.processing.tokenize.cache_writer import build_cache; "
         "build_cache(json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], workers=1, block_bytes=16384, flush_tokens=5000)"
     )
     child = subprocess.Popen(
@@ -255,7 +255,7 @@ def test_cache_on_gcs_is_read_by_levanter(corpus, gcs_server, gcs_prefix, monkey
     """Documents and cache on gs:// (fake-gcs-server); Levanter's reader opens the cache there."""
     import fsspec
 
-    from marin_assets.models import cache_writer
+    from marin_assets.processing.tokenize import cache_writer
 
     monkeypatch.setattr(cache_writer, "SMALL_INPUT_BYTES", 0)  # the process pool reads from gs:// too
     monkeypatch.setenv("TENSORSTORE_GCS_HTTP_URL", gcs_server.url)
@@ -277,7 +277,7 @@ def test_cache_on_gcs_is_read_by_levanter(corpus, gcs_server, gcs_prefix, monkey
 
 def test_writer_choice_does_not_change_the_step_version():
     from marin_assets.execution.versioning import StepGraph
-    from marin_assets.models.tokenize import default_tokenize
+    from marin_assets.processing.tokenize.levanter_cache import default_tokenize
 
     marin = default_tokenize("docs", "/data/docs", "/data/tok")
     levanter = default_tokenize("docs", "/data/docs", "/data/tok", writer="levanter")

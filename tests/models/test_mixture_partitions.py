@@ -41,10 +41,10 @@ def test_partitioned_tokenize_and_token_weighted_mixture(ray_session, tmp_path, 
 
     from marin_assets.execution.runner import run_steps
     from marin_assets.execution.versioning import StepGraph, instantiate_config
-    from marin_assets.models.levanter_config import build_levanter_config, levanter_config_yaml
-    from marin_assets.models.tokenize import cache_split_stats, default_tokenize
-    from marin_assets.models.train import default_train
-    from marin_assets.models.train_config import TrainConfig, lm_mixture_data_config
+    from marin_assets.processing.tokenize.levanter_cache import cache_split_stats, default_tokenize
+    from marin_assets.training.levanter_config import build_levanter_config, levanter_config_yaml
+    from marin_assets.training.levanter_train import default_train
+    from marin_assets.training.train_config import TrainConfig, lm_mixture_data_config
 
     tokenizer_dir = quickstart_run["paths"]["tokenizers"]
     other_cache = quickstart_run["paths"]["tokenized"]
@@ -97,7 +97,7 @@ def test_partitioned_tokenize_and_token_weighted_mixture(ray_session, tmp_path, 
 
 
 def test_mixture_rejects_unknown_and_all_zero_weights():
-    from marin_assets.models.train_config import lm_mixture_data_config
+    from marin_assets.training.train_config import lm_mixture_data_config
 
     with pytest.raises(ValueError):
         lm_mixture_data_config({"a": "/x"}, {"b": 1.0})

@@ -10,8 +10,8 @@ import os
 import numpy as np
 import pytest
 
+from marin_assets.core.documents import iter_texts, list_document_files
 from marin_assets.execution.status import read_metadata, read_status
-from marin_assets.models._io import iter_texts, list_document_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.timeout(600)]
 
@@ -86,7 +86,7 @@ def test_training_decreases_loss_and_writes_checkpoints_and_hf_export(quickstart
 
 
 def test_eval_writes_results_for_every_task_with_finite_bpb(quickstart_run):
-    from marin_assets.models.evaluate import LOCAL_TASKS
+    from marin_assets.evaluation.evaluate import LOCAL_TASKS
 
     out = quickstart_run["paths"]["evaluation"]
     with open(os.path.join(out, "results.json")) as handle:

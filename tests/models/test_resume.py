@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
 
 def test_sigkilled_training_resumes_from_checkpoint(quickstart_run, tmp_path):
-    from marin_assets.models.train import (
+    from marin_assets.training.levanter_train import (
         LlamaModelConfig,
         SimpleTrainConfig,
         TrainConfig,

@@ -7,7 +7,13 @@ import json
 
 import pytest
 
-from marin_assets.models.tokenizer import BOS, EOS, TokenizerConfig, default_tokenizer, train_tokenizer
+from marin_assets.processing.tokenize.train_tokenizer import (
+    BOS,
+    EOS,
+    TokenizerConfig,
+    default_tokenizer,
+    train_tokenizer,
+)
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -22,9 +22,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from marin_assets.core.documents import as_path_list, list_document_files
 from marin_assets.execution.step import unwrap_versioned_value
 from marin_assets.execution.storage import atomic_write_bytes, filesystem, join_path
-from marin_assets.models._io import as_path_list, list_document_files
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ def tokenize(config: TokenizeConfig) -> dict[str, Any]:
     from levanter.data.text import TextLmDatasetFormat, UrlSingleDatasetLMConfig
     from levanter.store.cache import CacheOptions
 
-    from marin_assets.models.tokenize import cache_split_stats
+    from marin_assets.processing.tokenize.levanter_cache import cache_split_stats
     from marin_resources.ray_cluster import ensure_ray
 
     tokenizer = resolve_tokenizer(config.tokenizer)

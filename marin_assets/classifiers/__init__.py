@@ -1,0 +1,1 @@
+"""Marin's ``marin.classifiers``: what quality classifiers learn from."""

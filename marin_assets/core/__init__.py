@@ -1,0 +1,2 @@
+"""Shared building blocks of the stages: shard I/O (``io``), the shard-stage base (``shard_stage``),
+document-file listing (``documents``)."""

@@ -1,0 +1,1 @@
+"""Marin's ``marin.download``: datasets as steps, offline."""

@@ -1,0 +1,1 @@
+"""Marin's ``marin.download.huggingface``: a Hugging Face dataset from the local cache."""

@@ -1,0 +1,276 @@
+"""The curation pipeline as executor steps (partitioned by data drop) plus asset-check functions.
+
+``curation_steps(landing_dir)`` returns, keyed by short role name::
+
+    raw            curation/raw            per drop   landing files -> Dolma shards + quarantine
+    text           curation/text           per drop   HTML -> main-content text
+    quality_training_set  curation/quality_training_set  global  fixed labelled set (reference hq vs web sample)
+    quality_model  curation/quality_model  global     fastText on the labelled set (no drop changes it)
+    quality        curation/quality        per drop   {id, attributes: {quality_hq: p}}
+    dedup          curation/dedup          per drop   paragraph + MinHash attributes, index
+    consolidated   curation/consolidated   per drop   filtered, deduplicated docs
+
+Partitioned steps use ``partitioned_by="drops"`` and read their drop with ``this_partition()``.
+Dependencies: raw -> text -> quality (<- quality_model <- quality_training_set); text -> dedup;
+text + quality + dedup -> consolidated. Only dedup crosses drops (it reads the indices of earlier
+drops from its sibling partitions, see ``dedup.py``, so drops are deduplicated in id order): a new
+drop runs only its own units, and no earlier drop is re-scored or re-consolidated.
+
+The check functions are plain Python returning ``(passed, metadata)``; the Dagster bridge wraps
+them as asset checks. They take resolved paths (a step's partition output path).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from marin_assets.classifiers.quality_reference import QualityTrainingSetConfig, write_quality_training_set
+from marin_assets.core.io import list_files, read_jsonl_gz
+from marin_assets.execution.step import (
+    ExecutorStep,
+    InputName,
+    output_path_of,
+    this_output_path,
+    this_partition,
+    versioned,
+)
+from marin_assets.execution.storage import join_path, read_text
+from marin_assets.processing.classification.consolidate import ConsolidateConfig, run_consolidate
+from marin_assets.processing.classification.dedupe import DedupConfig, run_dedup
+from marin_assets.processing.classification.quality import (
+    QualityAttributesConfig,
+    QualityModelConfig,
+    run_quality_attributes,
+    train_quality_model,
+)
+from marin_assets.transform.raw.process import RawConfig, run_raw
+from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, run_html_to_text
+from marin_resources.accelerators import CpuConfig
+
+PARTITION_SET = "drops"
+STEP_ROLES = ("raw", "text", "quality_training_set", "quality_model", "quality", "dedup", "consolidated")
+
+
+def curation_steps(
+    landing_dir: str,
+    *,
+    name_prefix: str = "curation",
+    use_ray: bool = True,
+    quality_threshold: float = 0.5,
+    fasttext_epoch: int = 20,
+    fasttext_lr: float = 0.5,
+    fasttext_word_ngrams: int = 2,
+    fasttext_dim: int = 50,
+    fasttext_bucket: int = 200_000,
+    holdout_fraction: float = 0.2,
+    classifier_documents_per_class: int = 1200,
+    classifier_negative_drops: tuple[str, ...] = (),
+    ngram: int = 5,
+    num_perm: int = 112,
+    bands: int = 14,
+    fuzzy_threshold: float = 0.7,
+    min_paragraph_chars: int = 30,
+    max_doc_bytes: int = 10_000_000,
+    docs_per_shard: int = 1000,
+    text_key: str = "text",
+    id_key: str = "id",
+) -> dict[str, ExecutorStep]:
+    """The curation steps for one landing source.
+
+    Args:
+        landing_dir: ``<prefix>/landing/<source>`` -- absolute/URL, or relative to the executor
+            prefix (e.g. ``"landing/sample-html"``, which keeps versions prefix-independent).
+        name_prefix: step names are ``<name_prefix>/<role>``.
+        use_ray: the per-drop stage steps declare ``CpuConfig(num_cpus=1)`` resources, so the
+            engine launches each as a Ray task and the shard-stage base runs its shards as Ray
+            tasks; False: in process, shards on the local pool (``shard_stage.current_pool``).
+            Not versioned: it does not change the output.
+        classifier_negative_drops: drops pinned as extra negatives of the classifier's labelled
+            set -- re-training on drops is this explicit change, never a side effect of a new drop.
+        text_key / id_key: the field or column holding a record's text / id in the source's files
+            (``RawConfig``); versioned when they differ from ``text`` / ``id``.
+        Other arguments: versioned parameters of the stages (see each stage's config).
+    """
+    landing = InputName.hardcoded(landing_dir)
+    shard_resources = CpuConfig(num_cpus=1) if use_ray else None
+    raw = ExecutorStep(
+        name=f"{name_prefix}/raw",
+        fn=run_raw,
+        resources=shard_resources,
+        config=RawConfig(
+            landing_dir=landing,
+            drop_id=this_partition(),
+            output_path=this_output_path(),
+            docs_per_shard=versioned(docs_per_shard),
+            max_doc_bytes=versioned(max_doc_bytes),
+            # The defaults stay out of the version, so sources that use them keep their versions.
+            text_key=text_key if text_key == "text" else versioned(text_key),
+            id_key=id_key if id_key == "id" else versioned(id_key),
+        ),
+        description="Raw documents of a data drop as Dolma jsonl.gz shards; bad input quarantined.",
+        partitioned_by=PARTITION_SET,
+        pip_dependency_groups=["curation"],
+    )
+    text = ExecutorStep(
+        name=f"{name_prefix}/text",
+        fn=run_html_to_text,
+        resources=shard_resources,
+        config=HtmlToTextConfig(
+            input_path=output_path_of(raw),
+            output_path=this_output_path(),
+            main_content=versioned(True),
+        ),
+        description="Main-content plain text extracted from HTML with resiliparse.",
+        partitioned_by=PARTITION_SET,
+        pip_dependency_groups=["curation"],
+    )
+    quality_training_set = ExecutorStep(
+        name=f"{name_prefix}/quality_training_set",
+        fn=write_quality_training_set,
+        config=QualityTrainingSetConfig(
+            output_path=this_output_path(),
+            documents_per_class=versioned(classifier_documents_per_class),
+            negative_drop_paths=[text.at_partition(drop) for drop in classifier_negative_drops],
+        ),
+        description="Fixed labelled set of the quality classifier: reference high-quality text (positives), "
+        "a sample of raw web text (negatives); drops carry no labels.",
+        pip_dependency_groups=["curation"],
+    )
+    quality_model = ExecutorStep(
+        name=f"{name_prefix}/quality_model",
+        fn=train_quality_model,
+        config=QualityModelConfig(
+            training_set_path=output_path_of(quality_training_set),
+            output_path=this_output_path(),
+            holdout_fraction=versioned(holdout_fraction),
+            epoch=versioned(fasttext_epoch),
+            lr=versioned(fasttext_lr),
+            word_ngrams=versioned(fasttext_word_ngrams),
+            dim=versioned(fasttext_dim),
+            bucket=versioned(fasttext_bucket),
+        ),
+        description="fastText quality classifier trained on the fixed labelled set (not on the drops).",
+        pip_dependency_groups=["curation"],
+    )
+    quality = ExecutorStep(
+        name=f"{name_prefix}/quality",
+        fn=run_quality_attributes,
+        resources=shard_resources,
+        config=QualityAttributesConfig(
+            input_path=output_path_of(text),
+            model_path=output_path_of(quality_model),
+            output_path=this_output_path(),
+        ),
+        description="Quality score of every document of a drop (co-sharded attributes).",
+        partitioned_by=PARTITION_SET,
+        pip_dependency_groups=["curation"],
+    )
+    dedup = ExecutorStep(
+        name=f"{name_prefix}/dedup",
+        fn=run_dedup,
+        resources=shard_resources,
+        config=DedupConfig(
+            input_path=output_path_of(text),
+            output_path=this_output_path(),
+            drop_id=this_partition(),
+            # No landing_dir: the partition keys (valid drops only -- the sensor's checksum-verified
+            # set in Dagster, discover_drops on the command line) order the chain through
+            # sequential_partitions, so a drop rejected by its checksums never blocks later drops.
+            ngram=versioned(ngram),
+            num_perm=versioned(num_perm),
+            bands=versioned(bands),
+            threshold=versioned(fuzzy_threshold),
+            min_paragraph_chars=versioned(min_paragraph_chars),
+        ),
+        description="Exact paragraph + MinHash-LSH document dedup against this and all earlier drops.",
+        partitioned_by=PARTITION_SET,
+        # Drop N reads the indices of every earlier drop: the engine runs drops in key order and
+        # a Dagster run for drop N waits while another run is still computing drop N-1.
+        sequential_partitions=True,
+    )
+    consolidated = ExecutorStep(
+        name=f"{name_prefix}/consolidated",
+        fn=run_consolidate,
+        resources=shard_resources,
+        config=ConsolidateConfig(
+            input_path=output_path_of(text),
+            quality_path=output_path_of(quality),
+            dedup_path=output_path_of(dedup),
+            output_path=this_output_path(),
+            quality_threshold=versioned(quality_threshold),
+        ),
+        description="Cleaned documents of a drop: quality filter and dedup applied.",
+        partitioned_by=PARTITION_SET,
+    )
+    return {
+        "raw": raw,
+        "text": text,
+        "quality_training_set": quality_training_set,
+        "quality_model": quality_model,
+        "quality": quality,
+        "dedup": dedup,
+        "consolidated": consolidated,
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# Asset checks: (passed, metadata); paths are a step's resolved (partition) output path.
+
+
+def _docs(path: str) -> list[dict[str, Any]]:
+    return [rec for shard in list_files(join_path(path, "docs"), ".jsonl.gz") for rec in read_jsonl_gz(shard)]
+
+
+def check_ids_unique(output_path: str) -> tuple[bool, dict[str, Any]]:
+    """Every document id in ``<output_path>/docs`` occurs once."""
+    seen: set[str] = set()
+    repeated: list[str] = []
+    n = 0
+    for rec in _docs(output_path):
+        n += 1
+        if rec["id"] in seen:
+            repeated.append(rec["id"])
+        seen.add(rec["id"])
+    return not repeated, {"documents": n, "repeated_ids": len(repeated), "examples": repeated[:5]}
+
+
+def check_no_empty_text(output_path: str) -> tuple[bool, dict[str, Any]]:
+    """No document in ``<output_path>/docs`` has empty (whitespace-only) text."""
+    empty = [rec["id"] for rec in _docs(output_path) if not str(rec.get("text", "")).strip()]
+    return not empty, {"empty_documents": len(empty), "examples": empty[:5]}
+
+
+def check_classifier_accuracy(model_path: str, floor: float = 0.8) -> tuple[bool, dict[str, Any]]:
+    """The classifier's held-out accuracy (``report.json``) is at least ``floor``."""
+    text = read_text(join_path(model_path, "report.json"))
+    if text is None:
+        return False, {"error": "report.json missing"}
+    report = json.loads(text)
+    accuracy = float(report.get("holdout_accuracy", 0.0))
+    return accuracy >= floor, {"holdout_accuracy": round(accuracy, 4), "floor": floor, "holdout": report.get("holdout")}
+
+
+def check_planted_duplicates_removed(
+    consolidated_path: str, ground_truth_path: str | None
+) -> tuple[bool, dict[str, Any]]:
+    """Sample data only: planted exact/near duplicates are gone, quoted paragraphs cut.
+
+    Without a ground-truth file (real data) the check passes and says it was skipped.
+    """
+    text = read_text(ground_truth_path) if ground_truth_path else None
+    if text is None:
+        return True, {"skipped": "no ground truth for this drop"}
+    truth = json.loads(text)
+    docs = {rec["id"]: rec["text"] for rec in _docs(consolidated_path)}
+    planted = [d["id"] for d in truth["exact_dups"] + truth["near_dups"]]
+    survivors = [i for i in planted if i in docs]
+    para_left = [d["id"] for d in truth["para_dups"] if d["id"] in docs and d["paragraph"] in docs[d["id"]]]
+    passed = not survivors and not para_left
+    return passed, {
+        "planted_document_duplicates": len(planted),
+        "surviving_document_duplicates": len(survivors),
+        "planted_paragraph_duplicates": len(truth["para_dups"]),
+        "surviving_paragraph_duplicates": len(para_left),
+        "examples": (survivors + para_left)[:5],
+    }

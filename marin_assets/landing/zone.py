@@ -1,0 +1,328 @@
+"""The landing zone of data drops (no Dagster here).
+
+Layout: ``<prefix>/landing/<source>/<drop_id>/`` holding data files and ``manifest.json``::
+
+    {"drop_id": "drop-004", "source": "sample-html", "created_at": "...",
+     "files": [{"path": "part-00000.jsonl.gz", "bytes": 1234, "sha256": "..."}]}
+
+A drop is *complete* only once ``manifest.json`` exists; uploaders write it last (atomically).
+A complete drop is *valid* when its id is a safe path component, the manifest parses, every file
+it lists is a plain relative name that exists with the listed size and sha256, and nothing in
+the drop -- the drop folder itself, ``manifest.json``, any data file or sub-folder -- is a symlink
+(a link could make the stages read outside the landing zone; links are rejected, never followed,
+and a symlinked drop folder is reported, not skipped). Everything here reports problems as
+values and never raises on a malformed drop, so one bad drop cannot block the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from marin_assets.execution.step import validate_partition_key
+from marin_assets.execution.storage import atomic_write_text, filesystem, join_path
+
+MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 10 * 1024 * 1024
+
+STATUS_VALID = "valid"
+STATUS_INCOMPLETE = "incomplete"
+STATUS_REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class DropStatus:
+    """What the landing zone says about one drop folder."""
+
+    source: str
+    drop_id: str
+    status: str  # valid | incomplete | rejected
+    reason: str = ""
+    path: str = ""
+    manifest: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of the manifest's file list (changes when the drop's content changes)."""
+        files = self.manifest.get("files", []) if self.manifest else []
+        return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
+
+    @property
+    def manifest_fingerprint(self) -> str:
+        """A short hash of the whole manifest (changes whenever the manifest is rewritten differently)."""
+        return manifest_fingerprint(self.manifest)
+
+
+def manifest_fingerprint(manifest: dict[str, Any] | None) -> str:
+    """A short hash of a parsed manifest (any field: files, created_at, ...)."""
+    text = json.dumps(manifest or {}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def landing_root(prefix: str) -> str:
+    """``<prefix>/landing``."""
+    return join_path(prefix, "landing")
+
+
+def source_dir(prefix: str, source: str) -> str:
+    """``<prefix>/landing/<source>``: the folder holding one source's drops."""
+    return join_path(landing_root(prefix), source)
+
+
+def safe_drop_id(drop_id: str) -> str | None:
+    """None when ``drop_id`` is safe as a partition key and path component, else the reason."""
+    try:
+        validate_partition_key(drop_id)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _safe_file_name(name: Any) -> bool:
+    if not isinstance(name, str) or not name or len(name) > 512:
+        return False
+    parts = name.split("/")
+    return all(p not in ("", ".", "..") and not any(ord(c) < 32 for c in p) for p in parts) and "\\" not in name
+
+
+def _sha256_of(fs: Any, path: str) -> str:
+    digest = hashlib.sha256()
+    with fs.open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _is_local(fs: Any) -> bool:
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    return "file" in protocols
+
+
+def find_symlink(drop_path: str) -> str | None:
+    """The first symlink in a local drop folder (the folder itself, or anything below it), or None.
+
+    Object stores have no symlinks: None there. Nothing is followed while looking.
+    """
+    fs, p = filesystem(drop_path)
+    if not _is_local(fs):
+        return None
+    if os.path.islink(p):
+        return f"the drop folder itself is a symlink (-> {os.readlink(p)})"
+    for directory, dirs, files in os.walk(p, followlinks=False):
+        for name in sorted(dirs + files):
+            full = os.path.join(directory, name)
+            if os.path.islink(full):
+                rel = os.path.relpath(full, p)
+                return f"{rel} is a symlink (-> {os.readlink(full)})"
+    return None
+
+
+def content_fingerprint(drop_path: str, manifest: dict[str, Any] | None) -> str:
+    """A short hash of the manifest plus size and mtime of every file it lists (cheap: stats only).
+
+    Changes when the manifest is rewritten *or* a data file is replaced, so a drop rejected while
+    its upload was still running is verified again once its files change.
+    """
+    fs, p = filesystem(drop_path)
+    stats = []
+    for entry in (manifest or {}).get("files", []):
+        name = entry.get("path") if isinstance(entry, dict) else None
+        if not _safe_file_name(name):
+            continue
+        try:
+            info = fs.info(f"{p.rstrip('/')}/{name}")
+            stats.append((name, info.get("size"), str(info.get("mtime") or info.get("updated") or "")))
+        except (OSError, ValueError):
+            stats.append((name, None, None))
+    text = json.dumps([manifest_fingerprint(manifest), stats], default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def read_manifest(drop_path: str) -> tuple[dict[str, Any] | None, str]:
+    """The parsed manifest of a drop folder and "" -- or (None, reason)."""
+    fs, p = filesystem(drop_path)
+    mpath = f"{p.rstrip('/')}/{MANIFEST}"
+    try:
+        if not fs.exists(mpath):
+            return None, "no manifest.json (drop incomplete)"
+        size = fs.size(mpath)
+        if size is not None and size > MAX_MANIFEST_BYTES:
+            return None, f"manifest.json is {size} bytes (limit {MAX_MANIFEST_BYTES})"
+        data = fs.cat_file(mpath)
+        manifest = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, f"manifest.json is not valid UTF-8 JSON: {exc}"
+    except OSError as exc:
+        return None, f"cannot read manifest.json: {exc}"
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
+        return None, "manifest.json must be an object with a 'files' list"
+    return manifest, ""
+
+
+def validate_drop(drop_path: str, drop_id: str, verify_checksums: bool = True) -> tuple[str, str, dict[str, Any]]:
+    """``(status, reason, manifest)`` of the drop folder ``drop_path`` named ``drop_id``."""
+    try:
+        reason = safe_drop_id(drop_id)
+        if reason:
+            return STATUS_REJECTED, reason, {}
+        link = find_symlink(drop_path)
+        if link:
+            return STATUS_REJECTED, f"{link}; symlinks in a drop are never followed", {}
+        manifest, reason = read_manifest(drop_path)
+        if manifest is None:
+            status = STATUS_INCOMPLETE if reason.startswith("no manifest") else STATUS_REJECTED
+            return status, reason, {}
+        if manifest.get("drop_id", drop_id) != drop_id:
+            return STATUS_REJECTED, f"manifest drop_id {manifest.get('drop_id')!r} != folder {drop_id!r}", manifest
+        if not manifest["files"]:
+            return STATUS_REJECTED, "manifest lists no files", manifest
+        fs, p = filesystem(drop_path)
+        seen: set[str] = set()
+        for i, entry in enumerate(manifest["files"]):
+            if not isinstance(entry, dict):
+                return STATUS_REJECTED, f"manifest files[{i}] is not an object", manifest
+            name = entry.get("path")
+            if not _safe_file_name(name) or name == MANIFEST:
+                return STATUS_REJECTED, f"manifest files[{i}] has an unsafe path {name!r}", manifest
+            if name in seen:
+                return STATUS_REJECTED, f"manifest lists {name!r} twice", manifest
+            seen.add(name)
+            fpath = f"{p.rstrip('/')}/{name}"
+            if not fs.exists(fpath):
+                return STATUS_REJECTED, f"{name}: listed in manifest but missing", manifest
+            expected_size = entry.get("bytes")
+            if expected_size is not None:
+                actual = fs.size(fpath)
+                if actual != expected_size:
+                    return STATUS_REJECTED, f"{name}: size {actual} != manifest {expected_size}", manifest
+            expected_sha = entry.get("sha256")
+            if verify_checksums:
+                if not isinstance(expected_sha, str):
+                    return STATUS_REJECTED, f"{name}: manifest has no sha256", manifest
+                actual_sha = _sha256_of(fs, fpath)
+                if actual_sha != expected_sha.lower():
+                    return (
+                        STATUS_REJECTED,
+                        f"{name}: sha256 {actual_sha[:12]}... != manifest {expected_sha[:12]}...",
+                        manifest,
+                    )
+        return STATUS_VALID, "", manifest
+    except Exception as exc:  # never raise on a malformed drop: report it
+        return STATUS_REJECTED, f"unexpected error validating drop: {type(exc).__name__}: {exc}", {}
+
+
+def _child_dirs(path: str) -> list[tuple[str, str]]:
+    """(name, full path) of the folders directly below ``path`` (empty when missing).
+
+    Symlinks are listed too (whatever they point at), so that a symlinked drop folder is
+    reported as rejected instead of being invisible.
+    """
+    fs, p = filesystem(path)
+    try:
+        entries = fs.ls(p, detail=True)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    for entry in entries:
+        if entry.get("type") != "directory" and not entry.get("islink"):
+            continue
+        name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
+        out.append((name, join_path(path, name)))
+    return sorted(out)
+
+
+def scan_landing_zone(prefix: str, source: str | None = None, verify_checksums: bool = True) -> list[DropStatus]:
+    """Every drop folder below ``<prefix>/landing`` (or only ``source``'s), sorted by (source, drop).
+
+    Never raises for malformed drops; a missing landing zone yields an empty list.
+    """
+    results: list[DropStatus] = []
+    root = landing_root(prefix)
+    sources = [(source, source_dir(prefix, source))] if source else _child_dirs(root)
+    for src_name, src_path in sources:
+        if safe_drop_id(src_name):
+            results.append(DropStatus(src_name, "", STATUS_REJECTED, f"unsafe source name {src_name!r}", src_path))
+            continue
+        for drop_id, drop_path in _child_dirs(src_path):
+            if drop_id.startswith((".", "_")):
+                continue  # temporary / hidden uploads
+            status, reason, manifest = validate_drop(drop_path, drop_id, verify_checksums)
+            results.append(DropStatus(src_name, drop_id, status, reason, drop_path, manifest))
+    return results
+
+
+def valid_drops(prefix: str, source: str, verify_checksums: bool = True) -> list[str]:
+    """Sorted ids of the valid, complete drops of ``source``."""
+    return sorted(
+        (d.drop_id for d in scan_landing_zone(prefix, source, verify_checksums) if d.status == STATUS_VALID),
+        key=drop_sort_key,
+    )
+
+
+def valid_drops_in(source_path: str, verify_checksums: bool = False) -> list[str]:
+    """Sorted ids of the valid, complete drops in ``<prefix>/landing/<source>`` given directly."""
+    out = []
+    for drop_id, drop_path in _child_dirs(source_path):
+        if (
+            not drop_id.startswith((".", "_"))
+            and validate_drop(drop_path, drop_id, verify_checksums)[0] == STATUS_VALID
+        ):
+            out.append(drop_id)
+    return sorted(out, key=drop_sort_key)
+
+
+def drop_sort_key(drop_id: str) -> tuple:
+    """Order of drops: by id, with embedded numbers compared numerically (drop-9 < drop-10)."""
+    import re
+
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", drop_id))
+
+
+def write_manifest(drop_path: str, source: str | None = None) -> dict[str, Any]:
+    """Make the files already in ``drop_path`` a complete drop: write its ``manifest.json`` last.
+
+    Lists every file below the folder (hidden ``.*`` / ``_*`` names skipped), with size and sha256;
+    raises ``ValueError`` naming a symlink (a drop never holds one) and when there is no file.
+    The manifest is written atomically, so the sensor sees the drop complete or not at all.
+    """
+    link = find_symlink(drop_path)
+    if link:
+        raise ValueError(f"{drop_path}: {link}; symlinks in a drop are never followed")
+    fs, p = filesystem(drop_path)
+    root = p.rstrip("/")
+    files = []
+    for full in sorted(fs.find(root)):
+        rel = full[len(root) :].lstrip("/")
+        if rel == MANIFEST or any(part.startswith((".", "_")) for part in rel.split("/")):
+            continue
+        if not _safe_file_name(rel):
+            raise ValueError(f"{drop_path}: unsafe file name {rel!r}")
+        files.append({"path": rel, "bytes": fs.size(full), "sha256": _sha256_of(fs, full)})
+    if not files:
+        raise ValueError(f"{drop_path}: no files to list in a manifest")
+    drop_id = root.rsplit("/", 1)[-1]
+    manifest: dict[str, Any] = {"drop_id": drop_id, "files": files}
+    if source:
+        manifest["source"] = source
+    manifest["created_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    atomic_write_text(join_path(drop_path, MANIFEST), json.dumps(manifest, indent=2))
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m marin_assets.landing.zone DROP_FOLDER``: write the folder's manifest (last)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Write manifest.json for the files of a drop folder (last).")
+    parser.add_argument("drop_folder", help="<prefix>/landing/<source>/<drop_id> holding the data files")
+    args = parser.parse_args(argv)
+    manifest = write_manifest(args.drop_folder)
+    print(f"wrote {join_path(args.drop_folder, MANIFEST)} ({len(manifest['files'])} files)")
+
+
+if __name__ == "__main__":
+    main()

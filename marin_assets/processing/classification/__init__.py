@@ -1,0 +1,1 @@
+"""Marin's ``marin.processing.classification``: quality attributes, dedup, consolidation."""

@@ -1,0 +1,418 @@
+"""Readers of raw input files: JSON lines (plain / gzip / zstd), parquet, WARC / WET, HF datasets.
+
+The format of a file is **sniffed from its first bytes** (gzip ``1f 8b``, zstd ``28 b5 2f fd``,
+bz2 ``BZh``, xz ``fd 37 7a 58 5a 00``, parquet ``PAR1``, ``WARC/`` after any decompression), never trusted from its name: a gzip file
+named ``.jsonl`` or plain text named ``.jsonl.gz`` is read as what it is. The name is only a tie
+breaker for uncompressed text. A file no reader accepts is quarantined whole, with its line count.
+
+Every reader yields ``(position, record)``: ``position`` is the 1-based line (JSON lines), row
+(parquet, HF datasets) or record number (WARC; the byte offset is in the record's metadata), and
+``record`` is a dict with at least ``id``/``text`` candidates and ``metadata`` holding the
+provenance the format has (WARC record id, URL, fetch date, HF split). Problems go to the
+:class:`~marin_assets.core.shard_stage.Quarantine` and never stop the file: a truncated or
+corrupt stream keeps everything before the damage.
+
+Local files are opened with ``O_NOFOLLOW``: a symlink is never read (``landing.validate_drop``
+rejects drops holding one; this closes the window between that check and the read).
+"""
+
+from __future__ import annotations
+
+import bz2
+import json
+import lzma
+import os
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
+
+from marin_assets.core.shard_stage import SAMPLE_CHARS, Quarantine
+from marin_assets.execution.storage import filesystem
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+PARQUET_MAGIC = b"PAR1"
+WARC_MAGIC = b"WARC/"
+BZ2_MAGIC = b"BZh"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "jsonl.bz2", "jsonl.xz", "parquet", "warc", "warc.gz", "warc.zst")
+# Compression of the JSON-lines formats (None: plain).
+JSONL_CODECS = {"jsonl": None, "jsonl.gz": "gzip", "jsonl.zst": "zstd", "jsonl.bz2": "bz2", "jsonl.xz": "xz"}
+_JSON_NAMES = (".jsonl", ".json", ".ndjson")
+READ_BYTES = 1 << 20
+
+
+def open_input(path: str) -> BinaryIO:
+    """Open ``path`` for reading; a local path that is a symlink raises ``OSError`` (ELOOP)."""
+    fs, p = filesystem(path)
+    if "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)):
+        return os.fdopen(os.open(p, os.O_RDONLY | os.O_NOFOLLOW), "rb")
+    return fs.open(p, "rb")
+
+
+def new_decompressor(codec: str) -> Any:
+    """An incremental gzip (or zlib) / zstd / bz2 / xz decompressor (``decompress``, ``eof``,
+    ``unused_data``: one member or frame; the readers start a new one for the next)."""
+    if codec == "gzip":
+        return zlib.decompressobj(wbits=47)  # 47: gzip or zlib header, auto-detected
+    if codec == "bz2":
+        return bz2.BZ2Decompressor()
+    if codec == "xz":
+        return lzma.LZMADecompressor()
+    import zstandard
+
+    return zstandard.ZstdDecompressor().decompressobj()
+
+
+def _decompress_head(codec: str, head: bytes) -> bytes:
+    try:
+        return new_decompressor(codec).decompress(head)[:64]
+    except Exception:  # corrupt from the start: the line reader reports it with its position
+        return b""
+
+
+def sniff_format(head: bytes, name: str) -> str | None:
+    """The format of a file from its first bytes (``FORMATS``), or None when unsupported."""
+    if head.startswith(PARQUET_MAGIC):
+        return "parquet"
+    for magic, codec, suffix in ((GZIP_MAGIC, "gzip", ".gz"), (ZSTD_MAGIC, "zstd", ".zst")):
+        if head.startswith(magic):
+            inner = _decompress_head(codec, head)
+            return ("warc" if inner.startswith(WARC_MAGIC) else "jsonl") + suffix
+    for magic, suffix in ((BZ2_MAGIC, ".bz2"), (XZ_MAGIC, ".xz")):
+        if head.startswith(magic):  # JSON lines only (FastWARC reads no bz2 / xz)
+            return "jsonl" + suffix
+    if head.startswith(WARC_MAGIC):
+        return "warc"
+    stripped = head.lstrip()
+    if stripped.startswith(b"{") or not stripped:
+        return "jsonl"
+    base = name.lower()
+    for suffix in (".gz", ".zst", ".zstd", ".bz2", ".xz"):
+        base = base.removesuffix(suffix)
+    return "jsonl" if base.endswith(_JSON_NAMES) else None
+
+
+def format_from_name(name: str) -> str | None:
+    """The format a file's name claims (for the provenance's mismatch note only)."""
+    lower = name.lower()
+    for fmt in sorted(FORMATS, key=len, reverse=True):
+        if lower.endswith("." + fmt) or (fmt.startswith("warc") and lower.endswith(fmt.replace("warc", "wet"))):
+            return fmt
+    return "jsonl.gz" if lower.endswith((".json.gz", ".ndjson.gz")) else None
+
+
+# ------------------------------------------------------------------------------------------
+# JSON lines
+
+
+def iter_lines(
+    handle: BinaryIO, codec: str | None, max_line: int, quarantine: Quarantine
+) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, bytes) of a possibly compressed, possibly broken text stream.
+
+    Decompresses incrementally so that a truncated or corrupt stream still yields every complete
+    line before the damage; the damage is quarantined once. Lines over ``max_line`` bytes are
+    skipped as they stream in (never buffered whole).
+    """
+    decomp = new_decompressor(codec) if codec else None
+    buf = bytearray()
+    line_no = 0
+    skipping = False  # inside an over-long line: drop bytes until the next newline
+
+    def split(final: bool) -> Iterator[tuple[int, bytes]]:
+        nonlocal buf, line_no, skipping
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            line = bytes(buf[start:nl])
+            start = nl + 1
+            line_no += 1
+            if skipping:
+                skipping = False
+                continue
+            yield line_no, line
+        del buf[:start]
+        if len(buf) > max_line and not skipping:
+            line_no += 1
+            quarantine.add(
+                "line_too_long", f"line longer than {max_line} bytes", line=line_no, sample=bytes(buf[:SAMPLE_CHARS])
+            )
+            skipping = True
+            buf.clear()
+        elif skipping:
+            buf.clear()
+        if final and buf:
+            line_no += 1
+            if not skipping:
+                yield line_no, bytes(buf)
+            buf.clear()
+
+    corrupt = f"corrupt_{codec}"
+    while True:
+        chunk = handle.read(READ_BYTES)
+        if not chunk:
+            break
+        if decomp is not None:
+            try:
+                data = decomp.decompress(chunk)
+                # Concatenated members/frames (e.g. appended files) are one valid stream.
+                while decomp.eof and decomp.unused_data:
+                    rest = decomp.unused_data
+                    decomp = new_decompressor(codec)
+                    data += decomp.decompress(rest)
+            except Exception as exc:  # zlib.error / zstandard.ZstdError
+                yield from split(final=True)
+                quarantine.add(corrupt, f"corrupt {codec} stream after line {line_no}: {exc}")
+                return
+            buf += data
+        else:
+            buf += chunk
+        yield from split(final=False)
+    truncated = decomp is not None and not decomp.eof
+    yield from split(final=True)
+    if truncated:
+        quarantine.add(f"truncated_{codec}", f"{codec} stream ends early (after line {line_no}); lines before kept")
+
+
+_SKIP = object()
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def parse_json_line(raw: bytes, line: int, quarantine: Quarantine) -> Any:
+    """The JSON value of one line, or ``_SKIP`` (blank, or quarantined with the reason)."""
+    raw = raw.rstrip(b"\r")
+    if not raw.strip():
+        return _SKIP
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        quarantine.add("invalid_utf8", f"invalid UTF-8 at byte {exc.start}", line=line, sample=raw)
+        return _SKIP
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        quarantine.add("not_json", f"not JSON: {str(exc)[:120]}", line=line, sample=text)
+        return _SKIP
+    # Only a \uD800-\uDFFF escape can put a lone surrogate into valid UTF-8 JSON; such a string
+    # cannot be written as UTF-8 again, so the record goes (alone) to quarantine.
+    if "\\u" in text and _has_lone_surrogate(value):
+        quarantine.add(
+            "unencodable_text",
+            f"{quarantine.file} line {line}: a string holds a lone surrogate (\\uD800-\\uDFFF escape) "
+            "that cannot be encoded as UTF-8",
+            line=line,
+            doc_id=value.get("id") if isinstance(value, dict) and isinstance(value.get("id"), str) else None,
+            sample=text,
+        )
+        return _SKIP
+    return value
+
+
+def read_jsonl(handle: BinaryIO, codec: str | None, max_line: int, q: Quarantine) -> Iterator[tuple[int, Any]]:
+    """(line, parsed value) of a JSON-lines stream; bad lines quarantined."""
+    for line, raw in iter_lines(handle, codec, max_line, q):
+        value = parse_json_line(raw, line, q)
+        if value is not _SKIP:
+            yield line, value
+
+
+# ------------------------------------------------------------------------------------------
+# Parquet
+
+
+def _rows_of_batches(batches: Iterator[Any], q: Quarantine, first_row: int = 1) -> Iterator[tuple[int, dict]]:
+    """(1-based row, row dict) of Arrow record batches; a row whose strings are not valid UTF-8
+    (Arrow does not check what a foreign writer stored) is quarantined alone as ``invalid_utf8``."""
+    row = first_row - 1
+    for batch in batches:
+        try:
+            rows = batch.to_pylist()
+        except UnicodeDecodeError:  # find the bad row(s); the others of the batch are kept
+            rows = []
+            for i in range(batch.num_rows):
+                try:
+                    rows.append(batch.slice(i, 1).to_pylist()[0])
+                except UnicodeDecodeError as exc:
+                    rows.append(exc)
+        for rec in rows:
+            row += 1
+            if isinstance(rec, UnicodeDecodeError):
+                q.add(
+                    "invalid_utf8", f"{q.file} row {row}: a string column is not valid UTF-8 ({rec.reason})", line=row
+                )
+                continue
+            yield row, rec
+
+
+def rename_fields(rec: dict, text_key: str, id_key: str) -> dict:
+    """``rec`` with ``text_key`` / ``id_key`` read as ``text`` / ``id`` (the other fields stay)."""
+    for key, standard in ((text_key, "text"), (id_key, "id")):
+        if key != standard and key in rec:
+            rec[standard] = rec.pop(key)
+    return rec
+
+
+def read_parquet(
+    handle: BinaryIO, q: Quarantine, id_prefix: str = "", text_key: str = "text", id_key: str = "id"
+) -> Iterator[tuple[int, Any]]:
+    """(1-based row, row dict) of a parquet file with a ``text_key`` column.
+
+    Without an ``id_key`` column (e.g. a Hugging Face dataset's parquet export) a row's id is
+    ``<id_prefix>/<row>``; every other column stays in the record (the raw stage keeps it as
+    metadata: ``url``, ``date``, ...).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(handle)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        q.add("bad_parquet", f"not a readable parquet file: {exc}")
+        return
+    names = pf.schema_arrow.names
+    if text_key not in names:
+        q.add(
+            "parquet_schema",
+            f"parquet schema has no text column {text_key!r} (has {names}); name it with RawConfig(text_key=...) "
+            "or curation_steps(text_key=...)",
+            count=pf.metadata.num_rows,
+        )
+        return
+    has_id = id_key in names
+    row = 0
+    try:
+        for row, rec in _rows_of_batches(pf.iter_batches(batch_size=1000), q):
+            rec = rename_fields(rec, text_key, id_key)
+            if not has_id:
+                rec["id"] = f"{id_prefix}/{row}"
+            yield row, rec
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        q.add("bad_parquet", f"parquet read failed after row {row}: {exc}")
+
+
+# ------------------------------------------------------------------------------------------
+# Hugging Face dataset folders (``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``)
+
+HF_MARKERS = ("dataset_dict.json", "state.json")
+
+
+def hf_dataset_folders(names: list[str]) -> list[str]:
+    """The outermost folders (relative to the drop) among ``names`` that are saved HF datasets."""
+    folders = sorted(
+        {n.rsplit("/", 1)[0] if "/" in n else "" for n in names if n.rsplit("/", 1)[-1] in HF_MARKERS},
+        key=len,
+    )
+    out: list[str] = []
+    for folder in folders:
+        if not any(folder == o or folder.startswith(o + "/") or o == "" for o in out):
+            out.append(folder)
+    return out
+
+
+def read_hf_dataset(
+    path: str, q: Quarantine, id_prefix: str, text_key: str = "text", id_key: str = "id"
+) -> Iterator[tuple[int, Any]]:
+    """(1-based row within its split, record) of a saved HF dataset or dataset dict folder.
+
+    Rows without an ``id_key`` column get ``<id_prefix>/<split>/<row>``; the split and row go to
+    the metadata as provenance, every other column stays in the record.
+    """
+    import datasets
+
+    try:
+        loaded = datasets.load_from_disk(path)
+    except Exception as exc:  # corrupt arrow / json: one whole-folder problem
+        q.add("bad_hf_dataset", f"datasets.load_from_disk failed: {type(exc).__name__}: {exc}"[:300])
+        return
+    splits = loaded.items() if isinstance(loaded, datasets.DatasetDict) else [("", loaded)]
+    for split, ds in splits:
+        if text_key not in ds.column_names:
+            q.add(
+                "hf_schema",
+                f"split {split!r} has no text column {text_key!r} (has {ds.column_names}); name it with "
+                "RawConfig(text_key=...)",
+                count=ds.num_rows,
+            )
+            continue
+        batches = ds.with_format("arrow").iter(batch_size=1000)
+        for row, rec in _rows_of_batches(batches, q):
+            rec = rename_fields(rec, text_key, id_key)
+            if rec.get("id") is None:
+                rec["id"] = f"{id_prefix}/{split or 'data'}/{row}"
+            metadata = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+            rec["metadata"] = {**metadata, "hf_split": split, "hf_row": row}
+            yield row, rec
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def read_file(
+    path: str,
+    name: str,
+    max_doc_bytes: int,
+    q: Quarantine,
+    *,
+    id_prefix: str = "",
+    text_key: str = "text",
+    id_key: str = "id",
+) -> tuple[str | None, Iterator[tuple[int, Any]]]:
+    """(sniffed format, (position, record) iterator) of one landing file.
+
+    ``text_key`` / ``id_key`` name the fields (JSON lines) or columns (parquet) holding the text
+    and the id; a parquet file without an id column gets ``<id_prefix>/<row>``. An unsupported
+    file is quarantined whole (``unsupported_format``, counted per line).
+    """
+    handle = open_input(path)
+    head = handle.read(4096)
+    handle.seek(0)
+    fmt = sniff_format(head, name)
+    return fmt, _records(handle, fmt, max_doc_bytes, q, id_prefix, text_key, id_key)
+
+
+def _records(
+    handle: BinaryIO, fmt: str | None, max_doc_bytes: int, q: Quarantine, id_prefix: str, text_key: str, id_key: str
+) -> Iterator[tuple[int, Any]]:
+    from marin_assets.transform.raw.warc_reader import read_warc
+
+    readers: dict[str, Callable[[], Iterator[tuple[int, Any]]]] = {
+        "parquet": lambda: read_parquet(handle, q, id_prefix, text_key, id_key),
+        "warc": lambda: read_warc(handle, q, None),
+        "warc.gz": lambda: read_warc(handle, q, "gzip"),
+        "warc.zst": lambda: read_warc(handle, q, "zstd"),
+    }
+    max_line = max_doc_bytes * 2 + (1 << 20)  # JSON escaping can double a document
+    try:
+        if fmt is None:
+            lines = sum(1 for _ in iter_lines(handle, None, max_line, Quarantine(q.stage, q.file)))
+            q.add(
+                "unsupported_format",
+                f"content is none of {', '.join(FORMATS)} (sniffed, not from the name); {lines} line(s) not read",
+                count=max(1, lines),
+            )
+            return
+        if fmt in readers:
+            yield from readers[fmt]()
+        else:
+            codec = JSONL_CODECS[fmt]
+            renaming = (text_key, id_key) != ("text", "id")
+            for line, value in read_jsonl(handle, codec, max_line, q):
+                yield line, rename_fields(value, text_key, id_key) if renaming and isinstance(value, dict) else value
+    finally:
+        handle.close()
