@@ -391,36 +391,75 @@ def steps_on_ray() -> bool:
     return address.startswith("ray://")
 
 
+DASHBOARD_URL_ENV = "MARIN_RAY_DASHBOARD_URL"
+RAY_LINK_KEYS = ("marin/ray_job", "marin/ray_task", "marin/ray_logs")
+# execution.metadata's marker of a typed value (not imported: marin_resources never imports
+# marin_assets); the Dagster bridge turns {TYPE_KEY: "url", "value": u} into MetadataValue.url(u).
+_METADATA_TYPE_KEY = "__marin_metadata_type__"
+
+
 def ray_placement() -> dict[str, Any]:
-    """Where the calling Ray task or actor runs: node id and IP, host, pid, assigned resources."""
+    """Where the calling Ray task or actor runs: node id and IP, host, pid, assigned resources, and
+    the Ray job, task and worker ids with the worker's log file (in the node's Ray log folder)."""
     import socket
 
     import ray
 
     context = ray.get_runtime_context()
+    job_id, worker_id = context.get_job_id(), context.get_worker_id()
     return {
         "ray_node_id": context.get_node_id(),
         "ray_node_ip": ray.util.get_node_ip_address(),
         "hostname": socket.gethostname(),
         "pid": os.getpid(),
         "resources": {k: float(v) for k, v in sorted(context.get_assigned_resources().items())},
+        "ray_job_id": job_id,
+        "ray_task_id": context.get_task_id(),
+        "ray_worker_id": worker_id,
+        "ray_worker_log": f"worker-{worker_id}-{job_id}-{os.getpid()}.out",
     }
 
 
+def ray_links(placement: dict[str, Any], base_url: str | None = None) -> dict[str, Any]:
+    """Dashboard links of a :func:`ray_placement` (URL-typed step metadata), given the dashboard's
+    URL as the person's browser reaches it (``$MARIN_RAY_DASHBOARD_URL``); none when it is unset.
+
+    ``marin/ray_job``: the Ray job; ``marin/ray_task``: the task's page (state, its logs);
+    ``marin/ray_logs``: the worker's stdout log in the log viewer.
+    """
+    from urllib.parse import quote
+
+    base = (base_url if base_url is not None else os.environ.get(DASHBOARD_URL_ENV, "")).rstrip("/")
+    job, node = placement.get("ray_job_id"), placement.get("ray_node_id")
+    if not base or not job:
+        return {}
+
+    def url(path: str) -> dict[str, Any]:
+        return {_METADATA_TYPE_KEY: "url", "value": f"{base}/#/{path}"}
+
+    links = {"marin/ray_job": url(f"jobs/{quote(job)}")}
+    if placement.get("ray_task_id"):
+        links["marin/ray_task"] = url(f"jobs/{quote(job)}/tasks/{quote(placement['ray_task_id'])}")
+    if node and placement.get("ray_worker_log"):
+        links["marin/ray_logs"] = url(f"logs/viewer?nodeId={quote(node)}&fileName={quote(placement['ray_worker_log'])}")
+    return links
+
+
 def recording_placement(fn: Any) -> Any:
-    """Wrap a step function so that its metadata records where it ran (:func:`ray_placement`).
+    """Wrap a step function so that its metadata records where it ran (:func:`ray_placement`) and
+    links to its Ray job, task and worker log (:func:`ray_links`).
 
     The wrapper is a plain function (``ray.remote`` and Levanter's TPU launcher need one); its result
-    is the step's metadata dict with :data:`PLACEMENT_KEY` added (a None result becomes that alone).
+    is the step's metadata dict with :data:`PLACEMENT_KEY` (and the links) added (a None result
+    becomes that alone).
     """
 
     def call(config: Any) -> Any:
         result = fn(config)
-        if result is None:
-            return {PLACEMENT_KEY: ray_placement()}
-        if isinstance(result, dict):
-            return {**result, PLACEMENT_KEY: ray_placement()}
-        return result
+        if result is not None and not isinstance(result, dict):
+            return result
+        placement = ray_placement()
+        return {**(result or {}), PLACEMENT_KEY: placement, **ray_links(placement)}
 
     call.__name__ = getattr(fn, "__name__", "step")
     return call
@@ -456,6 +495,10 @@ def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
                 from marin_resources.runtime_env import passthrough_env_vars
 
                 runtime_env["env_vars"] = {**passthrough_env_vars(), **runtime_env.get("env_vars", {})}
+            elif os.environ.get(DASHBOARD_URL_ENV):
+                # The tasks build their dashboard links (recording_placement) from the driver's URL.
+                env_vars = {DASHBOARD_URL_ENV: os.environ[DASHBOARD_URL_ENV], **runtime_env.get("env_vars", {})}
+                runtime_env["env_vars"] = env_vars
             start = time.monotonic()
             attempts = CLIENT_CONNECT_ATTEMPTS if address.startswith("ray://") else 1
             for attempt in range(1, attempts + 1):
