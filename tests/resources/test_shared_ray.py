@@ -197,3 +197,37 @@ def test_a_run_without_ray_auth_token_reuses_a_head_started_with_one(ray_head):
     finally:
         stop_embedded_head(temp_dir)
         shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _step(config: dict) -> dict:
+    return {"value": config["value"] * 2}
+
+
+@pytest.mark.timeout(180)
+def test_a_step_on_ray_records_its_job_task_and_worker_log_and_links_them(ray_head, ray_tmpdir):
+    import ray
+
+    from marin_assets.dagster_bridge.assets import to_dagster_metadata
+    from marin_assets.execution.metadata import TYPE_KEY
+    from marin_resources.ray_cluster import _METADATA_TYPE_KEY, PLACEMENT_KEY, ray_links, recording_placement
+
+    assert _METADATA_TYPE_KEY == TYPE_KEY  # the marker the Dagster bridge reads
+    result = ray.get(ray.remote(recording_placement(_step)).remote({"value": 21}), timeout=120)
+    placement = result[PLACEMENT_KEY]
+    assert result["value"] == 42
+    context = ray.get_runtime_context()
+    assert placement["ray_job_id"] == context.get_job_id() and placement["ray_node_id"] == context.get_node_id()
+    assert placement["ray_task_id"] and placement["ray_worker_id"] != context.get_worker_id()
+    # The worker's log file the link opens exists in the node's Ray log folder.
+    logs = os.path.join(ray_tmpdir, "session_latest", "logs")
+    assert os.path.isfile(os.path.join(logs, placement["ray_worker_log"])), sorted(os.listdir(logs))[-10:]
+
+    links = ray_links(placement, "http://127.0.0.1:8265/")
+    job, task = placement["ray_job_id"], placement["ray_task_id"]
+    shown = to_dagster_metadata(links)
+    assert shown["marin/ray_job"].url == f"http://127.0.0.1:8265/#/jobs/{job}"
+    assert shown["marin/ray_task"].url == f"http://127.0.0.1:8265/#/jobs/{job}/tasks/{task}"
+    assert shown["marin/ray_logs"].url == (
+        f"http://127.0.0.1:8265/#/logs/viewer?nodeId={placement['ray_node_id']}&fileName={placement['ray_worker_log']}"
+    )
+    assert ray_links(placement, "") == {}
