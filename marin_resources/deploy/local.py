@@ -502,6 +502,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             state = up(args)
             print(f"\nUI:       http://127.0.0.1:{state.ports['webserver']}")
             print(f"browser:  {state.env['MARIN_BROWSER_URL']}  (data under {state.env['MARIN_PREFIX']})")
+            print(f"ray jobs: {state.env['RAY_API_SERVER_ADDRESS']}  (ray_run; token auth, after `env` below)")
             print(f'use:      eval "$(scripts/local_deploy.sh env --state_dir {shlex.quote(state.state_dir)})"')
             print("stop:     scripts/local_deploy.sh --down")
     except DeployError as exc:
