@@ -10,10 +10,10 @@
 * a **Ray** head (``--num-cpus=0``, Ray Client server and dashboard / Jobs API on) and one worker
   node, both ``ray start``, with token authentication (``RAY_AUTH_MODE=token``, the token generated
   once into ``<state_dir>/secrets/ray_auth_token`` (0600) and read through ``RAY_AUTH_TOKEN_PATH``,
-  never in ``~/.ray``). The Ray Client server and the dashboard bind 127.0.0.1; Ray 2.60's GCS
-  server, raylets and object managers of a two-node cluster listen on every interface (the switch
-  that keeps the embedded head on loopback refuses a second node), so the token is what keeps
-  others out there;
+  never in ``~/.ray``). The dashboard binds 127.0.0.1; Ray 2.60's GCS server, raylets, Ray Client
+  server and agents of a two-node cluster also listen on the machine's address (the switch that
+  keeps the embedded head on loopback refuses a second node), so the token is what keeps others
+  out there (docs/deploy.md lists every port);
 * the **data browser** (``python -m marin_assets.browse``, started by module name: this package
   never imports ``marin_assets``) on the ``gs://`` prefix, as ``k8s/browser.yaml`` runs it;
 * the **user-code gRPC server** (``dagster api grpc -f definitions.py``), **dagster-webserver** and
