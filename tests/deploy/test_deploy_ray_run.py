@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from marin_resources.deploy import local, services
@@ -96,6 +98,13 @@ def test_deployed_jobs_api_wants_the_token(deployed_ray):
     request = urllib.request.Request(f"{url}/api/jobs/", headers={"Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 200
+    # The Jobs API is on loopback only: this machine's other addresses do not answer.
+    port = int(url.rpartition(":")[2])
+    for addrs in psutil.net_if_addrs().values():
+        for addr in addrs:
+            if addr.family == socket.AF_INET and not addr.address.startswith("127."):
+                with pytest.raises(OSError), socket.create_connection((addr.address, port), timeout=5):
+                    pass
 
 
 @pytest.mark.timeout(600)
