@@ -79,15 +79,12 @@ def embedded_token_path(temp_dir: str | None = None) -> str:
 def _own_dir(path: str) -> None:
     """Create ``path`` or check that an existing one is a directory of this user.
 
-    ``/tmp/marin-ray-<uid>`` is a predictable name: a directory (or link) planted there by another
-    user must not receive this user's head and token. (Ray makes the dir world-writable itself; the
-    token file is what is private.)
+    ``/tmp/marin-ray-<uid>`` is a predictable name: a directory (or a link to one) planted there by
+    another user must not receive this user's head and token. (Ray makes the dir world-writable
+    itself; the token file is what is private.)
     """
-    import stat
-
     os.makedirs(path, mode=0o700, exist_ok=True)
-    info = os.lstat(path)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+    if not os.path.isdir(path) or os.stat(path).st_uid != os.getuid():
         raise RuntimeError(f"Ray temp dir {path} is not a directory owned by this user; choose $MARIN_RAY_TMPDIR")
 
 

@@ -64,6 +64,9 @@ _CLEARED_ENV = (
     "DAGSTER_HOME",
     "MARIN_STEPS_ON_RAY",
     "RAY_AUTH_TOKEN",
+    # Set by ensure_ray() for the embedded head (loopback only); it makes `ray start` refuse a
+    # second node, so it must not reach the topology's Ray.
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER",
 )
 # What `env` exports to a shell (nothing secret: the password is read from its 0600 file).
 _SHELL_ENV = (
