@@ -17,7 +17,14 @@ import textwrap
 import psutil
 import pytest
 
-from marin_resources.ray_cluster import ADDRESS_FILE, TOKEN_FILE, _head_processes, stop_embedded_head
+from marin_resources.ray_cluster import (
+    ADDRESS_FILE,
+    TOKEN_FILE,
+    RayClusterConfig,
+    _head_processes,
+    start_embedded_head,
+    stop_embedded_head,
+)
 
 pytestmark = pytest.mark.ray
 
@@ -194,6 +201,11 @@ def test_a_run_without_ray_auth_token_reuses_a_head_started_with_one(ray_head):
             token = handle.read().strip()
         assert len(token) == 64 and token not in {"first-runs-own-token-1234", "another-one-5678"}
         assert stat.S_IMODE(os.stat(os.path.join(temp_dir, TOKEN_FILE)).st_mode) == 0o600
+        # A live head without a token beside it (started before heads were closed) is replaced.
+        os.unlink(os.path.join(temp_dir, TOKEN_FILE))
+        replaced = start_embedded_head(RayClusterConfig(num_cpus=2, temp_dir=temp_dir))
+        assert replaced.rpartition(":")[2] != gcs[0].rpartition(":")[2] and len(_raylets(temp_dir)) == 1
+        assert os.path.getsize(os.path.join(temp_dir, TOKEN_FILE)) == 64
     finally:
         stop_embedded_head(temp_dir)
         shutil.rmtree(temp_dir, ignore_errors=True)
