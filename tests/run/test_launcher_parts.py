@@ -193,11 +193,12 @@ def test_an_unreachable_cluster_is_one_line_and_exit_2(monkeypatch, capsys):
 
     port = _free_port()  # nothing listens there
     monkeypatch.setenv("RAY_ADDRESS", "ray://127.0.0.1:1")  # must not be what is tried
-    monkeypatch.delenv("RAY_API_SERVER_ADDRESS", raising=False)
-    assert ray_run.main(["--address", f"ray://127.0.0.1:{port}", "list"]) == 2
+    # The ray:// address maps to the dashboard port of $RAY_API_SERVER_ADDRESS (same host): a dead one.
+    monkeypatch.setenv("RAY_API_SERVER_ADDRESS", f"http://127.0.0.1:{port}")
+    assert ray_run.main(["--address", "ray://127.0.0.1:10001", "list"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "Traceback" not in err
-    assert err.startswith(f"ray_run: cannot use the Ray Jobs API at http://127.0.0.1:{ray_run.DEFAULT_DASHBOARD_PORT}")
+    assert err.startswith(f"ray_run: cannot use the Ray Jobs API at http://127.0.0.1:{port}: ")
     assert ray_run.main(["--address", f"http://127.0.0.1:{port}", "logs", "J1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"127.0.0.1:{port}" in err
