@@ -279,12 +279,12 @@ def run_ray(work: str, drop_id: str, workers: int) -> list[dict[str, Any]]:
     import ray
 
     from marin_assets.core.shard_stage import ShardPool, shard_pool
-    from marin_resources.ray_cluster import configure_token_auth
+    from marin_resources.ray_cluster import prepare_private_ray
 
-    # An explicit auth mode, as the embedded head has: otherwise Ray 2.60 turns token auth on and
-    # writes a new token to ~/.ray/auth_token, which later local Ray heads on the machine pick up.
-    configure_token_auth()
     temp = tempfile.mkdtemp(prefix="bcp-", dir="/tmp")
+    # Closed like the embedded head (loopback, token in `temp`): otherwise Ray 2.60 would write a
+    # new token to ~/.ray/auth_token, which later local Ray heads on the machine pick up.
+    prepare_private_ray(temp)
     ray.init(num_cpus=workers, include_dashboard=False, _temp_dir=temp, log_to_driver=False)
     try:
         ray.get([ray.remote(lambda: 0).remote() for _ in range(workers)])  # warm the workers

@@ -8,6 +8,10 @@ Sharing: several processes of one Dagster run (multiprocess executor), ``dagster
 machine attaches to the first cluster and fails. The first caller starts a head node with
 ``ray start``-like semantics (a detached local cluster whose address is recorded in
 ``<ray_temp_dir>/marin_ray_address``) and later callers connect to that address.
+
+Closed by default: the embedded head listens on loopback only and runs with token authentication;
+its token is generated once into ``<ray_temp_dir>/marin_ray_auth_token`` (mode 0600) and every driver that connects through :func:`ensure_ray` presents it, whatever
+``$RAY_AUTH_TOKEN`` the caller has (that variable names an external cluster's token).
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 ADDRESS_FILE = "marin_ray_address"
+TOKEN_FILE = "marin_ray_auth_token"
+# Ray 2.60 turns a loopback --node-ip-address (and a driver's 127.0.0.1 address) into the machine's
+# routable IP unless it believes it runs on a laptop (services.resolve_ip_for_localhost); with the
+# node IP left at 127.0.0.1 the GCS server, raylet, object manager, agents, client server and every
+# worker bind 127.0.0.1 instead of 0.0.0.0. It also refuses extra nodes: right for this head.
+LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,37 @@ def default_temp_dir() -> str:
     return os.environ.get("MARIN_RAY_TMPDIR") or f"/tmp/marin-ray-{os.getuid()}"
 
 
+def embedded_token_path(temp_dir: str | None = None) -> str:
+    """The embedded head's auth token file (``<temp_dir>/marin_ray_auth_token``)."""
+    return os.path.join(os.path.abspath(temp_dir or default_temp_dir()), TOKEN_FILE)
+
+
+def _own_dir(path: str) -> None:
+    """Create ``path`` or check that an existing one is a directory of this user.
+
+    ``/tmp/marin-ray-<uid>`` is a predictable name: a directory (or a link to one) planted there by
+    another user must not receive this user's head and token. (Ray makes the dir world-writable
+    itself; the token file is what is private.)
+    """
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    if not os.path.isdir(path) or os.stat(path).st_uid != os.getuid():
+        raise RuntimeError(f"Ray temp dir {path} is not a directory owned by this user; choose $MARIN_RAY_TMPDIR")
+
+
+def _read_or_create_token(path: str) -> None:
+    """Write a fresh 256-bit token to ``path`` (mode 0600) unless it already holds one."""
+    with contextlib.suppress(FileNotFoundError), open(path) as handle:
+        if handle.read().strip():
+            return
+    import secrets
+
+    tmp = f"{path}.tmp-{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_hex(32))
+    os.replace(tmp, path)
+
+
 def _embedded_num_cpus(config: RayClusterConfig) -> int:
     if config.num_cpus is not None:
         return config.num_cpus
@@ -88,11 +129,13 @@ def _head_alive(address: str) -> bool:
 def start_embedded_head(config: RayClusterConfig) -> str:
     """Start (or find) the machine-local head node and return its GCS address.
 
-    Serialised by a file lock so that concurrent processes start exactly one head.
+    Serialised by a file lock so that concurrent processes start exactly one head. The head binds
+    127.0.0.1 only and requires the token of :func:`embedded_token_path` (created here once).
     """
-    temp_dir = config.temp_dir or default_temp_dir()
-    os.makedirs(temp_dir, exist_ok=True)
+    temp_dir = os.path.abspath(config.temp_dir or default_temp_dir())
+    _own_dir(temp_dir)
     address_file = os.path.join(temp_dir, ADDRESS_FILE)
+    token_path = embedded_token_path(temp_dir)
     with open(os.path.join(temp_dir, "marin_ray.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
@@ -100,7 +143,13 @@ def start_embedded_head(config: RayClusterConfig) -> str:
                 with open(address_file) as handle:
                     address = handle.read().strip()
                 if address and _head_alive(address):
-                    return address
+                    if os.path.exists(token_path):
+                        return address
+                    # A head from before heads were closed (no token beside it): it may listen on
+                    # every interface without authentication, so it is replaced.
+                    logger.warning("replacing the embedded Ray head at %s: it has no auth token", address)
+                    stop_embedded_head(temp_dir)
+            _read_or_create_token(token_path)
             import json
 
             port = _free_port()
@@ -114,6 +163,7 @@ def start_embedded_head(config: RayClusterConfig) -> str:
                 f"--temp-dir={temp_dir}",
                 "--disable-usage-stats",
                 f"--include-dashboard={'true' if config.include_dashboard else 'false'}",
+                "--dashboard-host=127.0.0.1",
                 # Ray's fixed default ports (client server 10001, dashboard 8265, agent 52365) clash
                 # when two embedded heads with different temp dirs run on one machine (parallel
                 # test sessions); a dashboard agent that cannot bind takes its raylet down with it.
@@ -127,7 +177,7 @@ def start_embedded_head(config: RayClusterConfig) -> str:
                 cmd.append(f"--resources={json.dumps(config.resources)}")
             if config.object_store_memory:
                 cmd.append(f"--object-store-memory={config.object_store_memory}")
-            env = head_environment()
+            env = head_environment(token_path=token_path)
             # The embedded head advertises more logical CPUs than cores (Levanter's cache builder
             # deadlocks otherwise); without these, Ray would keep that many idle Python workers
             # (~150 MB each) alive and pre-start them for the first driver. Workers start on demand.
@@ -166,37 +216,68 @@ HEAD_ENV_VARS = (
 )
 
 
-def configure_token_auth(environ: dict[str, str] | os._Environ[str] | None = None, embedded: bool = True) -> bool:
-    """Make Ray's auth mode explicit (``RAY_AUTH_MODE``) when it is unset; True when it was set here.
+def configure_token_auth(
+    environ: dict[str, str] | os._Environ[str] | None = None, token_path: str | None = None
+) -> bool:
+    """Make Ray's auth mode explicit in ``environ`` (default ``os.environ``); True when it changed it.
 
-    Ray 2.60's ``ray start --head`` turns token auth on whenever a token is available
-    (``$RAY_AUTH_TOKEN``, ``$RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``), but a driver whose
-    mode is unset never sends a token to an explicit ``ip:port`` address -- so a run could not
-    connect to the embedded head it had just started. Head and driver therefore get the same
-    explicit mode: ``token`` when a token is available, else (embedded head only) ``disabled``.
+    With ``token_path`` (the embedded head, its drivers): ``RAY_AUTH_MODE=token`` and
+    ``RAY_AUTH_TOKEN_PATH=token_path``, and ``RAY_AUTH_TOKEN`` is dropped -- Ray prefers that
+    variable to the file, and a caller's value names some external cluster's token (a head that
+    took it as its own locked out every later run without it). Without ``token_path`` (an external
+    cluster): ``token`` when ``$RAY_AUTH_TOKEN`` / ``$RAY_AUTH_TOKEN_PATH`` is set and the mode is
+    unset, because a driver whose mode is unset never sends a token to an explicit ``ip:port``.
     """
     environ = os.environ if environ is None else environ
+    if token_path is not None:
+        before = (environ.get("RAY_AUTH_MODE"), environ.get("RAY_AUTH_TOKEN_PATH"), environ.get("RAY_AUTH_TOKEN"))
+        environ["RAY_AUTH_MODE"] = "token"
+        environ["RAY_AUTH_TOKEN_PATH"] = token_path
+        environ.pop("RAY_AUTH_TOKEN", None)
+        return before != ("token", token_path, None)
     if environ.get("RAY_AUTH_MODE"):
         return False
-    explicit_token = bool(environ.get("RAY_AUTH_TOKEN") or environ.get("RAY_AUTH_TOKEN_PATH"))
-    if explicit_token:
+    if environ.get("RAY_AUTH_TOKEN") or environ.get("RAY_AUTH_TOKEN_PATH"):
         environ["RAY_AUTH_MODE"] = "token"
-    elif embedded:
-        # The head would pick up a token file left on the machine (e.g. by an earlier `ray start`).
-        home = environ.get("HOME") or os.path.expanduser("~")
-        has_file = os.path.exists(os.path.join(home, ".ray", "auth_token"))
-        environ["RAY_AUTH_MODE"] = "token" if has_file else "disabled"
-    return "RAY_AUTH_MODE" in environ
+        return True
+    return False
 
 
-def head_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+def head_environment(environ: dict[str, str] | None = None, token_path: str | None = None) -> dict[str, str]:
     """The minimal environment of the embedded head: :data:`HEAD_ENV_VARS`, ``LC_*`` and ``RAY_*``
-    (Ray's settings and its auth token), without ``RAY_ADDRESS``."""
+    (Ray's settings), without ``RAY_ADDRESS``; token auth with ``token_path`` (default: the token
+    file of the default temp dir) and loopback binding (:data:`LOOPBACK_ENV`)."""
     environ = dict(os.environ if environ is None else environ)
     env = {name: environ[name] for name in HEAD_ENV_VARS if name in environ}
     env.update({k: v for k, v in environ.items() if k.startswith(("LC_", "RAY_")) and k != "RAY_ADDRESS"})
-    configure_token_auth(env)
+    configure_token_auth(env, token_path or embedded_token_path())
+    env.update(LOOPBACK_ENV)
     return env
+
+
+def _use_embedded_head(token_path: str) -> None:
+    """Make this process (and the processes it starts) a client of the closed embedded head.
+
+    Ray reads its auth mode, token and the "laptop" switch once at import; they are refreshed here
+    so that a process that imported Ray earlier still connects on 127.0.0.1 with the token.
+    """
+    configure_token_auth(token_path=token_path)
+    os.environ.update(LOOPBACK_ENV)
+    from ray._private import ray_constants
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    ray_constants.ENABLE_RAY_CLUSTER = False  # read by services.get_node_ip_address on every call
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+def prepare_private_ray(temp_dir: str) -> None:
+    """Close a Ray that this process starts itself with ``ray.init(_temp_dir=temp_dir)`` (benches):
+    loopback only, token auth with a token generated into ``temp_dir``."""
+    _own_dir(temp_dir)
+    token_path = embedded_token_path(temp_dir)
+    _read_or_create_token(token_path)
+    _use_embedded_head(token_path)
 
 
 def _head_processes(temp_dir: str, address: str | None) -> list[Any]:
@@ -307,36 +388,75 @@ def steps_on_ray() -> bool:
     return address.startswith("ray://")
 
 
+DASHBOARD_URL_ENV = "MARIN_RAY_DASHBOARD_URL"
+RAY_LINK_KEYS = ("marin/ray_job", "marin/ray_task", "marin/ray_logs")
+# execution.metadata's marker of a typed value (not imported: marin_resources never imports
+# marin_assets); the Dagster bridge turns {TYPE_KEY: "url", "value": u} into MetadataValue.url(u).
+_METADATA_TYPE_KEY = "__marin_metadata_type__"
+
+
 def ray_placement() -> dict[str, Any]:
-    """Where the calling Ray task or actor runs: node id and IP, host, pid, assigned resources."""
+    """Where the calling Ray task or actor runs: node id and IP, host, pid, assigned resources, and
+    the Ray job, task and worker ids with the worker's log file (in the node's Ray log folder)."""
     import socket
 
     import ray
 
     context = ray.get_runtime_context()
+    job_id, worker_id = context.get_job_id(), context.get_worker_id()
     return {
         "ray_node_id": context.get_node_id(),
         "ray_node_ip": ray.util.get_node_ip_address(),
         "hostname": socket.gethostname(),
         "pid": os.getpid(),
         "resources": {k: float(v) for k, v in sorted(context.get_assigned_resources().items())},
+        "ray_job_id": job_id,
+        "ray_task_id": context.get_task_id(),
+        "ray_worker_id": worker_id,
+        "ray_worker_log": f"worker-{worker_id}-{job_id}-{os.getpid()}.out",
     }
 
 
+def ray_links(placement: dict[str, Any], base_url: str | None = None) -> dict[str, Any]:
+    """Dashboard links of a :func:`ray_placement` (URL-typed step metadata), given the dashboard's
+    URL as the person's browser reaches it (``$MARIN_RAY_DASHBOARD_URL``); none when it is unset.
+
+    ``marin/ray_job``: the Ray job; ``marin/ray_task``: the task's page (state, its logs);
+    ``marin/ray_logs``: the worker's stdout log in the log viewer.
+    """
+    from urllib.parse import quote
+
+    base = (base_url if base_url is not None else os.environ.get(DASHBOARD_URL_ENV, "")).rstrip("/")
+    job, node = placement.get("ray_job_id"), placement.get("ray_node_id")
+    if not base or not job:
+        return {}
+
+    def url(path: str) -> dict[str, Any]:
+        return {_METADATA_TYPE_KEY: "url", "value": f"{base}/#/{path}"}
+
+    links = {"marin/ray_job": url(f"jobs/{quote(job)}")}
+    if placement.get("ray_task_id"):
+        links["marin/ray_task"] = url(f"jobs/{quote(job)}/tasks/{quote(placement['ray_task_id'])}")
+    if node and placement.get("ray_worker_log"):
+        links["marin/ray_logs"] = url(f"logs/viewer?nodeId={quote(node)}&fileName={quote(placement['ray_worker_log'])}")
+    return links
+
+
 def recording_placement(fn: Any) -> Any:
-    """Wrap a step function so that its metadata records where it ran (:func:`ray_placement`).
+    """Wrap a step function so that its metadata records where it ran (:func:`ray_placement`) and
+    links to its Ray job, task and worker log (:func:`ray_links`).
 
     The wrapper is a plain function (``ray.remote`` and Levanter's TPU launcher need one); its result
-    is the step's metadata dict with :data:`PLACEMENT_KEY` added (a None result becomes that alone).
+    is the step's metadata dict with :data:`PLACEMENT_KEY` (and the links) added (a None result
+    becomes that alone).
     """
 
     def call(config: Any) -> Any:
         result = fn(config)
-        if result is None:
-            return {PLACEMENT_KEY: ray_placement()}
-        if isinstance(result, dict):
-            return {**result, PLACEMENT_KEY: ray_placement()}
-        return result
+        if result is not None and not isinstance(result, dict):
+            return result
+        placement = ray_placement()
+        return {**(result or {}), PLACEMENT_KEY: placement, **ray_links(placement)}
 
     call.__name__ = getattr(fn, "__name__", "step")
     return call
@@ -355,12 +475,16 @@ def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
     with _INIT_LOCK:
         if not ray.is_initialized():
             embedded = not (config.address or os.environ.get("RAY_ADDRESS"))
-            if configure_token_auth(embedded=embedded):
-                # Ray read its config when it was imported: make it see the auth mode now.
-                from ray._raylet import Config
+            if embedded:
+                address = start_embedded_head(config)
+                _use_embedded_head(embedded_token_path(config.temp_dir))
+            else:
+                if configure_token_auth():
+                    # Ray read its config when it was imported: make it see the auth mode now.
+                    from ray._raylet import Config
 
-                Config.initialize("")
-            address = resolve_address(config)
+                    Config.initialize("")
+                address = resolve_address(config)
             runtime_env = dict(config.runtime_env or {})
             if embedded:
                 # The embedded head's workers have a minimal environment: this run's settings
@@ -368,6 +492,10 @@ def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
                 from marin_resources.runtime_env import passthrough_env_vars
 
                 runtime_env["env_vars"] = {**passthrough_env_vars(), **runtime_env.get("env_vars", {})}
+            elif os.environ.get(DASHBOARD_URL_ENV):
+                # The tasks build their dashboard links (recording_placement) from the driver's URL.
+                env_vars = {DASHBOARD_URL_ENV: os.environ[DASHBOARD_URL_ENV], **runtime_env.get("env_vars", {})}
+                runtime_env["env_vars"] = env_vars
             start = time.monotonic()
             attempts = CLIENT_CONNECT_ATTEMPTS if address.startswith("ray://") else 1
             for attempt in range(1, attempts + 1):

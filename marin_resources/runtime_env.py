@@ -49,6 +49,7 @@ PASSTHROUGH_ENV_VARS: tuple[str, ...] = (
     "WANDB_ENTITY",
     "WANDB_DIR",
     "MARIN_PREFIX",
+    "MARIN_RAY_DASHBOARD_URL",  # base of the Ray dashboard links in step metadata
     "GOOGLE_CLOUD_PROJECT",
     "GOOGLE_APPLICATION_CREDENTIALS",  # a path to a key file; its contents are never read here
     "STORAGE_EMULATOR_HOST",  # a GCS API emulator (tests, local deployment)

@@ -162,6 +162,8 @@ def to_dagster_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
                 out[key] = dg.MetadataValue.md(str(inner))
             elif kind == "path":
                 out[key] = dg.MetadataValue.path(str(inner))
+            elif kind == "url":  # e.g. marin/ray_job (marin_resources.ray_cluster.ray_links)
+                out[key] = dg.MetadataValue.url(str(inner))
             else:
                 out[key] = dg.MetadataValue.json(inner)
         elif isinstance(value, bool):

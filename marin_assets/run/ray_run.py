@@ -10,15 +10,25 @@
 
 Through the Ray Jobs API (``ray.job_submission.JobSubmissionClient``, the dashboard's HTTP port):
 
-* the runtime env carries the working dir (``.gitignore`` respected, plus :data:`EXCLUDES`) and the
-  pip requirements of the project's dependency groups -- the ones the experiment's steps name in
-  ``pip_dependency_groups`` (found by importing the script in a child process) and ``--pip_deps``
-  -- minus what this interpreter already has (``MARIN_RAY_PIP_SKIP_INSTALLED=0`` keeps them all);
+* the address: ``--address``, else ``$RAY_API_SERVER_ADDRESS``, else ``$RAY_ADDRESS``, else
+  :data:`DEFAULT_ADDRESS` (:func:`jobs_api_url`); an ``http(s)://`` URL is the Jobs API itself, a
+  Ray Client address ``ray://host:port`` maps to that host's dashboard (the port of
+  ``$RAY_API_SERVER_ADDRESS`` when it names the same host, else 8265). A cluster that cannot be
+  reached, or refuses the token, is reported in one line (exit status 2);
+* the runtime env carries the working dir (``.gitignore`` respected, plus :data:`EXCLUDES`), the
+  project's Python -- ``PATH`` starts with the ``bin`` directory of the interpreter running this
+  command, so ``python`` in the entrypoint is the project's venv wherever the cluster was started --
+  and the pip requirements of the project's dependency groups -- the ones the experiment's steps
+  name in ``pip_dependency_groups`` (found by importing the script in a child process) and
+  ``--pip_deps`` -- minus what this interpreter already has (``MARIN_RAY_PIP_SKIP_INSTALLED=0``
+  keeps them all);
 * ``-e KEY VALUE`` variables are shipped in a throw-away package, not in the job's metadata, and
   the job's entrypoint (``marin_assets.run.job_entry``) replaces their values by ``***`` in its
-  output; nothing this command prints shows them either;
-* without ``--no_wait`` it follows the job's logs until the job ends and exits 0 on SUCCEEDED,
-  1 otherwise;
+  output -- whole, multi-line ones too, and in their ``repr`` / JSON escaped forms; nothing this
+  command prints shows them either;
+* without ``--no_wait`` it follows the job's logs until the job ends, then prints the job's status
+  and exit code and exits 0 on SUCCEEDED, else with the job's exit code (1 when it has none);
+* ``list`` prints a table (``--json``: one JSON object per job, env values hidden);
 * token authentication (Ray >= 2.60): the token comes from ``$RAY_AUTH_TOKEN``,
   ``$RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token`` (unless ``RAY_AUTH_MODE=disabled``) and is sent
   as a bearer header, never printed.
@@ -28,6 +38,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import datetime
 import json
 import logging
 import os
@@ -38,16 +50,24 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from marin_assets.run.job_entry import CONFIG_VARIABLES, ENV_FILE, ENV_MODULE_VAR, REDACTED, scrub, secret_values
+from marin_assets.run.job_entry import (
+    CONFIG_VARIABLES,
+    ENV_FILE,
+    ENV_MODULE_VAR,
+    REDACTED,
+    StreamScrubber,
+    secret_values,
+)
 from marin_resources.runtime_env import runtime_env_for
 
 logger = logging.getLogger("marin.ray_run")
 
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"
+DEFAULT_DASHBOARD_PORT = 8265
 # Never uploaded, whatever .gitignore says (Ray also caps a working dir at 500 MiB).
 EXCLUDES = [".git", ".venv", "data", ".dagster_home", "__pycache__", "*.pyc", ".pytest_cache", ".ruff_cache"]
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
@@ -55,12 +75,50 @@ SUBCOMMANDS = ("list", "logs", "stop")
 STEP_GROUPS_TIMEOUT_S = 180
 
 
+class RayRunError(Exception):
+    """A failure this command reports in one line (no traceback)."""
+
+
 def default_address() -> str:
-    """``$RAY_API_SERVER_ADDRESS``, else an http ``$RAY_ADDRESS``, else the local dashboard."""
+    """``$RAY_API_SERVER_ADDRESS``, else ``$RAY_ADDRESS`` (http or ``ray://``), else the local dashboard.
+
+    A ``host:port`` ``$RAY_ADDRESS`` is a GCS address, not the Jobs API: it is not used.
+    """
     if os.environ.get("RAY_API_SERVER_ADDRESS"):
         return os.environ["RAY_API_SERVER_ADDRESS"]
     address = os.environ.get("RAY_ADDRESS", "")
-    return address if address.startswith(("http://", "https://")) else DEFAULT_ADDRESS
+    return address if address.startswith(("http://", "https://", "ray://")) else DEFAULT_ADDRESS
+
+
+def jobs_api_url(address: str) -> str:
+    """The Jobs API URL for ``address``: an http(s) URL as is; ``ray://host:port`` (Ray Client) ->
+    ``http://host:<dashboard port>``; ``host:port`` -> ``http://host:port``.
+
+    The dashboard port of a ``ray://`` address is that of ``$RAY_API_SERVER_ADDRESS`` when that URL
+    names the same host (``scripts/local_deploy.sh env`` exports both), else Ray's default 8265.
+    Never goes through Ray Client (Ray's own resolution connects a whole client to ask).
+    """
+    from urllib.parse import urlsplit
+
+    address = address.strip().rstrip("/")
+    if address.startswith(("http://", "https://")):
+        return address
+    if address in {"auto", "local", ""}:
+        return DEFAULT_ADDRESS
+    if address.startswith("ray://"):
+        host = urlsplit(address).hostname
+        if not host:
+            raise RayRunError(f"cannot read a host from {address!r}; pass --address http://<head>:<dashboard port>")
+        port = DEFAULT_DASHBOARD_PORT
+        api = os.environ.get("RAY_API_SERVER_ADDRESS", "")
+        if api.startswith(("http://", "https://")) and urlsplit(api).hostname == host and urlsplit(api).port:
+            port = urlsplit(api).port
+        return f"http://{host}:{port}"
+    if "://" in address:
+        raise RayRunError(
+            f"unsupported address {address!r}: give http://<head>:<dashboard port> or ray://<head>:<port>"
+        )
+    return f"http://{address}"
 
 
 def auth_headers() -> dict[str, str]:
@@ -75,11 +133,36 @@ def auth_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
+@contextlib.contextmanager
+def _without_ray_address_env() -> Iterator[None]:
+    """Ray's ``JobSubmissionClient`` replaces its ``address`` argument by ``$RAY_API_SERVER_ADDRESS``
+    or ``$RAY_ADDRESS`` (and resolves a ``ray://`` one through Ray Client): hide both while it is
+    built, so ``--address`` wins."""
+    saved = {k: os.environ.pop(k) for k in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS") if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
 def make_client(address: str) -> Any:
-    """A ``JobSubmissionClient`` for ``address`` with the auth header."""
+    """A ``JobSubmissionClient`` for the Jobs API of ``address`` with the auth header.
+
+    Raises :class:`RayRunError` (one line) when the API cannot be reached or refuses the token.
+    """
     from ray.job_submission import JobSubmissionClient
 
-    return JobSubmissionClient(address, headers=auth_headers())
+    url = jobs_api_url(address)
+    try:
+        with _without_ray_address_env():
+            return JobSubmissionClient(url, headers=auth_headers())
+    except Exception as exc:  # noqa: BLE001 -- Ray raises ConnectionError, RuntimeError, AuthenticationError
+        raise RayRunError(f"cannot use the Ray Jobs API at {url}: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
 
 
 def step_dependency_groups(command: Sequence[str], working_dir: str) -> list[str]:
@@ -110,15 +193,26 @@ def step_dependency_groups(command: Sequence[str], working_dir: str) -> list[str
     return list(json.loads(result.stdout.strip().splitlines()[-1]))
 
 
+def project_python_env() -> dict[str, str]:
+    """Job env vars that make ``python`` the interpreter running this command (its venv's ``bin``
+    first on ``PATH``; Ray expands ``${PATH}`` on the node), not whatever the cluster's PATH has."""
+    env = {"PATH": f"{os.path.dirname(sys.executable)}:${{PATH}}"}
+    if sys.prefix != sys.base_prefix:
+        env["VIRTUAL_ENV"] = sys.prefix
+    return env
+
+
 def build_runtime_env(working_dir: str, groups: Sequence[str], env_module_dir: str | None) -> dict[str, Any]:
-    """The job's runtime env: working dir, excludes, pip of ``groups``, the secret-env package."""
+    """The job's runtime env: working dir, excludes, the project's Python, pip of ``groups``, the
+    secret-env package."""
     runtime_env: dict[str, Any] = {"working_dir": working_dir, "excludes": list(EXCLUDES)}
     pip = runtime_env_for(list(groups)).get("pip") if groups else None
     if pip:
         runtime_env["pip"] = pip
+    runtime_env["env_vars"] = project_python_env()
     if env_module_dir:
         runtime_env["py_modules"] = [env_module_dir]
-        runtime_env["env_vars"] = {ENV_MODULE_VAR: os.path.basename(env_module_dir)}
+        runtime_env["env_vars"][ENV_MODULE_VAR] = os.path.basename(env_module_dir)
     return runtime_env
 
 
@@ -142,15 +236,17 @@ def entrypoint_for(command: Sequence[str]) -> str:
     return shlex.join([python, "-m", "marin_assets.run.job_entry", "--", *command])
 
 
-def follow_logs(client: Any, job_id: str, secrets: Sequence[str], out: Any = None) -> None:
-    """Copy the job's log to ``out`` until the job ends (secret values replaced)."""
+def follow_logs(client: Any, job_id: str, secrets: Sequence[bytes], out: Any = None) -> None:
+    """Copy the job's log to ``out`` until the job ends (secret forms replaced, also across chunks)."""
     out = out or sys.stdout
-    encoded = [s.encode() for s in secrets if len(s) >= 3]
+    scrubber = StreamScrubber(list(secrets))
 
     async def tail() -> None:
         async for chunk in client.tail_job_logs(job_id):
-            out.write(scrub(chunk.encode(), encoded).decode(errors="replace"))
+            out.write(scrubber.feed(chunk.encode()).decode(errors="replace"))
             out.flush()
+        out.write(scrubber.flush().decode(errors="replace"))
+        out.flush()
 
     asyncio.run(tail())
 
@@ -168,12 +264,17 @@ def wait_for_end(client: Any, job_id: str, poll_s: float = 1.0, timeout_s: float
         time.sleep(poll_s)
 
 
+def _status_name(value: Any) -> str:
+    return str(value or "").rsplit(".", 1)[-1]
+
+
 def redact_job(info: Any) -> dict[str, Any]:
     """A job's info as a dict safe to print: env var values of its runtime env become ``***``."""
     data = {
         "submission_id": getattr(info, "submission_id", None),
         "job_id": getattr(info, "job_id", None),
-        "status": str(getattr(info, "status", "")).rsplit(".", 1)[-1],
+        "status": _status_name(getattr(info, "status", "")),
+        "exit_code": getattr(info, "driver_exit_code", None),
         "entrypoint": getattr(info, "entrypoint", None),
         "start_time": getattr(info, "start_time", None),
         "end_time": getattr(info, "end_time", None),
@@ -187,6 +288,66 @@ def redact_job(info: Any) -> dict[str, Any]:
     return data
 
 
+def _user_command(entrypoint: str | None) -> str:
+    """The user's command of a ``job_entry`` entrypoint (what was given after ``--``)."""
+    text = entrypoint or ""
+    marker = "marin_assets.run.job_entry -- "
+    return text.split(marker, 1)[1] if marker in text else text
+
+
+def _clock(ms: Any) -> str:
+    if not ms:
+        return "-"
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _duration(start_ms: Any, end_ms: Any) -> str:
+    if not start_ms:
+        return "-"
+    seconds = int(((end_ms or time.time() * 1000) - start_ms) / 1000)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def jobs_table(jobs: Sequence[Any], width: int = 60) -> str:
+    """``list``'s table: submission id, status, exit code, start (UTC), duration, command."""
+    rows = [("SUBMISSION ID", "STATUS", "EXIT", "STARTED (UTC)", "DURATION", "COMMAND")]
+    for job in jobs:
+        data = redact_job(job)
+        command = _user_command(data["entrypoint"])
+        if len(command) > width:
+            command = command[: width - 3] + "..."
+        code = data["exit_code"]
+        rows.append(
+            (
+                str(data["submission_id"] or data["job_id"] or "-"),
+                data["status"] or "-",
+                "-" if code is None else str(code),
+                _clock(data["start_time"]),
+                _duration(data["start_time"], data["end_time"]),
+                command,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)), row[-1]]) for row in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def exit_code_of(client: Any, job_id: str, status: str) -> int | None:
+    """The job's entrypoint exit code (None when it never ran or Ray did not record one)."""
+    if status == "SUCCEEDED":
+        return 0
+    with contextlib.suppress(Exception):
+        return client.get_job_info(job_id).driver_exit_code
+    return None
+
+
+def command_status(status: str, code: int | None) -> int:
+    """This command's exit status for a finished job: 0, the job's exit code, or 1."""
+    if status == "SUCCEEDED":
+        return 0
+    return code if code is not None and 0 < code < 256 else 1
+
+
 def submit(args: argparse.Namespace, command: list[str]) -> int:
     """Submit ``command``; follow it unless ``--no_wait``; return the exit status."""
     working_dir = os.path.abspath(args.working_dir)
@@ -196,7 +357,7 @@ def submit(args: argparse.Namespace, command: list[str]) -> int:
             if group not in groups:
                 groups.append(group)
     env = {key: value for key, value in (args.env or [])}
-    secrets = [v.decode() for v in secret_values(env)]
+    secrets = secret_values(env)
     staging = tempfile.mkdtemp(prefix="marin-ray-run-") if env else None
     try:
         env_module = write_env_module(env, staging) if staging else None
@@ -217,7 +378,7 @@ def submit(args: argparse.Namespace, command: list[str]) -> int:
         json.dumps(
             {
                 "submitted": job_id,
-                "address": args.address,
+                "address": jobs_api_url(args.address),
                 "entrypoint": shlex.join(command),
                 "dependency_groups": groups,
                 "env": {k: (v if k in CONFIG_VARIABLES else REDACTED.decode()) for k, v in env.items()},
@@ -231,8 +392,11 @@ def submit(args: argparse.Namespace, command: list[str]) -> int:
         return 0
     follow_logs(client, job_id, secrets)
     status = wait_for_end(client, job_id)
-    print(json.dumps({"job": job_id, "status": status}), flush=True)
-    return 0 if status == "SUCCEEDED" else 1
+    code = exit_code_of(client, job_id, status)
+    print(json.dumps({"job": job_id, "status": status, "exit_code": code}), flush=True)
+    if status != "SUCCEEDED":
+        print(f"ray_run: job {job_id} {status}, exit code {'none' if code is None else code}", file=sys.stderr)
+    return command_status(status, code)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -242,7 +406,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run an experiment on a Ray cluster as a Ray job; list, read logs of and stop jobs.",
         epilog="submit: ray_run [options] -- python experiments/x.py ...; manage: ray_run list | logs JOB | stop JOB",
     )
-    parser.add_argument("--address", default=None, help=f"Ray Jobs API (dashboard) URL (default {DEFAULT_ADDRESS})")
+    parser.add_argument(
+        "--address",
+        default=None,
+        help="Ray Jobs API (dashboard) URL or ray://host:port; wins over $RAY_API_SERVER_ADDRESS / $RAY_ADDRESS "
+        f"(default {DEFAULT_ADDRESS})",
+    )
     parser.add_argument("--no_wait", action="store_true", help="return after submitting (or after asking to stop)")
     parser.add_argument(
         "-e", "--env", nargs=2, action="append", metavar=("KEY", "VALUE"), help="environment variable of the job"
@@ -252,6 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--working_dir", default=".", help="uploaded as the job's working dir (default: .)")
     parser.add_argument("--submission_id", default=None, help="job id to use (default: Ray picks one)")
     parser.add_argument("--follow", action="store_true", help="logs: keep following until the job ends")
+    parser.add_argument("--json", action="store_true", help="list: one JSON object per job instead of a table")
     parser.add_argument("action", nargs="*", help="list | logs JOB | stop JOB")
     return parser
 
@@ -266,24 +436,39 @@ def parse_command_line(argv: Sequence[str]) -> tuple[argparse.Namespace, list[st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
+    """Entry point; returns the exit status (2: the cluster could not be used, reported in one line)."""
     args, command = parse_command_line(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if command:
         if args.action:
             parser.error(f"unexpected {args.action} before '--'")
-        return submit(args, command)
-    if not args.action or args.action[0] not in SUBCOMMANDS:
+    elif not args.action or args.action[0] not in SUBCOMMANDS:
         parser.error("give the command to run after '--', or one of: list, logs JOB, stop JOB")
+    elif args.action[0] != "list" and len(args.action) != 2:
+        parser.error(f"{args.action[0]} takes one job id")
+    try:
+        return submit(args, command) if command else manage(args)
+    except RayRunError as exc:
+        print(f"ray_run: {exc}", file=sys.stderr)
+        return 2
+    except (ConnectionError, OSError, RuntimeError, ValueError) as exc:
+        # A request to a reachable Jobs API failed (unknown job id, cluster went away, ...).
+        print(f"ray_run: {_first_line(exc)}", file=sys.stderr)
+        return 2
+
+
+def manage(args: argparse.Namespace) -> int:
+    """``list`` / ``logs JOB`` / ``stop JOB``."""
     action, rest = args.action[0], args.action[1:]
-    if action != "list" and len(rest) != 1:
-        parser.error(f"{action} takes one job id")
     client = make_client(args.address)
     if action == "list":
         jobs = sorted(client.list_jobs(), key=lambda j: getattr(j, "start_time", 0) or 0)
-        for job in jobs:
-            print(json.dumps(redact_job(job)))
+        if args.json:
+            for job in jobs:
+                print(json.dumps(redact_job(job)))
+        else:
+            print(jobs_table(jobs))
         return 0
     job_id = rest[0]
     if action == "logs":

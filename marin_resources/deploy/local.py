@@ -7,8 +7,13 @@
   Dagster as ``$DAGSTER_PG_PASSWORD``, as the chart's Secret does;
 * **fake-gcs-server** (a GCS JSON-API emulator that enforces preconditions) with the bucket, objects
   kept in ``<state_dir>/gcs``: ``MARIN_PREFIX=gs://<bucket>/marin`` and Dagster's compute logs;
-* a **Ray** head (``--num-cpus=0``, Ray Client server on) and one worker node, both ``ray start``,
-  with token authentication (the token in ``<state_dir>/secrets``, never in ``~/.ray``);
+* a **Ray** head (``--num-cpus=0``, Ray Client server and dashboard / Jobs API on) and one worker
+  node, both ``ray start``, with token authentication (``RAY_AUTH_MODE=token``, the token generated
+  once into ``<state_dir>/secrets/ray_auth_token`` (0600) and read through ``RAY_AUTH_TOKEN_PATH``,
+  never in ``~/.ray``). The dashboard binds 127.0.0.1; Ray 2.60's GCS server, raylets, Ray Client
+  server and agents of a two-node cluster also listen on the machine's address (the switch that
+  keeps the embedded head on loopback refuses a second node), so the token is what keeps others
+  out there (docs/deploy.md lists every port);
 * the **data browser** (``python -m marin_assets.browse``, started by module name: this package
   never imports ``marin_assets``) on the ``gs://`` prefix, as ``k8s/browser.yaml`` runs it;
 * the **user-code gRPC server** (``dagster api grpc -f definitions.py``), **dagster-webserver** and
@@ -16,9 +21,11 @@
   ``k8s/dagster-values.yaml`` (:mod:`marin_resources.deploy.instance_config`).
 
 Dagster processes get ``RAY_ADDRESS=ray://127.0.0.1:<client port>``, so every step runs as a Ray
-task on the worker node (``ray_cluster.steps_on_ray``), and ``MARIN_BROWSER_URL`` (the browser's
-address), so every asset's ``marin/browser`` metadata link opens the local browser. ``down`` stops
-everything by pid.
+task on the worker node (``ray_cluster.steps_on_ray``), ``MARIN_BROWSER_URL`` (the browser's
+address), so every asset's ``marin/browser`` metadata link opens the local browser, and
+``MARIN_RAY_DASHBOARD_URL``, so every step that ran on Ray links to its Ray job, task and worker
+log (``marin/ray_job``, ``marin/ray_task``, ``marin/ray_logs``). ``env`` also exports
+``RAY_API_SERVER_ADDRESS`` (the Jobs API), which ``ray_run`` uses. ``down`` stops everything by pid.
 
     python -m marin_resources.deploy.local up [--state_dir .local_deploy] [--webserver_port 3000] [--browser_port 8765]
     python -m marin_resources.deploy.local env      # shell exports to use the topology
@@ -57,6 +64,9 @@ _CLEARED_ENV = (
     "DAGSTER_HOME",
     "MARIN_STEPS_ON_RAY",
     "RAY_AUTH_TOKEN",
+    # Set by ensure_ray() for the embedded head (loopback only); it makes `ray start` refuse a
+    # second node, so it must not reach the topology's Ray.
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER",
 )
 # What `env` exports to a shell (nothing secret: the password is read from its 0600 file).
 _SHELL_ENV = (
@@ -71,6 +81,8 @@ _SHELL_ENV = (
     "GOOGLE_CLOUD_PROJECT",
     "RAY_AUTH_MODE",
     "RAY_AUTH_TOKEN_PATH",
+    "RAY_API_SERVER_ADDRESS",
+    "MARIN_RAY_DASHBOARD_URL",
 )
 _PORT_NAMES = (
     "postgres",
@@ -110,6 +122,9 @@ def topology_env(state_dir: str, ports: dict[str, int], bucket: str, pg_password
             # Where every asset's `marin/browser` metadata link points (the local data browser).
             "MARIN_BROWSER_URL": f"http://127.0.0.1:{ports['browser']}",
             "RAY_ADDRESS": f"ray://127.0.0.1:{ports['ray_client']}",
+            # The Jobs API (ray_run) and the dashboard links of step metadata.
+            "RAY_API_SERVER_ADDRESS": f"http://127.0.0.1:{ports['ray_dashboard']}",
+            "MARIN_RAY_DASHBOARD_URL": f"http://127.0.0.1:{ports['ray_dashboard']}",
             "RAY_AUTH_MODE": "token",
             "RAY_AUTH_TOKEN_PATH": os.path.join(state_dir, "secrets", "ray_auth_token"),
             "JAX_PLATFORMS": env.get("JAX_PLATFORMS", "cpu"),
@@ -125,7 +140,7 @@ def topology_env(state_dir: str, ports: dict[str, int], bucket: str, pg_password
 
 
 def _ray_node_env(env: dict[str, str]) -> dict[str, str]:
-    node_env = {k: v for k, v in env.items() if k != "RAY_ADDRESS"}
+    node_env = {k: v for k, v in env.items() if k not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")}
     # Workers start on demand: idle pre-started Python workers cost ~150 MB each.
     node_env.setdefault("RAY_prestart_worker_first_driver", "0")
     node_env.setdefault("RAY_num_workers_soft_limit", str(max(1, os.cpu_count() or 1)))
@@ -169,6 +184,85 @@ def _wait_http(url: str, what: str, log: str, timeout_s: float, pid: int) -> Non
             raise DeployError(f"{what} exited; see {log}:\n{services._tail(log)}")
         time.sleep(0.5)
     raise DeployError(f"{what} did not answer {url} within {timeout_s:.0f}s; see {log}")
+
+
+def _wait_dashboard(url: str, log: str, timeout_s: float, pid: int) -> None:
+    """Wait until the dashboard answers HTTP (401 counts: it is up and wants the token)."""
+    import urllib.error
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            pass
+        if not services.group_processes(pid):
+            raise DeployError(f"Ray head exited; see {log}:\n{services._tail(log)}")
+        time.sleep(0.5)
+    raise DeployError(f"the Ray dashboard did not answer {url} within {timeout_s:.0f}s; see {log}")
+
+
+def start_ray(
+    state: DeployState,
+    env: dict[str, str],
+    log_dir: str,
+    *,
+    worker_cpus: int = 8,
+    worker_object_store_mb: int = 1024,
+    worker_gpus: int = 0,
+    worker_resources: dict[str, float] | None = None,
+    step: Any = None,
+) -> list[dict[str, Any]]:
+    """The topology's Ray: head (Ray Client server, dashboard / Jobs API) and one worker node, with
+    the token of ``RAY_AUTH_TOKEN_PATH`` in ``env``; recorded in ``state``. Returns the alive nodes."""
+    ports = state.ports
+    node_env = _ray_node_env(env)
+    ray_tmp = os.path.join("/tmp", f"marin-deploy-{os.getuid()}-{ports['ray_gcs']}")  # short: socket paths
+    head = services.start_service(
+        "ray-head",
+        services.ray_head_command(_bin("ray"), ray_tmp, ports, 256 * 1024**2),
+        _ray_head_env(node_env),
+        log_dir,
+    )
+    head.port = ports["ray_gcs"]
+    state.services.append(head)
+    state.ray_temp_dir = ray_tmp
+    state.save()
+    services.wait_for_port(ports["ray_gcs"], "Ray head", head.log, 120, head.pid)
+    worker_command = services.ray_worker_command(
+        _bin("ray"),
+        ray_tmp,
+        ports,
+        worker_cpus,
+        worker_object_store_mb * 1024**2,
+        num_gpus=worker_gpus,
+        resources=worker_resources,
+    )
+    services.wait_for_port(ports["ray_client"], "Ray Client server", head.log, 120, head.pid)
+    for attempt in range(1, WORKER_START_ATTEMPTS + 1):
+        worker = services.start_service("ray-worker", worker_command, node_env, log_dir)
+        state.services.append(worker)
+        state.save()
+        try:
+            nodes = services.wait_for_ray_nodes(
+                f"127.0.0.1:{ports['ray_gcs']}", 2, node_env, 180, worker.log, sys.executable, pid=worker.pid
+            )
+            break
+        except DeployError:
+            # `ray start` gives a node 30 s (hard-coded) to register; on an overloaded machine
+            # it gives up. Another attempt usually succeeds.
+            if attempt == WORKER_START_ATTEMPTS or services.group_processes(worker.pid):
+                raise
+            state.services.remove(worker)
+            if step:
+                step(f"ray worker node did not register (attempt {attempt}); starting it again")
+    _wait_dashboard(f"http://127.0.0.1:{ports['ray_dashboard']}/api/version", head.log, 120, head.pid)
+    state.ray_nodes = nodes
+    state.save()
+    return nodes
 
 
 def up(args: argparse.Namespace) -> DeployState:
@@ -244,46 +338,20 @@ def up(args: argparse.Namespace) -> DeployState:
         state.services.append(browser)
         state.save()
 
-        node_env = _ray_node_env(env)
-        ray_tmp = os.path.join("/tmp", f"marin-deploy-{os.getuid()}-{ports['ray_gcs']}")  # short: socket paths
-        head = services.start_service(
-            "ray-head",
-            services.ray_head_command(_bin("ray"), ray_tmp, ports, 256 * 1024**2),
-            _ray_head_env(node_env),
+        nodes = start_ray(
+            state,
+            env,
             log_dir,
+            worker_cpus=args.worker_cpus,
+            worker_object_store_mb=args.worker_object_store_mb,
+            worker_gpus=args.worker_gpus,
+            worker_resources=json.loads(args.worker_resources) if args.worker_resources else None,
+            step=step,
         )
-        head.port = ports["ray_gcs"]
-        state.services.append(head)
-        state.save()
-        services.wait_for_port(ports["ray_gcs"], "Ray head", head.log, 120, head.pid)
-        worker_command = services.ray_worker_command(
-            _bin("ray"),
-            ray_tmp,
-            ports,
-            args.worker_cpus,
-            args.worker_object_store_mb * 1024**2,
-            num_gpus=args.worker_gpus,
-            resources=json.loads(args.worker_resources) if args.worker_resources else None,
-        )
-        services.wait_for_port(ports["ray_client"], "Ray Client server", head.log, 120, head.pid)
-        for attempt in range(1, WORKER_START_ATTEMPTS + 1):
-            worker = services.start_service("ray-worker", worker_command, node_env, log_dir)
-            state.services.append(worker)
-            state.save()
-            try:
-                nodes = services.wait_for_ray_nodes(
-                    f"127.0.0.1:{ports['ray_gcs']}", 2, node_env, 180, worker.log, sys.executable, pid=worker.pid
-                )
-                break
-            except DeployError:
-                # `ray start` gives a node 30 s (hard-coded) to register; on an overloaded machine
-                # it gives up. Another attempt usually succeeds.
-                if attempt == WORKER_START_ATTEMPTS or services.group_processes(worker.pid):
-                    raise
-                state.services.remove(worker)
-                step(f"ray worker node did not register (attempt {attempt}); starting it again")
-        state.ray_temp_dir, state.ray_nodes = ray_tmp, nodes
+        head = next(s for s in state.services if s.name == "ray-head")
+        worker = state.services[-1]
         step(f"ray           {env['RAY_ADDRESS']}  ({len(nodes)} nodes, head pid {head.pid}, worker pid {worker.pid})")
+        step(f"ray jobs API  {env['RAY_API_SERVER_ADDRESS']}  (token auth)")
         _wait_http(f"{env['MARIN_BROWSER_URL']}/healthz", "data browser", browser.log, 60, browser.pid)
         step(f"browser       {env['MARIN_BROWSER_URL']}  prefix {env['MARIN_PREFIX']}  (pid {browser.pid})")
 
@@ -437,6 +505,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             state = up(args)
             print(f"\nUI:       http://127.0.0.1:{state.ports['webserver']}")
             print(f"browser:  {state.env['MARIN_BROWSER_URL']}  (data under {state.env['MARIN_PREFIX']})")
+            print(f"ray jobs: {state.env['RAY_API_SERVER_ADDRESS']}  (ray_run; token auth, after `env` below)")
             print(f'use:      eval "$(scripts/local_deploy.sh env --state_dir {shlex.quote(state.state_dir)})"')
             print("stop:     scripts/local_deploy.sh --down")
     except DeployError as exc:

@@ -358,7 +358,8 @@ def create_bucket(endpoint: str, bucket: str, project: str) -> None:
 
 def ray_head_command(ray: str, temp_dir: str, ports: Mapping[str, int], object_store_bytes: int) -> list[str]:
     """``ray start --head --block``: no CPUs (steps never land on it, as in k8s/raycluster.yaml),
-    the Ray Client server on ``ports['ray_client']``."""
+    the Ray Client server on ``ports['ray_client']`` and the dashboard -- the Jobs API ``ray_run``
+    submits to, token-authenticated like the rest of the cluster -- on 127.0.0.1:``ports['ray_dashboard']``."""
     return [
         ray,
         "start",
@@ -369,7 +370,8 @@ def ray_head_command(ray: str, temp_dir: str, ports: Mapping[str, int], object_s
         "--num-cpus=0",
         f"--temp-dir={temp_dir}",
         "--disable-usage-stats",
-        "--include-dashboard=false",
+        "--include-dashboard=true",
+        "--dashboard-host=127.0.0.1",
         f"--ray-client-server-port={ports['ray_client']}",
         f"--dashboard-port={ports['ray_dashboard']}",
         f"--dashboard-agent-listen-port={ports['ray_head_agent']}",

@@ -65,9 +65,12 @@ def test_written_instance_config_validates_against_dagster_schema(tmp_path):
     )
 
 
-def test_local_processes_get_every_variable_the_helm_values_give_the_pods(tmp_path):
+def test_local_processes_get_every_variable_the_helm_values_give_the_pods(tmp_path, monkeypatch):
+    # What a process that used the embedded head carries: it would make `ray start` refuse the worker.
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "some-other-clusters-token")
     values = instance_config.load_values()
-    ports = {"gcs": 1, "ray_client": 2, "browser": 3}
+    ports = {"gcs": 1, "ray_client": 2, "browser": 3, "ray_dashboard": 4}
     env = topology_env(str(tmp_path), ports, "bkt", "pw")
     missing = [name for name in instance_config.user_code_env_names(values) if name not in env]
     # No autoscaler here: the feasibility check runs against the one worker node.
@@ -78,6 +81,12 @@ def test_local_processes_get_every_variable_the_helm_values_give_the_pods(tmp_pa
     assert env["DAGSTER_HOME"] == os.path.join(str(tmp_path), "dagster_home")
     # Every asset's `marin/browser` link opens the topology's own data browser.
     assert env["MARIN_BROWSER_URL"] == "http://127.0.0.1:3"
+    # Ray's token as the pods get it (token mode; here a 0600 file instead of the Secret), the Jobs
+    # API for ray_run and the dashboard for the marin/ray_* links.
+    assert env["RAY_AUTH_MODE"] == "token" and "RAY_AUTH_TOKEN" not in env
+    assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in env
+    assert env["RAY_AUTH_TOKEN_PATH"] == os.path.join(str(tmp_path), "secrets", "ray_auth_token")
+    assert env["RAY_API_SERVER_ADDRESS"] == env["MARIN_RAY_DASHBOARD_URL"] == "http://127.0.0.1:4"
 
 
 def test_ray_client_proxy_runs_without_grpc_fork_handlers_locally_and_on_kuberay():

@@ -221,6 +221,10 @@ def test_every_kind_of_step_runs_over_ray_client_on_the_worker(topology: Topolog
         assert placement["ray_node_id"] == worker, name
         # Not the driver's process: a Ray worker process on the worker node.
         assert meta["pid"] == placement["pid"]
+        # Links to the Ray job and the task's worker log on the topology's dashboard.
+        dashboard = topology.state.env["MARIN_RAY_DASHBOARD_URL"]
+        assert meta["marin/ray_job"]["value"] == f"{dashboard}/#/jobs/{placement['ray_job_id']}", name
+        assert placement["ray_worker_log"] in meta["marin/ray_logs"]["value"], name
     by_kind = {m["kind"]: m["marin/ran_on"]["resources"] for m in metadata.values()}
     assert by_kind["cpu"]["CPU"] == 2.0
     assert by_kind["gpu"]["GPU"] == 1.0

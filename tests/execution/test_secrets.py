@@ -152,16 +152,14 @@ def test_embedded_head_environment_is_minimal_and_auth_mode_explicit(tmp_path):
     assert [k for k in SECRETS if k in env] == []
     assert env["PATH"] == "/usr/bin" and env["LC_ALL"] == "C.UTF-8" and env["RAY_num_workers_soft_limit"] == "2"
     assert "RAY_ADDRESS" not in env and env["RAY_AUTH_MODE"] == "token"
-    # No token anywhere: the embedded head and its drivers agree on "disabled"; an external
-    # cluster's mode is left to Ray (and the user's RAY_AUTH_MODE).
-    bare = {"HOME": str(tmp_path)}
-    assert configure_token_auth(bare) and bare["RAY_AUTH_MODE"] == "disabled"
+    # The embedded head's token is its own file, never the caller's RAY_AUTH_TOKEN (which names an
+    # external cluster's token and would lock out later runs without it).
+    assert "RAY_AUTH_TOKEN" not in env and env["RAY_AUTH_TOKEN_PATH"].endswith("marin_ray_auth_token")
+    # An external cluster: token mode when a token is given, else its mode is left to Ray.
     external = {"HOME": str(tmp_path)}
-    assert not configure_token_auth(external, embedded=False) and "RAY_AUTH_MODE" not in external
-    (tmp_path / ".ray").mkdir()
-    (tmp_path / ".ray" / "auth_token").write_text("left-by-ray-start")
-    with_file = {"HOME": str(tmp_path)}
-    assert configure_token_auth(with_file) and with_file["RAY_AUTH_MODE"] == "token"
+    assert not configure_token_auth(external) and "RAY_AUTH_MODE" not in external
+    external["RAY_AUTH_TOKEN"] = "cluster-token"
+    assert configure_token_auth(external) and external["RAY_AUTH_MODE"] == "token"
 
 
 def test_a_failing_step_quoting_its_secret_records_and_raises_it_scrubbed(prefix, monkeypatch):

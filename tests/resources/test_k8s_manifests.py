@@ -97,7 +97,30 @@ def test_k8s_manifests_static_raycluster():
     address = values["dagster-user-deployments"]["deployments"][0]["env"]
     assert any(e.get("value", "").startswith(f"ray://{cluster['metadata']['name']}-head-svc") for e in address)
     head_ports = {p["name"]: p["containerPort"] for p in head["template"]["spec"]["containers"][0]["ports"]}
-    assert head_ports["client"] == 10001
+    assert head_ports["client"] == 10001 and head_ports["dashboard"] == 8265  # the Jobs API ray_run uses
+
+
+def test_k8s_manifests_static_ray_token_auth_everywhere():
+    """Every Ray container and every Dagster pod that reaches Ray: token mode, the token from the one
+    Secret (key RAY_AUTH_TOKEN), never inline."""
+    (cluster,) = _docs("raycluster.yaml")
+    groups = [cluster["spec"]["headGroupSpec"], *cluster["spec"]["workerGroupSpecs"]]
+    containers = [c for g in groups for c in g["template"]["spec"]["containers"]]
+    assert len(containers) == 1 + len(cluster["spec"]["workerGroupSpecs"])
+    for container in containers:
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["RAY_AUTH_MODE"] == "token" and "RAY_AUTH_TOKEN" not in env, container["name"]
+        secrets = [f["secretRef"] for f in container["envFrom"] if "secretRef" in f]
+        assert {"name": "marin-ray-auth"} in secrets, container["name"]  # required, not optional
+    (values,) = _docs("dagster-values.yaml")
+    (deployment,) = values["dagster-user-deployments"]["deployments"]
+    env = {e["name"]: e.get("value") for e in deployment["env"]}
+    assert env["RAY_AUTH_MODE"] == "token" and env["MARIN_RAY_DASHBOARD_URL"].startswith("http")
+    assert {"name": "marin-ray-auth"} in deployment["envSecrets"]
+    launcher = values["runLauncher"]["config"]["k8sRunLauncher"]
+    launcher_env = dict(v.split("=", 1) for v in launcher["envVars"])
+    assert launcher_env["RAY_AUTH_MODE"] == "token" and "RAY_AUTH_TOKEN" not in launcher_env
+    assert {"name": "marin-ray-auth"} in launcher["envSecrets"]
 
 
 def test_k8s_manifests_static_images_consistent():

@@ -23,7 +23,7 @@ def _submitted(stdout: str) -> str:
 
 
 def _status(ray_cluster, job_id: str) -> str:
-    for line in ray_cluster.ray_run("list").stdout.splitlines():
+    for line in ray_cluster.ray_run("list", "--json").stdout.splitlines():
         job = json.loads(line)
         if job["submission_id"] == job_id:
             return job["status"]
@@ -44,7 +44,7 @@ def test_hello_world_runs_as_a_job_and_writes_its_outputs(ray_cluster, tmp_path)
     result = ray_cluster.ray_run("-e", "MARIN_TEST_SECRET", SECRET, "--", *command, timeout=540)
     out = result.stdout + result.stderr
     job_id = _submitted(result.stdout)
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"job": job_id, "status": "SUCCEEDED"}
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"job": job_id, "status": "SUCCEEDED", "exit_code": 0}
     assert '"ran": 2' in out  # executor_main's summary, followed from the job's log
     assert SECRET not in out
 
@@ -80,10 +80,15 @@ def test_secret_reaches_the_job_but_not_its_log_or_metadata(ray_cluster, monkeyp
 
 
 @pytest.mark.timeout(300)
-def test_failed_job_fails_the_command(ray_cluster):
+def test_failed_job_fails_the_command_with_its_exit_code(ray_cluster):
     result = ray_cluster.ray_run("--", "python", "-c", "import sys; print('bye'); sys.exit(3)", check=False)
-    assert result.returncode == 1
-    assert json.loads(result.stdout.strip().splitlines()[-1])["status"] == "FAILED"
+    assert result.returncode == 3
+    last = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (last["status"], last["exit_code"]) == ("FAILED", 3)
+    assert f"job {last['job']} FAILED, exit code 3" in result.stderr
+    table = ray_cluster.ray_run("list").stdout  # the table shows it too
+    (row,) = [line.split() for line in table.splitlines() if line.startswith(last["job"] + " ")]
+    assert row[1:3] == ["FAILED", "3"]
 
 
 @pytest.mark.timeout(300)
