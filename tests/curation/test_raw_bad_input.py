@@ -300,3 +300,17 @@ def test_utf8_bom_at_the_start_of_jsonl_keeps_the_first_record(tmp_path):
     meta, kept, rows = _run_one(tmp_path, files)
     assert kept == {name: {"bom-0", "bom-1", "bom-2"} for name in files}
     assert rows == [] and meta["formats"] == {"jsonl": 2, "jsonl.gz": 1}
+
+
+def test_warc_garbage_between_records_and_loose_separators(tmp_path):
+    """Bytes that are no WARC header between two records are quarantined once and skipped to the
+    next header; a record closed by a bare LF instead of CRLF CRLF is still whole (its length is
+    right): nothing good is lost."""
+    r0, r1, r2, r3 = (_warc_record(f"p{i}", _page(i)) for i in range(4))
+    loose = r1[:-4] + b"\n"  # a writer that ends records with one LF
+    data = r0 + b"this is not a WARC header\r\n\r\nnor this\r\n" + loose + r2 + r3
+    meta, kept, rows = _run_one(tmp_path, {"g.warc": data, "g.warc.gz": gzip.compress(data)})
+    every = {f"<urn:uuid:p{i}>" for i in range(4)}
+    assert kept == {"g.warc": every, "g.warc.gz": every}
+    assert sorted((r["file"], r["reason"]) for r in rows) == [("g.warc", "corrupt_warc"), ("g.warc.gz", "corrupt_warc")]
+    assert all("no WARC record header" in r["detail"] and "reading on" in r["detail"] for r in rows)

@@ -5,14 +5,16 @@ Split from ``readers.py`` (the other formats); the raw stage reaches it through
 
 A record's ``Content-Length`` is not trusted alone. The file is decompressed as a stream (gzip
 member by member, zstd frame by frame, or plain) and cut into records by our own boundary scan:
-a record ends where its ``Content-Length`` says **only if** the block is followed by the
-``CRLF CRLF`` separator and then the end of the file or the next ``WARC/1.x`` header. Otherwise
-the length lies (a 4x length would swallow the next records, a half length would cut the
-payload): the damaged record is quarantined alone (``corrupt_warc``), the reader resynchronises
-on the next ``WARC/1.x`` header line after the damaged record's header, and every later good
-record is kept. A payload that holds a ``WARC/1.`` line is read whole when its length is right
-(the boundary after it checks out). Each good record is then parsed by FastWARC (HTTP headers,
-charset) from its own bytes.
+a record ends where its ``Content-Length`` says **only if** the block is followed by its
+separator (``CRLF CRLF``; CR / LF bytes in any number are tolerated) and then the end of the file
+or the next ``WARC/1.x`` header -- or by the exact ``CRLF CRLF`` with no header line inside the
+block (the record is whole; what follows is garbage, skipped to the next header and reported).
+Otherwise the length lies (a 4x length would swallow the next records, a half length would cut
+the payload): the damaged record is quarantined alone (``corrupt_warc``), the reader
+resynchronises on the next ``WARC/1.x`` header line after the damaged record's header, and every
+later good record is kept. A payload that holds a ``WARC/1.`` line is read whole when its length
+is right (the boundary after it checks out). Each good record is then parsed by FastWARC (HTTP
+headers, charset) from its own bytes.
 """
 
 from __future__ import annotations
@@ -159,23 +161,23 @@ def _parse_header(stream: _Stream, start: int) -> _Header | None | str:
     return _Header(text, end + 4, int(length), record_type, _header_value(text, "WARC-Record-ID"))
 
 
-def _boundary_ok(stream: _Stream, end: int) -> bool | None:
-    """Whether the record block ending at ``buf[end]`` is followed by CRLF CRLF and then the end
-    of the data or a ``WARC/1.`` header; None when the data ends before ``end``."""
+def _boundary(stream: _Stream, end: int) -> int | bool | None:
+    """Where the next record starts when the record block ending at ``buf[end]`` is followed by
+    its separator (CR / LF bytes: ``CRLF CRLF`` by the standard, a writer's variant tolerated) and
+    then the end of the data or a ``WARC/1.`` header; False when something else follows (the
+    ``Content-Length`` lies); None when the data ends before ``end``."""
     if not stream.need(end):
         return None
-    if not stream.need(end + 4) or bytes(stream.buf[end : end + 4]) != b"\r\n\r\n":
-        return False
-    pos = end + 4
+    pos = end
     while True:
         while pos < len(stream.buf) and stream.buf[pos] in b"\r\n":
             pos += 1
         if pos < len(stream.buf):
             break
         if not stream.fill():
-            return True  # the data ends after the separator
+            return pos  # the data ends after the separator
     stream.need(pos + 7)
-    return bytes(stream.buf[pos : pos + 7]) == b"WARC/1."
+    return pos if bytes(stream.buf[pos : pos + 7]) == b"WARC/1." else False
 
 
 def _next_header(stream: _Stream, start: int, limit: int) -> int | None:
@@ -237,12 +239,21 @@ def read_warc(
         if end > max_record_bytes:
             yield from _oversize(stream, q, header, number, is_page, max_record_bytes)
             continue
-        ok = _boundary_ok(stream, end)
-        if ok:
+        ok = _boundary(stream, end)
+        # The standard separator right where the length says, then no header: the record is whole
+        # and garbage follows it (reported by the next round) -- unless the block holds a header
+        # line, i.e. the length swallowed a later record.
+        if (
+            ok is False
+            and bytes(stream.buf[end : end + 4]) == b"\r\n\r\n"
+            and not _HEADER_LINE.search(stream.buf, max(header.end - 1, 0), end)
+        ):
+            ok = end + 4
+        if ok is not None and ok is not False:
             if is_page:
-                data = bytes(stream.buf[: end + 4])
+                data = bytes(stream.buf[:end]) + b"\r\n\r\n"
                 yield number, _parse_record(data, stream.offset(0))
-            stream.drop(end + 4)
+            stream.drop(ok)
             continue
         # The Content-Length does not end this record: resynchronise on the next header line.
         nxt = _next_header(stream, header.end, max_record_bytes + header.end)
