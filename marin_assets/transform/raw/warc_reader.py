@@ -26,12 +26,15 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from marin_assets.core.shard_stage import Quarantine
-from marin_assets.transform.raw.readers import READ_BYTES, new_decompressor
+from marin_assets.transform.raw.readers import new_decompressor
 
 # WARC-Type values that can hold a page (others -- warcinfo, request, metadata, revisit -- are
 # neither counted nor read, as FastWARC's record_types filter did).
 _PAGE_TYPES = ("response", "conversion", "resource")
 _MAX_WARC_HEADER = 1 << 20
+# Compressed bytes read at a time. Small, because each gzip member (one per record in Common
+# Crawl's layout) restarts the decompressor on a copy of the rest of the chunk.
+_READ = 64 << 10
 # A line that starts a WARC record header (``WARC/1.0`` or ``WARC/1.1``), preceded by a newline.
 _HEADER_LINE = re.compile(rb"\nWARC/1\.\d\r?\n")
 
@@ -74,7 +77,7 @@ class _Stream:
     def fill(self) -> bool:
         """Read one more chunk into ``buf``; False at the end of the data (or of readable data)."""
         while not self.eof:
-            chunk = self.handle.read(READ_BYTES)
+            chunk = self.handle.read(_READ)
             if not chunk:
                 self.eof = True
                 if self.decomp is not None and not self.decomp.eof and self.produced:
