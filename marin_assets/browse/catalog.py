@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from marin_assets.browse.paths import PrefixRoot, fresh_filesystem
+from marin_assets.browse.paths import Forbidden, PrefixRoot, fresh_filesystem
 from marin_assets.browse.shards import LineSource, parse_line, shard_format
 from marin_assets.execution.status import INFO_FILE, METADATA_FILE, STATUS_FILE, read_info, read_metadata, read_status
 from marin_assets.execution.storage import filesystem, join_path, read_bytes
@@ -142,6 +142,8 @@ class Catalog:
         """File names of the experiment records, newest first."""
 
         def compute() -> list[str]:
+            if not self.inside(join_path(self.root.prefix, EXPERIMENTS_DIR)):  # a symlink leading out
+                return []
             fs, path = fresh_filesystem(join_path(self.root.prefix, EXPERIMENTS_DIR))
             try:
                 entries = fs.ls(path, detail=True)
@@ -159,7 +161,10 @@ class Catalog:
             return None
 
         def compute() -> dict[str, Any] | None:
-            data = read_bytes(self.root.resolve(f"{EXPERIMENTS_DIR}/{name}"))
+            try:
+                data = read_bytes(self.root.resolve(f"{EXPERIMENTS_DIR}/{name}"))
+            except Forbidden:  # a record that is a symlink leading out of the prefix
+                return None
             try:
                 record = json.loads(data) if data is not None else None
             except ValueError:

@@ -162,6 +162,8 @@ def _planted_prefix(tmp_path):
     ]
     record = {"steps": steps, "partitions": {"drop": ["../../outside/steal-abc"]}, "description": "planted"}
     (prefix / "experiments" / "planted.json").write_text(json.dumps(record))
+    (outside / "leaked.json").write_text(json.dumps({"description": "TOP SECRET RECORD", "steps": []}))
+    (prefix / "experiments" / "leaked.json").symlink_to(outside / "leaked.json")
     return prefix
 
 
@@ -174,6 +176,9 @@ def test_planted_records_never_open_a_path_outside_the_prefix(tmp_path):
     assert "TOP SECRET" not in doc.body and "Before:" not in doc.body and "After:" not in doc.body
     records = app.get("/browse/inside-abc/docs/shard-00000.jsonl")
     assert records.status == 200 and "TOP SECRET" not in records.body and "id='related'" not in records.body
+    index = app.get("/")
+    assert index.status == 200 and "planted.json" in index.body and "TOP SECRET" not in index.body
+    assert app.get("/experiment/leaked.json").status == 404
     experiment = app.get("/experiment/planted.json")
     assert experiment.status == 200 and experiment.body.count("(outside the prefix)") == 4
     assert "status SUCCESS" not in experiment.body  # the outside outputs' status files were not read
