@@ -314,3 +314,11 @@ def test_warc_garbage_between_records_and_loose_separators(tmp_path):
     assert kept == {"g.warc": every, "g.warc.gz": every}
     assert sorted((r["file"], r["reason"]) for r in rows) == [("g.warc", "corrupt_warc"), ("g.warc.gz", "corrupt_warc")]
     assert all("no WARC record header" in r["detail"] and "reading on" in r["detail"] for r in rows)
+
+
+def test_warc_gz_with_zero_padding_after_members(tmp_path):
+    """Block-aligned writers pad a gzip file with zero bytes: padding is no damage."""
+    members = [gzip.compress(_warc_record(f"p{i}", _page(i))) for i in range(3)]
+    padded = members[0] + b"\x00" * 100 + members[1] + members[2] + b"\x00" * (200 << 10)
+    meta, kept, rows = _run_one(tmp_path, {"pad.warc.gz": padded})
+    assert kept["pad.warc.gz"] == {f"<urn:uuid:p{i}>" for i in range(3)} and rows == []

@@ -88,12 +88,20 @@ class _Stream:
                 return True
             try:
                 if self.decomp.eof:  # the last member / frame ended exactly at the chunk's end
+                    if self.codec == "gzip":  # zero padding after a gzip member is no new member
+                        stripped = chunk.lstrip(b"\x00")
+                        self.consumed += len(chunk) - len(stripped)
+                        chunk = stripped
+                        if not chunk:
+                            continue
                     self.members.append((self.produced, self.consumed))
                     self.decomp = new_decompressor(self.codec)
                 self.consumed += len(chunk)
                 data = self.decomp.decompress(chunk)
                 while self.decomp.eof and self.decomp.unused_data:
-                    rest = self.decomp.unused_data
+                    rest = self.decomp.unused_data.lstrip(b"\x00") if self.codec == "gzip" else self.decomp.unused_data
+                    if not rest:
+                        break
                     self._take(data)
                     self.members.append((self.produced, self.consumed - len(rest)))
                     self.decomp = new_decompressor(self.codec)
