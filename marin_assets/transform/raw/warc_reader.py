@@ -81,7 +81,7 @@ class _Stream:
             if not chunk:
                 self.eof = True
                 if self.decomp is not None and not self.decomp.eof and self.produced:
-                    self.problem = f"{self.codec} stream ends early"
+                    self.problem = f"the {self.codec} stream ending early"
                 return False
             if self.decomp is None:
                 self._take(chunk)
@@ -108,7 +108,7 @@ class _Stream:
                     data = self.decomp.decompress(rest)
             except Exception as exc:  # zlib.error / zstandard.ZstdError: nothing after it is readable
                 self.eof = True
-                self.problem = f"corrupt {self.codec} stream: {exc}"
+                self.problem = f"a corrupt {self.codec} stream ({exc})"
                 return False
             if data:
                 self._take(data)
