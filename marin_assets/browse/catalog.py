@@ -32,7 +32,7 @@ from typing import Any
 from marin_assets.browse.paths import Forbidden, PrefixRoot, fresh_filesystem
 from marin_assets.browse.shards import LineSource, parse_line, shard_format
 from marin_assets.execution.status import INFO_FILE, METADATA_FILE, STATUS_FILE, read_info, read_metadata, read_status
-from marin_assets.execution.storage import filesystem, join_path, read_bytes
+from marin_assets.execution.storage import join_path, read_bytes
 
 EXPERIMENTS_DIR = "experiments"
 REASON_DIRS = ("quarantine", "removed")
@@ -72,7 +72,7 @@ def config_paths(info: dict[str, Any] | None) -> set[str]:
 
 def iter_records(url: str) -> Iterable[dict[str, Any]]:
     """Records of a shard, streamed (never the whole shard in memory)."""
-    fs, path = filesystem(url)
+    fs, path = fresh_filesystem(url)  # gcsfs sizes a file from its cached listing: a rewritten shard
     kind = shard_format(path)
     if kind == "parquet":
         import pyarrow.parquet as pq
