@@ -1,4 +1,4 @@
-"""``python -m marin_assets.browse --prefix DIR|gs://bucket/path [--host H] [--port P]``."""
+"""``python -m marin_assets.browse --prefix DIR|gs://bucket/path [--host H] [--port P] [--allowed_host NAME ...]``."""
 
 from __future__ import annotations
 
@@ -20,10 +20,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 in a container)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument("--page_size", type=int, default=DEFAULT_PAGE_SIZE, help="records per page")
+    parser.add_argument(
+        "--allowed_host",
+        action="append",
+        default=[],
+        help="a host name people reach the browser by (an Ingress or Service name), besides 127.0.0.1, "
+        "localhost and --host; requests naming any other Host are refused (421). Repeatable.",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     prefix = args.prefix or default_prefix()
-    server = ThreadingHTTPServer((args.host, args.port), make_handler(BrowserApp(prefix, args.page_size)))
+    server = ThreadingHTTPServer(
+        (args.host, args.port), make_handler(BrowserApp(prefix, args.page_size, [args.host, *args.allowed_host]))
+    )
     server.daemon_threads = True
     host, port = server.server_address[:2]
     print(f"marin data browser: http://{host}:{port}/  (prefix {prefix})", flush=True)

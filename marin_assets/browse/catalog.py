@@ -14,6 +14,9 @@ configs (``.executor_info``), so they follow the data, not a hard-coded list of 
   a document missing there was removed);
 * **quarantine**: records with an ``id`` in ``quarantine/`` or ``removed/`` files of the
   downstream outputs (``{id, reason, detail}``), which say why a document did not come through.
+
+Every path taken from a record or a config is confined to the prefix (``PrefixRoot.confine``)
+before anything is read from it: an output outside the prefix is listed as such, never opened.
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from marin_assets.browse.paths import PrefixRoot
+from marin_assets.browse.paths import Forbidden, PrefixRoot, fresh_filesystem
 from marin_assets.browse.shards import LineSource, parse_line, shard_format
-from marin_assets.execution.status import read_info, read_metadata, read_status
-from marin_assets.execution.storage import filesystem, join_path, read_bytes
+from marin_assets.execution.status import INFO_FILE, METADATA_FILE, STATUS_FILE, read_info, read_metadata, read_status
+from marin_assets.execution.storage import join_path, read_bytes
 
 EXPERIMENTS_DIR = "experiments"
 REASON_DIRS = ("quarantine", "removed")
@@ -69,7 +72,7 @@ def config_paths(info: dict[str, Any] | None) -> set[str]:
 
 def iter_records(url: str) -> Iterable[dict[str, Any]]:
     """Records of a shard, streamed (never the whole shard in memory)."""
-    fs, path = filesystem(url)
+    fs, path = fresh_filesystem(url)  # gcsfs sizes a file from its cached listing: a rewritten shard
     kind = shard_format(path)
     if kind == "parquet":
         import pyarrow.parquet as pq
@@ -112,6 +115,13 @@ class Catalog:
         self._lock = threading.Lock()
         self._id_sets: OrderedDict[Any, frozenset[str]] = OrderedDict()
 
+    def inside(self, path: str, name: str = "") -> bool:
+        """Whether ``path`` (and ``path/name``) lies below the prefix: the one test every path read
+        from a record or config passes before it is opened."""
+        return self.root.confine(path) is not None and (
+            not name or self.root.confine(join_path(path, name)) is not None
+        )
+
     def _cached(self, key: Any, compute: Any, ttl: float = _TTL_S, max_entries: int = 512) -> Any:
         now = time.monotonic()
         with self._lock:
@@ -132,7 +142,9 @@ class Catalog:
         """File names of the experiment records, newest first."""
 
         def compute() -> list[str]:
-            fs, path = filesystem(join_path(self.root.prefix, EXPERIMENTS_DIR))
+            if not self.inside(join_path(self.root.prefix, EXPERIMENTS_DIR)):  # a symlink leading out
+                return []
+            fs, path = fresh_filesystem(join_path(self.root.prefix, EXPERIMENTS_DIR))
             try:
                 entries = fs.ls(path, detail=True)
             except FileNotFoundError:
@@ -149,7 +161,10 @@ class Catalog:
             return None
 
         def compute() -> dict[str, Any] | None:
-            data = read_bytes(self.root.resolve(f"{EXPERIMENTS_DIR}/{name}"))
+            try:
+                data = read_bytes(self.root.resolve(f"{EXPERIMENTS_DIR}/{name}"))
+            except Forbidden:  # a record that is a symlink leading out of the prefix
+                return None
             try:
                 record = json.loads(data) if data is not None else None
             except ValueError:
@@ -167,18 +182,21 @@ class Catalog:
         rows = []
         partitions = record.get("partitions") or {}
         for step in record.get("steps", []):
-            output = step.get("output_path", "")
+            if not isinstance(step, dict):
+                continue
+            output = str(step.get("output_path", ""))
             keys = partitions.get(step.get("partitioned_by") or "", []) if step.get("partitioned_by") else [None]
             for key in keys:
-                path = join_path(output, key) if key else output
-                status = self.status(path)
+                path = join_path(output, str(key)) if key else output
+                inside = self.inside(path)
+                status = self.status(path) if inside else "-"
                 rows.append(
                     {
                         "name": step.get("name"),
                         "hash": step.get("hash"),
                         "partition": key,
                         "path": path,
-                        "relative": self.root.relative(path),
+                        "relative": self.root.relative(path) if inside else None,
                         "status": status,
                         "description": step.get("description"),
                     }
@@ -187,15 +205,20 @@ class Catalog:
 
     def status(self, output: str) -> str:
         """SUCCESS / FAILED / RUNNING / DEP_FAILED, or ``-`` when the output never started."""
+        if not self.inside(output, STATUS_FILE):
+            return "-"
         return self._cached(("status", output), lambda: getattr(read_status(output), "status", "-"), ttl=2.0)
 
     def info(self, output: str) -> dict[str, Any] | None:
-        """The ``.executor_info`` of an output (cached)."""
-        return self._cached(("info", output), lambda: read_info(output))
+        """The ``.executor_info`` of an output (cached; None outside the prefix)."""
+        if not self.inside(output, INFO_FILE):
+            return None
+        info = self._cached(("info", output), lambda: read_info(output))
+        return info if isinstance(info, dict) else None
 
     def metadata(self, output: str) -> dict[str, Any]:
-        """What the step returned for ``output``."""
-        return read_metadata(output)
+        """What the step returned for ``output`` (empty outside the prefix)."""
+        return read_metadata(output) if self.inside(output, METADATA_FILE) else {}
 
     # -- relations ------------------------------------------------------------------------
 
@@ -207,14 +230,16 @@ class Catalog:
         step_output = output.rstrip("/").rsplit("/", 1)[0] if partition else output.rstrip("/")
         found: dict[str, str] = {}
         for _, record in self.experiments():
-            steps = record.get("steps", [])
-            if not any(s.get("output_path", "").rstrip("/") == step_output for s in steps):
+            steps = [
+                s for s in record.get("steps", []) if isinstance(s, dict) and isinstance(s.get("output_path"), str)
+            ]
+            if not any(s["output_path"].rstrip("/") == step_output for s in steps):
                 continue
             for s in steps:
-                base = s.get("output_path", "").rstrip("/")
-                path = join_path(base, partition) if (partition and s.get("partitioned_by")) else base
-                if path != output.rstrip("/"):
-                    found.setdefault(path, s.get("name", path))
+                base = s["output_path"].rstrip("/")
+                path = join_path(base, str(partition)) if (partition and s.get("partitioned_by")) else base
+                if path != output.rstrip("/") and self.inside(path):  # a record naming outside: ignored
+                    found.setdefault(path, str(s.get("name", path)))
         return [(name, path) for path, name in found.items()]
 
     def relations(self, output: str, shard: str) -> Relations:
@@ -230,11 +255,11 @@ class Catalog:
                 names_me = output.rstrip("/") in theirs
                 attr = join_path(path, f"attributes/{shard}")
                 docs = join_path(path, f"docs/{shard}")
-                if (path in mine or names_me or theirs & inputs) and _exists(attr):
+                if (path in mine or names_me or theirs & inputs) and self._exists(attr):
                     rel.attributes.append((name, attr))
-                if path in inputs and _exists(docs):
+                if path in inputs and self._exists(docs):
                     rel.upstream.append((name, docs))
-                if names_me and _exists(docs):
+                if names_me and self._exists(docs):
                     rel.downstream.append((name, docs, self.info(path) or {}))
             return rel
 
@@ -252,7 +277,7 @@ class Catalog:
 
     def downstream_ids(self, url: str) -> frozenset[str]:
         """Ids present in a downstream shard (streamed once, cached by the shard's fingerprint)."""
-        fs, path = filesystem(url)
+        fs, path = fresh_filesystem(url)
         info = fs.info(path)
         key = (url, info.get("size"), info.get("mtime") or info.get("updated"))
         with self._lock:
@@ -270,7 +295,9 @@ class Catalog:
         """Quarantine / removal records (with an ``id``) of ``output`` for ``ids``."""
         found: dict[str, dict[str, Any]] = {}
         for sub in REASON_DIRS:
-            fs, path = filesystem(join_path(output, sub))
+            if not self.inside(join_path(output, sub)):
+                continue
+            fs, path = fresh_filesystem(join_path(output, sub))
             try:
                 entries = fs.ls(path, detail=True)
             except FileNotFoundError:
@@ -278,6 +305,8 @@ class Catalog:
             for entry in entries:
                 name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
                 if entry.get("type") != "file" or shard_format(name) is None:
+                    continue
+                if not self.inside(join_path(output, f"{sub}/{name}")):
                     continue
                 for doc_id, record in find_records(join_path(output, f"{sub}/{name}"), ids - set(found)).items():
                     found[doc_id] = record
@@ -309,13 +338,15 @@ class Catalog:
                 out[doc_id] = explain_removal(attributes.get(doc_id, {}), rel.downstream[0][2], rel.downstream[0][0])
         return out
 
-
-def _exists(url: str) -> bool:
-    fs, path = filesystem(url)
-    try:
-        return bool(fs.exists(path))
-    except OSError:
-        return False
+    def _exists(self, url: str) -> bool:
+        """``url`` exists below the prefix (asked of the store, never of a cached listing)."""
+        if not self.inside(url):
+            return False
+        fs, path = fresh_filesystem(url)
+        try:
+            return bool(fs.exists(path))
+        except OSError:
+            return False
 
 
 def explain_removal(attributes: dict[str, Any], downstream_info: dict[str, Any], downstream_name: str) -> str:

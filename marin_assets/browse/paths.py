@@ -5,16 +5,33 @@ accepts only relative paths made of plain components (no ``..``, no backslash or
 character; an absolute path or URL only when it lies below the prefix) and, on a local prefix, refuses a path whose real location
 (symlinks followed) leaves the prefix. On an object store a relative path can only name objects
 below the prefix, so other buckets are out of reach by construction.
+
+Paths read from storage (experiment records, ``.executor_info`` configs, the outputs they name) are
+as untrusted as URLs: the catalog passes each through :meth:`PrefixRoot.confine` before opening it,
+so a planted record cannot make the browser read or show a file outside the prefix.
+
+Listings and existence checks go through :func:`fresh_filesystem`: fsspec keeps one gcsfs instance
+per thread and it caches directory listings, so a page served from a reused thread would otherwise
+show an old listing (a new shard missing, a deleted one still there).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
-from marin_assets.execution.storage import is_local, join_path
+from marin_assets.execution.storage import filesystem, is_local, join_path
 
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
+def fresh_filesystem(url: str) -> tuple[Any, str]:
+    """``filesystem(url)`` with fsspec's cached listings of ``url`` and its parents dropped, so the
+    next ``ls`` / ``exists`` / ``info`` asks the store (a no-op on local disks)."""
+    fs, path = filesystem(url)
+    fs.invalidate_cache(path)
+    return fs, path
 
 
 class Forbidden(Exception):
@@ -77,3 +94,16 @@ class PrefixRoot:
             if full.startswith(base + "/"):
                 return full[len(base) + 1 :]
         return None
+
+    def confine(self, full: str) -> str | None:
+        """``full`` (a path read from a record or config) when it lies below the prefix -- with no
+        ``..`` and, on a local prefix, no symlink leading out -- else None: never open it then."""
+        if not isinstance(full, str) or not full:
+            return None
+        relative = self.relative(full)
+        if relative is None:
+            return None
+        try:
+            return self.resolve(relative)
+        except Forbidden:
+            return None

@@ -11,6 +11,12 @@ Routes (``<rel>`` is a path relative to the prefix)::
 
 Only GET and HEAD exist; nothing is ever written. Paths are checked by ``PrefixRoot`` (403 outside
 the prefix, 404 when missing).
+
+Requests are answered only for the host names the server was started for (``127.0.0.1``,
+``localhost``, ``--host`` and every ``--allowed_host``): a page whose ``Host`` header names any other
+host -- a DNS-rebinding page of some web site pointing its name at this machine -- gets 421, and so
+does an absolute-form request target (``GET http://other.example/...``) for another host. Only
+``/healthz`` (which says "ok" and nothing else) answers any host, for probes that send a pod IP.
 """
 
 from __future__ import annotations
@@ -26,10 +32,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from marin_assets.browse import pages
 from marin_assets.browse.catalog import Catalog, Relations
 from marin_assets.browse.filters import FilterError, fields_used, matches_all, parse_filter
-from marin_assets.browse.paths import Forbidden, PrefixRoot
+from marin_assets.browse.paths import Forbidden, PrefixRoot, fresh_filesystem
 from marin_assets.browse.shards import ShardPager, shard_format
 from marin_assets.execution.status import INFO_FILE, STATUS_FILE
-from marin_assets.execution.storage import filesystem
 
 logger = logging.getLogger("marin.browse")
 
@@ -38,6 +43,17 @@ MAX_PAGE_SIZE = 200
 PREVIEW_BYTES = 256 << 10
 MAX_LISTING = 2000
 COSTLY_FIELDS = {"removed", "reason"}
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
+
+
+def host_name(authority: str) -> str:
+    """The host of a ``Host`` header / URL authority, lower case, without port or brackets."""
+    authority = authority.strip().rsplit("@", 1)[-1].lower()
+    if authority.startswith("["):  # [IPv6]:port
+        return authority[1:].split("]", 1)[0]
+    if authority.count(":") == 1:
+        authority = authority.split(":", 1)[0]
+    return authority.rstrip(".")
 
 
 @dataclass
@@ -82,11 +98,45 @@ def flat_row(record: dict[str, Any], attributes: dict[str, Any], removal: str | 
 class BrowserApp:
     """Request handling without the socket part (tests call :meth:`get` directly)."""
 
-    def __init__(self, prefix: str, page_size: int = DEFAULT_PAGE_SIZE) -> None:
+    def __init__(
+        self, prefix: str, page_size: int = DEFAULT_PAGE_SIZE, allowed_hosts: tuple[str, ...] | list[str] = ()
+    ) -> None:
         self.root = PrefixRoot(prefix)
         self.catalog = Catalog(self.root)
         self.pager = ShardPager()
         self.page_size = page_size
+        self.allowed_hosts = frozenset(host_name(h) for h in (*LOCAL_HOSTS, *allowed_hosts) if h)
+
+    def refused_host(self, target: str, host_header: str | None) -> str | None:
+        """Why a request for ``target`` with this ``Host`` header is refused, or None when it may be
+        served. ``host_header`` None: the request had none (only HTTP/1.0 may omit it)."""
+        parts = urlsplit(target)
+        if target.startswith("/") and not target.startswith("//"):
+            authority = None
+        elif parts.scheme in ("http", "https") and parts.netloc:
+            authority = parts.netloc
+        else:
+            return f"request target {target[:100]!r} is neither a path nor an absolute http URL"
+        if parts.path == "/healthz":
+            return None
+        if authority is not None and host_name(authority) not in self.allowed_hosts:
+            return f"request target names host {host_name(authority)!r}, which this browser does not serve"
+        if host_header is not None and host_name(host_header) not in self.allowed_hosts:
+            return (
+                f"Host {host_name(host_header)!r} is not one this browser serves "
+                f"({', '.join(sorted(self.allowed_hosts))}; add it with --allowed_host)"
+            )
+        return None
+
+    def handle(self, target: str, host_header: str | None) -> Response:
+        """Answer a request from the socket: the ``Host`` check (421), then :meth:`get`."""
+        why = self.refused_host(target, host_header)
+        if why is not None:
+            return self._error(421, why)
+        parts = urlsplit(target)
+        if not target.startswith("/"):  # absolute form for an allowed host: serve its path
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return self.get(target)
 
     def get(self, target: str) -> Response:
         """Answer ``GET target`` (path and query)."""
@@ -174,7 +224,7 @@ class BrowserApp:
     def browse_page(self, relative: str, params: dict[str, list[str]]) -> str:
         relative = self.root.to_relative(relative)
         url = self.root.resolve(relative)
-        fs, path = filesystem(url)
+        fs, path = fresh_filesystem(url)
         if not fs.exists(path):
             raise HttpError(404, f"{relative or '/'} does not exist")
         if fs.isdir(path):
@@ -184,8 +234,10 @@ class BrowserApp:
         return self.file_page(relative, url)
 
     def folder_page(self, relative: str, url: str) -> str:
-        fs, path = filesystem(url)
-        entries = sorted(fs.ls(path, detail=True), key=lambda e: (e.get("type") != "directory", e["name"]))
+        fs, path = fresh_filesystem(url)
+        entries = sorted(
+            fs.ls(path, detail=True, refresh=True), key=lambda e: (e.get("type") != "directory", e["name"])
+        )
         body = [pages.breadcrumbs(relative)]
         names = {e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries}
         if STATUS_FILE in names or INFO_FILE in names:
@@ -226,7 +278,7 @@ class BrowserApp:
         )
 
     def file_page(self, relative: str, url: str) -> str:
-        fs, path = filesystem(url)
+        fs, path = fresh_filesystem(url)
         with fs.open(path, "rb") as handle:
             data = handle.read(PREVIEW_BYTES + 1)
         size = fs.size(path)
@@ -418,7 +470,11 @@ def make_handler(app: BrowserApp) -> type[BaseHTTPRequestHandler]:
         server_version = "marin-browse"
 
         def _send(self, with_body: bool) -> None:
-            response = app.get(self.path)
+            host = self.headers.get("Host")
+            if host is None and self.request_version != "HTTP/1.0":
+                response = app._error(400, "an HTTP/1.1 request needs a Host header")
+            else:
+                response = app.handle(self.path, host)
             data = response.body.encode("utf-8")
             self.send_response(response.status)
             self.send_header("Content-Type", response.content_type)

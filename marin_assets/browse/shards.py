@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from marin_assets.execution.storage import filesystem
+from marin_assets.browse.paths import fresh_filesystem
 
 # Compressed bytes read at a time, and the most decompressed bytes one step may produce (keeps a
 # highly compressible shard from decompressing into a huge buffer).
@@ -258,7 +258,7 @@ class ShardPager:
         ``matches`` gets batches of ``(index, record)`` (so it can join attributes per batch) and
         returns one bool per record; at most ``scan_limit`` records are read per call.
         """
-        fs, path = filesystem(url)
+        fs, path = fresh_filesystem(url)  # the fingerprint must see a rewritten shard
         kind = shard_format(path)
         if kind is None:
             raise ValueError(f"{url} is not a record shard ({', '.join(SHARD_SUFFIXES)})")
@@ -292,6 +292,7 @@ class ShardPager:
                 out = out[:count]
                 next_start = out[-1][0] + 1
                 scanned = next_start - start
+                at_end = False  # matches past the page were read (and dropped): there is a next page
             elif not at_end:
                 self._remember(path, fp, next_start, kind, source)
         finally:

@@ -114,6 +114,7 @@ class Page:
     of: str | None = None
     quoted_paragraph: str | None = None
     lq_style: str | None = None
+    title: str = ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -379,7 +380,7 @@ class _Generator:
         slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
         url = f"https://{site[0]}/docs/{slug}-{number}-{k}"
         html = _wrap(title, _hq_body(title, paragraphs), site, rng)
-        return Page(doc_id, html, url, "hq", "original", site[0], paragraphs=paragraphs)
+        return Page(doc_id, html, url, "hq", "original", site[0], paragraphs=paragraphs, title=title)
 
     def _pick_hq_original(self, rng: random.Random, number: int, below: int) -> Page:
         for _ in range(1000):
@@ -409,10 +410,12 @@ class _Generator:
             for _ in range(edits):
                 i = rng.randrange(len(paragraphs))
                 paragraphs[i] = _edit_words(paragraphs[i], rng, 0.0, self.vocab)  # one edit
-            title = _title(random.Random(0), paragraphs)
+            # The copy keeps its original's title: the word edits are the only change to the main
+            # content. (A title drawn anew differed from the original's on most copies -- a second,
+            # unplanned edit that put short pages below the Jaccard the edit rate promises.)
             site = next(s for s in _SITES if s[0] == src.site)
-            html = _wrap(title, _hq_body(title, paragraphs), site, rng)
-            return Page(doc_id, html, url, "hq", "near_dup", src.site, paragraphs, of=src.id)
+            html = _wrap(src.title, _hq_body(src.title, paragraphs), site, rng)
+            return Page(doc_id, html, url, "hq", "near_dup", src.site, paragraphs, of=src.id, title=src.title)
         # para_dup: a fresh page (its own slot) that quotes one paragraph of an earlier page.
         page_rng = self._position_rng(number, k, "page")
         site = _SITES[page_rng.randrange(len(_SITES))]

@@ -29,21 +29,27 @@ class BrowserServer:
     url: str
     process: subprocess.Popen
 
-    def get(self, path: str) -> tuple[int, str]:
-        """Status and body of ``GET path`` (the path is sent as is, not normalised)."""
+    def get(self, path: str, host_header: str | None = None) -> tuple[int, str]:
+        """Status and body of ``GET path`` (the path is sent as is, not normalised; ``host_header``
+        replaces the ``Host`` header http.client would send)."""
         import http.client
 
         host, port = self.url.removeprefix("http://").split(":")
         connection = http.client.HTTPConnection(host, int(port), timeout=60)
-        connection.request("GET", path)
+        if host_header is None:
+            connection.request("GET", path)
+        else:
+            connection.putrequest("GET", path, skip_host=True)
+            connection.putheader("Host", host_header)
+            connection.endheaders()
         response = connection.getresponse()
         return response.status, response.read().decode("utf-8", "replace")
 
 
-def start_browser(prefix: str) -> BrowserServer:
+def start_browser(prefix: str, *extra_args: str) -> BrowserServer:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "marin_assets.browse", "--prefix", prefix, "--port", str(port)],
+        [sys.executable, "-m", "marin_assets.browse", "--prefix", prefix, "--port", str(port), *extra_args],
         cwd=REPO_ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -103,3 +103,127 @@ def test_dagster_links_point_at_the_browser(monkeypatch):
         == "http://browse.example:8765/browse/curation/raw-abc/drop%201"
     )
     assert browser_url("/elsewhere/x", "/data") is None
+
+
+def test_filtered_page_that_overshoots_has_a_next_page(tmp_path):
+    """A filter batch bigger than the page reads matches past it: the page is not the last one."""
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS[:30]))
+    pager = ShardPager()
+    page = pager.page(str(path), 0, 10, matches=lambda b: [True] * len(b), batch=50)
+    assert [i for i, _ in page.records] == list(range(10)) and not page.at_end and page.next_start == 10
+    seen, start = [], 0
+    while True:
+        page = pager.page(str(path), start, 10, matches=lambda b: [r["n"] % 2 == 0 for _, r in b], batch=50)
+        seen += [r["n"] for _, r in page.records]
+        if page.at_end:
+            break
+        start = page.next_start
+    assert seen == list(range(0, 30, 2))
+    (tmp_path / "p" / "x" / "docs").mkdir(parents=True)
+    (tmp_path / "p" / "x" / "docs" / "s.jsonl").write_bytes(path.read_bytes())
+    app = BrowserApp(str(tmp_path / "p"), page_size=5)
+    body = app.get("/browse/x/docs/s.jsonl?filter=n+%3E%3D+0&n=5").body
+    assert 'id="next-page"' in body and ">d4<" in body and ">d5<" not in body
+
+
+def _planted_prefix(tmp_path):
+    """A prefix whose experiment record and configs name outputs outside it (with a secret there)."""
+    prefix, outside = tmp_path / "prefix", tmp_path / "outside"
+    shard = "shard-00000.jsonl"
+    secret = {"id": "d1", "text": "TOP SECRET TEXT", "attributes": {"secret_attr": "TOP SECRET ATTR"}}
+    for out in ("steal-abc", "down-abc"):
+        (outside / out / "docs").mkdir(parents=True)
+        (outside / out / "attributes").mkdir()
+        (outside / out / "docs" / shard).write_text(json.dumps(secret) + "\n")
+        (outside / out / "attributes" / shard).write_text(json.dumps(secret) + "\n")
+        (outside / out / ".executor_status").write_text(json.dumps({"status": "SUCCESS"}))
+    inside = prefix / "inside-abc"
+    (inside / "docs").mkdir(parents=True)
+    (inside / "docs" / shard).write_text(json.dumps({"id": "d1", "text": "inside text"}) + "\n")
+    (inside / ".executor_info").write_text(
+        json.dumps({"name": "inside", "config": {"input_path": str(outside / "steal-abc")}})
+    )
+    (outside / "down-abc" / ".executor_info").write_text(
+        json.dumps({"name": "down", "config": {"input_path": str(inside), "x": str(outside / "steal-abc")}})
+    )
+    (outside / "info.json").write_text(json.dumps({"name": "linked", "config": {"token": "TOP SECRET CONFIG"}}))
+    linked = prefix / "linked-abc"
+    linked.mkdir()
+    (linked / ".executor_info").symlink_to(outside / "info.json")  # a planted symlink inside an output
+    (prefix / "experiments").mkdir()
+    steps = [
+        {"name": "inside", "output_path": str(inside), "hash": "abc"},
+        {"name": "steal", "output_path": str(outside / "steal-abc"), "hash": "abc"},
+        {"name": "down", "output_path": str(outside / "down-abc"), "hash": "abc"},
+        {"name": "dotdot", "output_path": f"{prefix}/../outside/steal-abc", "hash": "abc"},
+        {"name": "part", "output_path": str(prefix / "p-abc"), "partitioned_by": "drop", "hash": "abc"},
+        {"name": "linked", "output_path": str(linked), "hash": "abc"},
+    ]
+    record = {"steps": steps, "partitions": {"drop": ["../../outside/steal-abc"]}, "description": "planted"}
+    (prefix / "experiments" / "planted.json").write_text(json.dumps(record))
+    (outside / "leaked.json").write_text(json.dumps({"description": "TOP SECRET RECORD", "steps": []}))
+    (prefix / "experiments" / "leaked.json").symlink_to(outside / "leaked.json")
+    return prefix
+
+
+def test_planted_records_never_open_a_path_outside_the_prefix(tmp_path):
+    """Experiment records and ``.executor_info`` configs are untrusted: an output they name outside
+    the prefix (absolute, ``..``, a partition key, a symlinked info file) is never read or shown."""
+    app = BrowserApp(str(_planted_prefix(tmp_path)))
+    doc = app.get("/doc/inside-abc/docs/shard-00000.jsonl?id=d1")
+    assert doc.status == 200 and "inside text" in doc.body
+    assert "TOP SECRET" not in doc.body and "Before:" not in doc.body and "After:" not in doc.body
+    records = app.get("/browse/inside-abc/docs/shard-00000.jsonl")
+    assert records.status == 200 and "TOP SECRET" not in records.body and "id='related'" not in records.body
+    index = app.get("/")
+    assert index.status == 200 and "planted.json" in index.body and "TOP SECRET" not in index.body
+    assert app.get("/experiment/leaked.json").status == 404
+    experiment = app.get("/experiment/planted.json")
+    assert experiment.status == 200 and experiment.body.count("(outside the prefix)") == 4
+    assert "status SUCCESS" not in experiment.body  # the outside outputs' status files were not read
+    linked = app.get("/browse/linked-abc")
+    assert linked.status == 200 and "TOP SECRET" not in linked.body
+    rel = app.catalog.relations(str(tmp_path / "prefix" / "inside-abc"), "shard-00000.jsonl")
+    assert (rel.attributes, rel.upstream, rel.downstream) == ([], [], [])
+
+
+def test_host_header_and_absolute_targets_must_name_this_server(tmp_path):
+    """DNS rebinding: a page of another site whose name resolves here sends its own Host; refused
+    (421), as is an absolute-form target for another host. 127.0.0.1, localhost, --host and
+    --allowed_host are served; /healthz answers any host (probes send a pod IP)."""
+    from tests.browse.conftest import start_browser, stop_browser
+
+    (tmp_path / "p" / "a").mkdir(parents=True)
+    server = start_browser(str(tmp_path / "p"), "--allowed_host", "browse.example")
+    port = server.url.rsplit(":", 1)[1]
+    try:
+        for host in (f"127.0.0.1:{port}", "localhost", f"LOCALHOST:{port}", "browse.example", f"browse.example:{port}"):
+            assert server.get("/browse/a", host_header=host)[0] == 200, host
+        for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example", "browse.example.evil", ""):
+            status, body = server.get("/browse/a", host_header=host)
+            assert status == 421 and "--allowed_host" in body, host
+        assert server.get(f"http://127.0.0.1:{port}/browse/a")[0] == 200
+        for target in (f"http://evil.example:{port}/browse/a", "http://evil.example/", "ftp://127.0.0.1/browse/a"):
+            assert server.get(target)[0] in (400, 421), target
+            assert server.get(target, host_header=f"127.0.0.1:{port}")[0] in (400, 421), target
+        assert server.get("/healthz", host_header="10.1.2.3:8765") == (200, "ok")
+    finally:
+        stop_browser(server)
+
+
+def test_gs_listing_is_never_served_from_a_stale_cache(gcs_prefix):
+    """gcsfs caches listings per instance (one per thread): another writer's new shard must appear."""
+    import fsspec
+    import gcsfs
+
+    fs = fsspec.filesystem("gs")
+    fs.pipe_file(f"{gcs_prefix}/step-abc/docs/shard-00000.jsonl", b'{"id": "a", "text": "x"}\n')
+    app = BrowserApp(gcs_prefix)
+    assert "shard-00000.jsonl" in app.get("/browse/step-abc/docs").body
+    other = gcsfs.GCSFileSystem(token="anon", skip_instance_cache=True)  # another process, in effect
+    other.pipe_file(f"{gcs_prefix}/step-abc/docs/shard-00001.jsonl".removeprefix("gs://"), b'{"id": "b"}\n')
+    assert fs.ls(f"{gcs_prefix}/step-abc/docs") == [f"{gcs_prefix}/step-abc/docs/shard-00000.jsonl"[5:]]  # stale
+    listing = app.get("/browse/step-abc/docs").body
+    assert "shard-00000.jsonl" in listing and "shard-00001.jsonl" in listing
+    assert app.get("/browse/step-abc/docs/shard-00001.jsonl").status == 200

@@ -160,3 +160,165 @@ def test_overlong_line_skipped_without_buffering(bad_drop):
     assert long and long[0]["line"] == 1
     ids = {r["id"] for f in list_files(f"{out}/docs", ".jsonl.gz") for r in read_jsonl_gz(f)}
     assert "big-0" in ids
+
+
+# ------------------------------------------------------------------------------------------
+# Bad inputs real crawls produce (issue 17): each test names exactly what is kept and what goes.
+
+
+def _warc_record(key: str, html: str, length_factor: float = 1.0, record_type: str = "response") -> bytes:
+    """One WARC response record (plain bytes); ``length_factor`` makes its Content-Length lie."""
+    body = html.encode()
+    block = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    length = int(len(block) * length_factor)
+    head = (
+        "WARC/1.1\r\n"
+        f"WARC-Type: {record_type}\r\n"
+        f"WARC-Record-ID: <urn:uuid:{key}>\r\n"
+        f"WARC-Target-URI: https://{key}.example/\r\n"
+        "WARC-Date: 2024-05-01T00:00:00Z\r\n"
+        "Content-Type: application/http; msgtype=response\r\n"
+        f"Content-Length: {length}\r\n\r\n"
+    )
+    return head.encode() + block + b"\r\n\r\n"
+
+
+def _page(i: int) -> str:
+    return f"<html><body><p>page {i} " + "words " * 200 + "</p></body></html>"
+
+
+def _run_one(tmp_path, files: dict[str, bytes], **config) -> tuple[dict, dict[str, set[str]], list[dict]]:
+    """(stage metadata, ids kept per landing file, quarantine rows) of one drop."""
+    landing = tmp_path / "landing" / "src"
+    _write_drop(str(landing / "drop-1"), files)
+    out = str(tmp_path / "out")
+    meta = run_raw(RawConfig(landing_dir=str(landing), drop_id="drop-1", output_path=out, **config))
+    kept: dict[str, set[str]] = {name: set() for name in files}
+    for doc in (r for f in list_files(f"{out}/docs", ".jsonl.gz") for r in read_jsonl_gz(f)):
+        kept[doc["metadata"]["landing_file"]].add(doc["id"])
+        assert "WARC/1." not in doc["text"] and "WARC-Record-ID" not in doc["text"], doc["id"]
+    return meta, kept, _quarantine(out)
+
+
+@pytest.mark.parametrize("factor", [4.0, 0.5])
+def test_warc_lying_content_length_quarantines_one_record(tmp_path, factor):
+    """A record whose Content-Length says 4x or half its size: that record alone is quarantined,
+    the reader resynchronises on the next WARC header and keeps every later good record -- in a
+    plain WARC, a gzip-per-record WARC (Common Crawl's layout) and one zstd frame."""
+    import zstandard
+
+    records = [_warc_record(f"p{i}", _page(i), factor if i == 1 else 1.0) for i in range(6)]
+    info = _warc_record("info", "software: test", record_type="warcinfo")
+    files = {
+        "plain.warc": info + b"".join(records),
+        "per_record.warc.gz": b"".join(gzip.compress(r) for r in [info, *records]),
+        "one_frame.warc.zst": zstandard.ZstdCompressor().compress(info + b"".join(records)),
+    }
+    meta, kept, rows = _run_one(tmp_path, files)
+    good = {f"<urn:uuid:p{i}>" for i in (0, 2, 3, 4, 5)}
+    assert kept == {name: good for name in files}
+    assert meta["quarantine_reasons"] == {"corrupt_warc": 3}
+    assert {(r["file"], r["line"], r["id"]) for r in rows} == {(name, 2, "<urn:uuid:p1>") for name in files}
+    assert all("Content-Length" in r["detail"] for r in rows)
+    assert meta["records_in"] == 15
+
+
+def test_warc_lying_content_length_on_the_last_record(tmp_path):
+    records = [_warc_record(f"p{i}", _page(i), 4.0 if i == 3 else 1.0) for i in range(4)]
+    meta, kept, rows = _run_one(tmp_path, {"x.warc.gz": b"".join(gzip.compress(r) for r in records)})
+    assert kept["x.warc.gz"] == {"<urn:uuid:p0>", "<urn:uuid:p1>", "<urn:uuid:p2>"}
+    assert [(r["reason"], r["line"], r["id"]) for r in rows] == [("corrupt_warc", 4, "<urn:uuid:p3>")]
+
+
+def test_warc_payload_holding_a_warc_header_line_is_one_record(tmp_path):
+    """A page that quotes a WARC header (a page about WARC files) is read whole when its
+    Content-Length is right: the boundary after it checks out, so no resynchronisation."""
+    quoted = "<html><body><pre>\nWARC/1.0\r\nWARC-Type: response\r\nContent-Length: 5\r\n\r\n</pre></body></html>"
+    records = [_warc_record("p0", _page(0)), _warc_record("quote", quoted), _warc_record("p2", _page(2))]
+    landing = tmp_path / "landing" / "src"
+    _write_drop(str(landing / "drop-1"), {"q.warc": b"".join(records)})
+    out = str(tmp_path / "out")
+    meta = run_raw(RawConfig(landing_dir=str(landing), drop_id="drop-1", output_path=out))
+    docs = {r["id"]: r for f in list_files(f"{out}/docs", ".jsonl.gz") for r in read_jsonl_gz(f)}
+    assert set(docs) == {"<urn:uuid:p0>", "<urn:uuid:quote>", "<urn:uuid:p2>"}
+    assert "WARC-Type: response" in docs["<urn:uuid:quote>"]["text"]
+    assert meta["quarantined"] == 0
+
+
+def test_zstd_with_leading_skippable_frames_is_zstd(tmp_path):
+    """RFC 8878 skippable frames (magic 0x184D2A50-0x184D2A5F) before the data frame, and
+    between frames: the file is zstd, every record kept (JSON lines and WARC)."""
+    import struct
+
+    import zstandard
+
+    def skippable(magic: int, payload: bytes) -> bytes:
+        return struct.pack("<II", magic, len(payload)) + payload
+
+    lines = "".join(_line(i, "zs") + "\n" for i in range(5)).encode()
+    zc = zstandard.ZstdCompressor()
+    warc = b"".join(_warc_record(f"w{i}", _page(i)) for i in range(3))
+    files = {
+        "a.jsonl.zst": skippable(0x184D2A50, b"seekable index") + zc.compress(lines[:200]) + zc.compress(lines[200:]),
+        "b.jsonl.zst": skippable(0x184D2A5F, b"x" * 10_000) + skippable(0x184D2A55, b"") + zc.compress(lines),
+        "c.warc.zst": skippable(0x184D2A5A, b"meta") + zc.compress(warc) + skippable(0x184D2A5A, b"end"),
+    }
+    meta, kept, rows = _run_one(tmp_path, files)
+    assert kept["a.jsonl.zst"] == kept["b.jsonl.zst"] == {f"zs-{i}" for i in range(5)}
+    assert kept["c.warc.zst"] == {f"<urn:uuid:w{i}>" for i in range(3)}
+    assert rows == [] and meta["formats"] == {"jsonl.zst": 2, "warc.zst": 1}
+
+
+def test_parquet_binary_text_column_decoded_per_row(tmp_path):
+    """A text column stored as binary is decoded as UTF-8; only the row that is not valid UTF-8 goes."""
+    table = pa.table(
+        {
+            "id": ["b-0", "b-1", "b-2", "b-3"],
+            "text": pa.array(
+                ["caf\u00e9 one".encode(), b"bad \xff\xfe", b"three", "\u6f22\u5b57".encode()], pa.binary()
+            ),
+        }
+    )
+    large = pa.table({"id": ["l-0", "l-1"], "text": pa.array([b"large one", b"\xc3"], pa.large_binary())})
+    meta, kept, rows = _run_one(tmp_path, {"b.parquet": _parquet(table), "l.parquet": _parquet(large)})
+    assert kept == {"b.parquet": {"b-0", "b-2", "b-3"}, "l.parquet": {"l-0"}}
+    assert sorted((r["file"], r["line"], r["reason"]) for r in rows) == [
+        ("b.parquet", 2, "invalid_utf8"),
+        ("l.parquet", 2, "invalid_utf8"),
+    ]
+    assert meta["quarantine_reasons"] == {"invalid_utf8": 2}
+
+
+def test_utf8_bom_at_the_start_of_jsonl_keeps_the_first_record(tmp_path):
+    bom = b"\xef\xbb\xbf"
+    lines = "".join(_line(i, "bom") + "\n" for i in range(3)).encode()
+    files = {"plain.jsonl": bom + lines, "packed.jsonl.gz": gzip.compress(bom + lines), "noext": bom + lines}
+    meta, kept, rows = _run_one(tmp_path, files)
+    assert kept == {name: {"bom-0", "bom-1", "bom-2"} for name in files}
+    assert rows == [] and meta["formats"] == {"jsonl": 2, "jsonl.gz": 1}
+
+
+def test_warc_garbage_between_records_and_loose_separators(tmp_path):
+    """Bytes that are no WARC header between two records are quarantined once and skipped to the
+    next header; a record closed by a bare LF instead of CRLF CRLF is still whole (its length is
+    right): nothing good is lost."""
+    r0, r1, r2, r3 = (_warc_record(f"p{i}", _page(i)) for i in range(4))
+    loose = r1[:-4] + b"\n"  # a writer that ends records with one LF
+    data = r0 + b"this is not a WARC header\r\n\r\nnor this\r\n" + loose + r2 + r3
+    meta, kept, rows = _run_one(tmp_path, {"g.warc": data, "g.warc.gz": gzip.compress(data)})
+    every = {f"<urn:uuid:p{i}>" for i in range(4)}
+    assert kept == {"g.warc": every, "g.warc.gz": every}
+    assert sorted((r["file"], r["reason"]) for r in rows) == [("g.warc", "corrupt_warc"), ("g.warc.gz", "corrupt_warc")]
+    assert all("no WARC record header" in r["detail"] and "reading on" in r["detail"] for r in rows)
+
+
+def test_warc_gz_with_zero_padding_after_members(tmp_path):
+    """Block-aligned writers pad a gzip file with zero bytes: padding is no damage."""
+    members = [gzip.compress(_warc_record(f"p{i}", _page(i))) for i in range(3)]
+    padded = members[0] + b"\x00" * 100 + members[1] + members[2] + b"\x00" * (200 << 10)
+    meta, kept, rows = _run_one(tmp_path, {"pad.warc.gz": padded})
+    assert kept["pad.warc.gz"] == {f"<urn:uuid:p{i}>" for i in range(3)} and rows == []

@@ -35,6 +35,7 @@ PARQUET_MAGIC = b"PAR1"
 WARC_MAGIC = b"WARC/"
 BZ2_MAGIC = b"BZh"
 XZ_MAGIC = b"\xfd7zXZ\x00"
+UTF8_BOM = b"\xef\xbb\xbf"
 FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "jsonl.bz2", "jsonl.xz", "parquet", "warc", "warc.gz", "warc.zst")
 # Compression of the JSON-lines formats (None: plain).
 JSONL_CODECS = {"jsonl": None, "jsonl.gz": "gzip", "jsonl.zst": "zstd", "jsonl.bz2": "bz2", "jsonl.xz": "xz"}
@@ -71,8 +72,33 @@ def _decompress_head(codec: str, head: bytes) -> bytes:
         return b""
 
 
+def is_zstd_skippable(head: bytes) -> bool:
+    """True when ``head`` starts with a zstd skippable frame (RFC 8878: magic 0x184D2A50-5F, LE)."""
+    return len(head) >= 8 and head[1:4] == b"\x2a\x4d\x18" and 0x50 <= head[0] <= 0x5F
+
+
+def skip_zstd_skippable(handle: BinaryIO, head: bytes) -> tuple[bytes, bool]:
+    """(the first bytes after any leading zstd skippable frames, whether there were any).
+
+    Seeks ``handle`` past each frame's declared size; the caller seeks back to 0 to read (the
+    zstd decompressor skips such frames itself)."""
+    skipped = False
+    pos = 0
+    while is_zstd_skippable(head):
+        skipped = True
+        pos += 8 + int.from_bytes(head[4:8], "little")
+        handle.seek(pos)
+        head = handle.read(len(head) or 4096)
+    return head, skipped
+
+
 def sniff_format(head: bytes, name: str) -> str | None:
-    """The format of a file from its first bytes (``FORMATS``), or None when unsupported."""
+    """The format of a file from its first bytes (``FORMATS``), or None when unsupported.
+
+    A head that starts with a zstd skippable frame is not sniffed (None): ``read_file`` passes the
+    bytes after such frames (:func:`skip_zstd_skippable`) and reads the file as zstd."""
+    if is_zstd_skippable(head):
+        return None
     if head.startswith(PARQUET_MAGIC):
         return "parquet"
     for magic, codec, suffix in ((GZIP_MAGIC, "gzip", ".gz"), (ZSTD_MAGIC, "zstd", ".zst")):
@@ -84,7 +110,7 @@ def sniff_format(head: bytes, name: str) -> str | None:
             return "jsonl" + suffix
     if head.startswith(WARC_MAGIC):
         return "warc"
-    stripped = head.lstrip()
+    stripped = head.removeprefix(UTF8_BOM).lstrip()
     if stripped.startswith(b"{") or not stripped:
         return "jsonl"
     base = name.lower()
@@ -123,6 +149,8 @@ def iter_lines(
     def split(final: bool) -> Iterator[tuple[int, bytes]]:
         nonlocal buf, line_no, skipping
         start = 0
+        if line_no == 0 and buf[:3] == UTF8_BOM:  # a UTF-8 byte order mark is no part of line 1
+            start = 3
         while True:
             nl = buf.find(b"\n", start)
             if nl < 0:
@@ -157,6 +185,8 @@ def iter_lines(
             break
         if decomp is not None:
             try:
+                if decomp.eof:  # the last member / frame ended exactly at the previous chunk's end
+                    decomp = new_decompressor(codec)
                 data = decomp.decompress(chunk)
                 # Concatenated members/frames (e.g. appended files) are one valid stream.
                 while decomp.eof and decomp.unused_data:
@@ -260,6 +290,35 @@ def _rows_of_batches(batches: Iterator[Any], q: Quarantine, first_row: int = 1) 
             yield row, rec
 
 
+def _is_binary(arrow_type: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(
+        pa.types.is_binary(arrow_type)
+        or pa.types.is_large_binary(arrow_type)
+        or pa.types.is_fixed_size_binary(arrow_type)
+        or (hasattr(pa.types, "is_binary_view") and pa.types.is_binary_view(arrow_type))
+    )
+
+
+def _decode_binary(rec: dict, keys: list[str], row: int, q: Quarantine) -> bool:
+    """Decode ``rec``'s binary ``keys`` as UTF-8 in place; False (quarantined) when one is invalid."""
+    for key in keys:
+        value = rec.get(key)
+        if isinstance(value, (bytes, bytearray)):
+            try:
+                rec[key] = bytes(value).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                q.add(
+                    "invalid_utf8",
+                    f"{q.file} row {row}: binary column {key!r} is not valid UTF-8 at byte {exc.start}",
+                    line=row,
+                    sample=bytes(value[:SAMPLE_CHARS]),
+                )
+                return False
+    return True
+
+
 def rename_fields(rec: dict, text_key: str, id_key: str) -> dict:
     """``rec`` with ``text_key`` / ``id_key`` read as ``text`` / ``id`` (the other fields stay)."""
     for key, standard in ((text_key, "text"), (id_key, "id")):
@@ -295,9 +354,14 @@ def read_parquet(
         )
         return
     has_id = id_key in names
+    # A writer may store text as binary (bytes): decoded as UTF-8 row by row, a row that is not
+    # valid UTF-8 quarantined alone.
+    binary = [key for key in (text_key, id_key) if key in names and _is_binary(pf.schema_arrow.field(key).type)]
     row = 0
     try:
         for row, rec in _rows_of_batches(pf.iter_batches(batch_size=1000), q):
+            if binary and not _decode_binary(rec, binary, row, q):
+                continue
             rec = rename_fields(rec, text_key, id_key)
             if not has_id:
                 rec["id"] = f"{id_prefix}/{row}"
@@ -380,9 +444,11 @@ def read_file(
     file is quarantined whole (``unsupported_format``, counted per line).
     """
     handle = open_input(path)
-    head = handle.read(4096)
+    head, skippable = skip_zstd_skippable(handle, handle.read(4096))
     handle.seek(0)
     fmt = sniff_format(head, name)
+    if skippable:  # leading skippable frames make it zstd whatever follows (the reader reports damage)
+        fmt = "warc.zst" if fmt == "warc.zst" else "jsonl.zst"
     return fmt, _records(handle, fmt, max_doc_bytes, q, id_prefix, text_key, id_key)
 
 
@@ -393,11 +459,12 @@ def _records(
 
     readers: dict[str, Callable[[], Iterator[tuple[int, Any]]]] = {
         "parquet": lambda: read_parquet(handle, q, id_prefix, text_key, id_key),
-        "warc": lambda: read_warc(handle, q, None),
-        "warc.gz": lambda: read_warc(handle, q, "gzip"),
-        "warc.zst": lambda: read_warc(handle, q, "zstd"),
+        "warc": lambda: read_warc(handle, q, None, max_record),
+        "warc.gz": lambda: read_warc(handle, q, "gzip", max_record),
+        "warc.zst": lambda: read_warc(handle, q, "zstd", max_record),
     }
     max_line = max_doc_bytes * 2 + (1 << 20)  # JSON escaping can double a document
+    max_record = max(max_line, 64 << 20)  # a WARC record buffered whole (HTTP headers, compressed bodies)
     try:
         if fmt is None:
             lines = sum(1 for _ in iter_lines(handle, None, max_line, Quarantine(q.stage, q.file)))

@@ -1,16 +1,42 @@
-"""WARC / WET records (FastWARC) as raw documents, with truncation and corruption reported.
+"""WARC / WET records as raw documents: record boundaries checked, damage quarantined per record.
 
 Split from ``readers.py`` (the other formats); the raw stage reaches it through
 ``readers.read_file``, which sniffs ``WARC/`` after any decompression.
+
+A record's ``Content-Length`` is not trusted alone. The file is decompressed as a stream (gzip
+member by member, zstd frame by frame, or plain) and cut into records by our own boundary scan:
+a record ends where its ``Content-Length`` says **only if** the block is followed by its
+separator (``CRLF CRLF``; CR / LF bytes in any number are tolerated) and then the end of the file
+or the next ``WARC/1.x`` header -- or by the exact ``CRLF CRLF`` with no header line inside the
+block (the record is whole; what follows is garbage, skipped to the next header and reported).
+Otherwise the length lies (a 4x length would swallow the next records, a half length would cut
+the payload): the damaged record is quarantined alone (``corrupt_warc``), the reader
+resynchronises on the next ``WARC/1.x`` header line after the damaged record's header, and every
+later good record is kept. A payload that holds a ``WARC/1.`` line is read whole when its length
+is right (the boundary after it checks out). Each good record is then parsed by FastWARC (HTTP
+headers, charset) from its own bytes.
 """
 
 from __future__ import annotations
 
+import io
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from marin_assets.core.shard_stage import Quarantine
-from marin_assets.transform.raw.readers import GZIP_MAGIC, READ_BYTES, WARC_MAGIC, ZSTD_MAGIC, new_decompressor
+from marin_assets.transform.raw.readers import new_decompressor
+
+# WARC-Type values that can hold a page (others -- warcinfo, request, metadata, revisit -- are
+# neither counted nor read, as FastWARC's record_types filter did).
+_PAGE_TYPES = ("response", "conversion", "resource")
+_MAX_WARC_HEADER = 1 << 20
+# Compressed bytes read at a time. Small, because each gzip member (one per record in Common
+# Crawl's layout) restarts the decompressor on a copy of the rest of the chunk.
+_READ = 64 << 10
+# A line that starts a WARC record header (``WARC/1.0`` or ``WARC/1.1``), preceded by a newline.
+_HEADER_LINE = re.compile(rb"\nWARC/1\.\d\r?\n")
 
 
 def _decode_payload(body: bytes, charset: str | None) -> str:
@@ -18,9 +44,6 @@ def _decode_payload(body: bytes, charset: str | None) -> str:
 
     encoding = charset or detect_encoding(body)
     return bytes_to_str(body, encoding)
-
-
-_MAX_WARC_HEADER = 1 << 20
 
 
 def _header_value(header: str, name: str) -> str:
@@ -31,125 +54,292 @@ def _header_value(header: str, name: str) -> str:
     return ""
 
 
-def warc_tail_problem(handle: BinaryIO, codec: str | None, offset: int) -> tuple[str | None, str | None]:
-    """``(why the WARC stream from offset to the end of the file is incomplete, or None; the
-    WARC-Record-ID of the record that lost content bytes, or None)``.
+class _Stream:
+    """The decompressed bytes of a WARC file, read on demand into ``buf``.
 
-    ``offset`` is the start of the last record read. FastWARC stops quietly at a truncated file;
-    this re-reads only that tail (that record and whatever unread records follow it),
-    decompressing and walking the record headers as a stream: a truncated or corrupt compressed
-    stream, or a record cut short, is a problem.
+    ``base`` is the decompressed offset of ``buf[0]``; ``members`` maps the decompressed start of
+    each gzip member / zstd frame to its compressed offset (Common Crawl's record offset).
+    ``problem`` says why the stream stopped early (corrupt or truncated compression), if it did.
     """
-    # The record's offset is where its gzip member / zstd frame starts when each record is
-    # compressed alone (Common Crawl's layout); in a file compressed as one stream it is not, and
-    # the whole file is walked instead.
-    magic = {"gzip": GZIP_MAGIC, "zstd": ZSTD_MAGIC, None: WARC_MAGIC}[codec]
-    handle.seek(offset)
-    if handle.read(len(magic)) != magic:
-        offset = 0
-    handle.seek(offset)
-    decomp = new_decompressor(codec) if codec else None
-    buf = bytearray()
-    remaining = 0  # bytes of the current record's block still to come (the closing CRLFs are skipped as blank)
-    records = 0
-    current_id = ""
 
-    def where() -> str:
-        return f"after {max(0, records - 1)} complete record(s) from byte {offset}"
+    def __init__(self, handle: BinaryIO, codec: str | None) -> None:
+        self.handle = handle
+        self.codec = codec
+        self.decomp = new_decompressor(codec) if codec else None
+        self.buf = bytearray()
+        self.base = 0
+        self.produced = 0  # decompressed bytes so far
+        self.consumed = 0  # compressed bytes fed to the current decompressor's predecessors + it
+        self.members: list[tuple[int, int]] = [(0, 0)]
+        self.eof = False
+        self.problem: str | None = None
 
-    def lost() -> str | None:
-        return current_id if remaining else None
-
-    while True:
-        chunk = handle.read(READ_BYTES)
-        if not chunk:
-            break
-        if decomp is not None:
+    def fill(self) -> bool:
+        """Read one more chunk into ``buf``; False at the end of the data (or of readable data)."""
+        while not self.eof:
+            chunk = self.handle.read(_READ)
+            if not chunk:
+                self.eof = True
+                if self.decomp is not None and not self.decomp.eof and self.produced:
+                    self.problem = f"the {self.codec} stream ending early"
+                return False
+            if self.decomp is None:
+                self._take(chunk)
+                return True
             try:
-                data = decomp.decompress(chunk)
-                while decomp.eof and decomp.unused_data:
-                    rest = decomp.unused_data
-                    decomp = new_decompressor(codec)
-                    data += decomp.decompress(rest)
-            except Exception as exc:  # zlib.error / zstandard.ZstdError
-                return f"corrupt {codec} stream {where()}: {exc}", lost()
-            buf += data
-        else:
-            buf += chunk
-        while True:
-            if remaining:
-                used = min(remaining, len(buf))
-                del buf[:used]
-                remaining -= used
-                if remaining:
-                    break
-            del buf[: len(buf) - len(buf.lstrip(b"\r\n"))]
-            end = buf.find(b"\r\n\r\n")
-            if end < 0:
-                if len(buf) > _MAX_WARC_HEADER:
-                    return f"no WARC record header {where()}", None
+                if self.decomp.eof:  # the last member / frame ended exactly at the chunk's end
+                    if self.codec == "gzip":  # zero padding after a gzip member is no new member
+                        stripped = chunk.lstrip(b"\x00")
+                        self.consumed += len(chunk) - len(stripped)
+                        chunk = stripped
+                        if not chunk:
+                            continue
+                    self.members.append((self.produced, self.consumed))
+                    self.decomp = new_decompressor(self.codec)
+                self.consumed += len(chunk)
+                data = self.decomp.decompress(chunk)
+                while self.decomp.eof and self.decomp.unused_data:
+                    rest = self.decomp.unused_data.lstrip(b"\x00") if self.codec == "gzip" else self.decomp.unused_data
+                    if not rest:
+                        break
+                    self._take(data)
+                    self.members.append((self.produced, self.consumed - len(rest)))
+                    self.decomp = new_decompressor(self.codec)
+                    data = self.decomp.decompress(rest)
+            except Exception as exc:  # zlib.error / zstandard.ZstdError: nothing after it is readable
+                self.eof = True
+                self.problem = f"a corrupt {self.codec} stream ({exc})"
+                return False
+            if data:
+                self._take(data)
+                return True
+        return False
+
+    def _take(self, data: bytes) -> None:
+        self.buf += data
+        self.produced += len(data)
+
+    def need(self, size: int) -> bool:
+        """Fill until ``buf`` holds ``size`` bytes; False when the data ends first."""
+        while len(self.buf) < size:
+            if not self.fill():
+                return False
+        return True
+
+    def drop(self, size: int) -> None:
+        del self.buf[:size]
+        self.base += size
+        while len(self.members) > 1 and self.members[1][0] <= self.base:
+            self.members.pop(0)
+
+    def offset(self, pos: int) -> int:
+        """The file offset of ``buf[pos]``: its gzip member / zstd frame's, or its own when plain."""
+        if self.codec is None:
+            return self.base + pos
+        absolute = self.base + pos
+        best = self.members[0][1]
+        for dec, comp in self.members:
+            if dec > absolute:
                 break
-            header = bytes(buf[:end]).decode("latin-1")
-            length = _header_value(header, "Content-Length")
-            if not header.startswith("WARC/") or not length.isdigit():
-                return f"no WARC record header with a Content-Length {where()}", None
-            del buf[: end + 4]
-            remaining = int(length)
-            records += 1
-            current_id = _header_value(header, "WARC-Record-ID")
-    if remaining:
-        return f"the file ends inside a WARC record ({remaining} byte(s) missing) {where()}", lost()
-    if buf.strip(b"\r\n"):
-        records += 1
-        return f"the file ends inside a WARC record header {where()}", None
-    if decomp is not None and not decomp.eof:
-        return f"{codec} stream ends early {where()}", None
-    return None, None
+            best = comp
+        return best
 
 
-def read_warc(handle: BinaryIO, q: Quarantine, codec: str | None = None) -> Iterator[tuple[int, Any]]:
+@dataclass
+class _Header:
+    text: str
+    end: int  # index in buf just past the header's blank line
+    length: int
+    record_type: str
+    record_id: str
+
+
+def _parse_header(stream: _Stream, start: int) -> _Header | None | str:
+    """The WARC header at ``buf[start]``, None when the data ends inside it, or why it is no header."""
+    while True:
+        end = stream.buf.find(b"\r\n\r\n", start)
+        if end >= 0:
+            break
+        if len(stream.buf) - start > _MAX_WARC_HEADER:
+            return "no WARC record header"
+        if not stream.fill():
+            return None
+    text = bytes(stream.buf[start:end]).decode("latin-1")
+    length = _header_value(text, "Content-Length")
+    if not re.match(r"WARC/1\.\d\r\n", text + "\r\n") or not length.isdigit():
+        return "no WARC record header with a Content-Length"
+    record_type = _header_value(text, "WARC-Type").lower()
+    return _Header(text, end + 4, int(length), record_type, _header_value(text, "WARC-Record-ID"))
+
+
+def _boundary(stream: _Stream, end: int) -> int | bool | None:
+    """Where the next record starts when the record block ending at ``buf[end]`` is followed by
+    its separator (CR / LF bytes: ``CRLF CRLF`` by the standard, a writer's variant tolerated) and
+    then the end of the data or a ``WARC/1.`` header; False when something else follows (the
+    ``Content-Length`` lies); None when the data ends before ``end``."""
+    if not stream.need(end):
+        return None
+    pos = end
+    while True:
+        while pos < len(stream.buf) and stream.buf[pos] in b"\r\n":
+            pos += 1
+        if pos < len(stream.buf):
+            break
+        if not stream.fill():
+            return pos  # the data ends after the separator
+    stream.need(pos + 7)
+    return pos if bytes(stream.buf[pos : pos + 7]) == b"WARC/1." else False
+
+
+def _next_header(stream: _Stream, start: int, limit: int) -> int | None:
+    """Index of the next line starting a WARC header at or after ``start`` (reading on up to
+    ``limit`` buffered bytes), or None."""
+    pos = max(start - 1, 0)
+    while True:
+        match = _HEADER_LINE.search(stream.buf, pos)
+        if match:
+            return match.start() + 1
+        pos = max(len(stream.buf) - 16, pos)
+        if len(stream.buf) >= limit or not stream.fill():
+            return None
+
+
+def read_warc(
+    handle: BinaryIO, q: Quarantine, codec: str | None = None, max_record_bytes: int = 64 << 20
+) -> Iterator[tuple[int, Any]]:
     """(1-based record number, record) of the HTML responses (WARC) or text conversions (WET).
 
-    Other records (requests, metadata, warcinfo, non-HTML responses) are counted by the caller as
-    ``records_in`` but produce nothing. The id is the WARC-Record-ID; metadata holds the URL, the
-    fetch date, the record id and its byte offset in the (compressed) file. A truncated or corrupt
-    file keeps every record before the damage, and the damage is quarantined (``corrupt_warc``).
+    Records of other WARC types (request, metadata, warcinfo) are not counted; a response that is
+    not a page (non-200, non-HTML) yields None, which the caller counts as skipped. The id is the
+    WARC-Record-ID; metadata holds the URL, the fetch date, the record id and its byte offset in
+    the file (the offset of its gzip member / zstd frame when compressed). Damage is quarantined
+    as ``corrupt_warc`` and never costs a later good record: a record whose ``Content-Length``
+    does not end on a record boundary is quarantined alone and the reader resynchronises on the
+    next ``WARC/1.`` header; a truncated or corrupt compressed stream keeps every record before
+    the damage. A page record over ``max_record_bytes`` is quarantined as ``too_large`` without
+    being buffered (the raw stage's document limit would refuse it anyway).
     """
-    from fastwarc.warc import ArchiveIterator, WarcRecordType
-
-    wanted = WarcRecordType.response | WarcRecordType.conversion | WarcRecordType.resource
+    stream = _Stream(handle, codec)
     number = 0
-    last_offset = 0
-    held: tuple[int, Any] | None = None  # the last record, yielded once the file is known to go on
-    try:
-        for record in ArchiveIterator(handle, record_types=wanted, parse_http=True, auto_decode="all"):
-            if held is not None:
-                yield held
+    while True:
+        # Blank lines between records are allowed; anything else before a header is garbage.
+        while True:
+            skip = 0
+            while skip < len(stream.buf) and stream.buf[skip] in b"\r\n":  # no copy of the buffer
+                skip += 1
+            stream.drop(skip)
+            if stream.buf or not stream.fill():
+                break
+        if not stream.buf:
+            break
+        header = _parse_header(stream, 0)
+        if not isinstance(header, _Header):
+            why = "the file ends inside a WARC record header" if header is None else header
+            nxt = None if header is None else _next_header(stream, 1, max_record_bytes)
+            why = f"{why} ({stream.problem})" if stream.problem and nxt is None else why
+            going_on = "reading on at the next WARC header" if nxt is not None else "records before kept"
+            q.add("corrupt_warc", f"{q.file}: {why} after record {number}; {going_on}")
+            if nxt is None:
+                return
+            stream.drop(nxt)
+            continue
+        is_page = header.record_type in _PAGE_TYPES
+        if is_page:
             number += 1
-            last_offset = record.stream_pos
-            held = number, _warc_document(record)
-    except OSError as exc:
-        if held is not None:
-            yield held
-        q.add("corrupt_warc", f"WARC stream unreadable after record {number}: {exc}; records before kept")
+        end = header.end + header.length
+        if end > max_record_bytes:
+            yield from _oversize(stream, q, header, number, is_page, max_record_bytes)
+            continue
+        ok = _boundary(stream, end)
+        # The standard separator right where the length says, then no header: the record is whole
+        # and garbage follows it (reported by the next round) -- unless the block holds a header
+        # line, i.e. the length swallowed a later record.
+        if (
+            ok is False
+            and bytes(stream.buf[end : end + 4]) == b"\r\n\r\n"
+            and not _HEADER_LINE.search(stream.buf, max(header.end - 1, 0), end)
+        ):
+            ok = end + 4
+        if ok is not None and ok is not False:
+            if is_page:
+                data = bytes(stream.buf[:end]) + b"\r\n\r\n"
+                yield number, _parse_record(data, stream.offset(0))
+            stream.drop(ok)
+            continue
+        # The Content-Length does not end this record: resynchronise on the next header line.
+        nxt = _next_header(stream, header.end, max_record_bytes + header.end)
+        cut = ok is None and nxt is None
+        why = (
+            f"cut short by {stream.problem or 'the end of the file'}"
+            if cut
+            else f"its Content-Length ({header.length}) does not end on a record boundary"
+        )
+        q.add(
+            "corrupt_warc",
+            f"{q.file} record {number}: {why}; quarantined, "
+            + ("records before kept" if nxt is None else "reading on at the next WARC header"),
+            line=number if is_page else None,
+            doc_id=header.record_id or None,
+        )
+        if nxt is None:
+            if stream.problem and not cut:
+                q.add("corrupt_warc", f"{q.file}: {stream.problem} after record {number}; records before kept")
+            return
+        stream.drop(nxt)
+    if stream.problem:
+        q.add("corrupt_warc", f"{q.file}: {stream.problem} after record {number}; records before kept")
+
+
+def _oversize(
+    stream: _Stream, q: Quarantine, header: _Header, number: int, is_page: bool, limit: int
+) -> Iterator[tuple[int, Any]]:
+    """Skip a record whose block exceeds ``limit`` without buffering it (its claimed length is
+    checked like any other: a wrong one resynchronises on the next header)."""
+    nxt = _next_header(stream, header.end, limit)
+    if nxt is not None:  # a header inside the claimed block: the length lies
+        q.add(
+            "corrupt_warc",
+            f"{q.file} record {number}: its Content-Length ({header.length}) does not end on a record boundary; "
+            "quarantined, reading on at the next WARC header",
+            line=number if is_page else None,
+            doc_id=header.record_id or None,
+        )
+        stream.drop(nxt)
         return
-    problem, cut_id = warc_tail_problem(handle, codec, last_offset)
-    if held is not None:
-        if cut_id and held[1] is not None and held[1]["id"] == cut_id:
+    remaining = header.end + header.length
+    while remaining > len(stream.buf):
+        remaining -= len(stream.buf)
+        stream.drop(len(stream.buf))
+        if not stream.fill():
             q.add(
                 "corrupt_warc",
                 f"{q.file} record {number}: cut short by the end of the file; quarantined, records before kept",
-                line=number,
-                doc_id=held[1]["id"],
+                line=number if is_page else None,
+                doc_id=header.record_id or None,
             )
-            problem = None
-        else:
-            yield held
-    if problem:
-        q.add("corrupt_warc", f"{q.file}: {problem}; {number} record(s) before it kept")
+            return
+    stream.drop(remaining)
+    if is_page:
+        q.add(
+            "too_large",
+            f"{q.file} record {number}: WARC record of {header.length} bytes > {limit}; not read",
+            line=number,
+            doc_id=header.record_id or None,
+        )
+    yield from ()
 
 
-def _warc_document(record: Any) -> dict[str, Any] | None:
+def _parse_record(data: bytes, offset: int) -> dict[str, Any] | None:
+    """The document of one whole WARC record's bytes (FastWARC parses HTTP and charset)."""
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+    wanted = WarcRecordType.response | WarcRecordType.conversion | WarcRecordType.resource
+    for record in ArchiveIterator(io.BytesIO(data), record_types=wanted, parse_http=True, auto_decode="all"):
+        return _warc_document(record, offset)
+    return None
+
+
+def _warc_document(record: Any, offset: int) -> dict[str, Any] | None:
     """The document of a WARC response / WET conversion record, or None when it is not a page."""
     from fastwarc.warc import WarcRecordType
 
@@ -172,7 +362,7 @@ def _warc_document(record: Any) -> dict[str, Any] | None:
         "url": url,
         "warc_record_id": record_id,
         "warc_date": date,
-        "warc_offset": record.stream_pos,
+        "warc_offset": offset,
         "content_type": "text/plain" if content_type.startswith("text/plain") else "text/html",
     }
     return {"id": record_id, "text": text, "created": date, "metadata": metadata}
