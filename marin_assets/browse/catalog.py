@@ -6,8 +6,9 @@ a step output's status, info and metadata from its ``.executor_*`` files (``exec
 Relations of a document shard ``<output>/docs/<shard>`` are found from the outputs' resolved
 configs (``.executor_info``), so they follow the data, not a hard-coded list of stages:
 
-* **attributes**: outputs of the same experiment (and partition) holding ``attributes/<shard>``
-  whose config names this output or its input, or that this output's config names (co-sharded
+* **attributes**: outputs of the same experiment (and partition) holding ``attributes/<shard>`` --
+  or, for Marin's attribute steps (an ``attribute_name`` in their config), ``docs/<shard>`` -- whose
+  config names this output or its input, or that this output's config names (co-sharded
   attribute files: ``{id, attributes: {...}}``, same shard name);
 * **upstream**: outputs this output's config names that hold ``docs/<shard>`` (text *before*);
 * **downstream**: outputs whose config names this output and hold ``docs/<shard>`` (text *after*;
@@ -226,12 +227,18 @@ class Catalog:
             inputs = {p for p in mine if p != output.rstrip("/")}
             rel = Relations(output=output, shard=shard, info=info)
             for name, path in self.sibling_outputs(output):
-                theirs = config_paths(self.info(path))
+                their_info = self.info(path)
+                theirs = config_paths(their_info)
                 names_me = output.rstrip("/") in theirs
-                attr = join_path(path, f"attributes/{shard}")
+                # Marin's attribute steps (inference, dedupe: an ``attribute_name`` in their config)
+                # mirror the documents' layout, so their ``docs/<shard>`` holds attribute records.
+                is_attr = "attribute_name" in ((their_info or {}).get("config") or {})
+                attr = join_path(path, f"{'docs' if is_attr else 'attributes'}/{shard}")
                 docs = join_path(path, f"docs/{shard}")
                 if (path in mine or names_me or theirs & inputs) and _exists(attr):
                     rel.attributes.append((name, attr))
+                if is_attr:
+                    continue
                 if path in inputs and _exists(docs):
                     rel.upstream.append((name, docs))
                 if names_me and _exists(docs):
@@ -321,20 +328,29 @@ def _exists(url: str) -> bool:
 def explain_removal(attributes: dict[str, Any], downstream_info: dict[str, Any], downstream_name: str) -> str:
     """Why a document with these attributes is missing from a downstream filter step.
 
-    Reads the filter's own config (``quality_attribute`` / ``quality_threshold``) and the dedup
-    attributes; a stage that writes removal records (``removed/``) is reported from those instead.
+    Reads the filter step's own ``filters`` (``consolidate``'s ``FilterConfig`` list: ``classify``
+    thresholds, ``remove_docs``, ``remove_spans``); a stage that writes removal records
+    (``removed/``) is reported from those instead.
     """
     config = downstream_info.get("config") or {}
     reasons = []
-    attribute, threshold = config.get("quality_attribute"), config.get("quality_threshold")
-    score = attributes.get(attribute) if attribute else None
-    if isinstance(score, int | float) and isinstance(threshold, int | float) and score < threshold:
-        reasons.append(f"low quality: {attribute} = {score} < {threshold}")
-    if attributes.get("dedup_fuzzy_duplicate"):
-        reasons.append(
-            f"fuzzy duplicate of {attributes.get('dedup_fuzzy_duplicate_of')} "
-            f"(similarity {attributes.get('dedup_fuzzy_similarity')})"
-        )
-    if not reasons and attributes.get("dedup_paragraph_spans"):
+    spans_removed = False
+    for filt in config.get("filters") or []:
+        if not isinstance(filt, dict):
+            continue
+        kind, name, label = str(filt.get("type")), filt.get("name"), filt.get("label")
+        value = attributes.get(name) if name else None
+        if kind == "classify":
+            score = value.get(label) if isinstance(value, dict) and label else value
+            low = filt.get("threshold", filt.get("lower_threshold"))
+            if isinstance(score, int | float) and isinstance(low, int | float) and score < low:
+                reasons.append(f"low quality: {name}{f'[{label}]' if label else ''} = {score} < {low}")
+        elif kind == "remove_docs" and value:
+            of = attributes.get(f"{name}_of")
+            similarity = attributes.get("fuzzy_similarity")
+            reasons.append(f"fuzzy duplicate of {of} (similarity {similarity})" if of else f"removed by {name}")
+        elif kind == "remove_spans" and value:
+            spans_removed = True
+    if not reasons and spans_removed:
         reasons.append("nothing left after removing duplicate paragraphs")
     return "; ".join(reasons) or f"not in {downstream_name} (no recorded reason)"
