@@ -107,7 +107,9 @@ def write_integration_inputs(root: Path) -> dict[str, list[str]]:
         half = len(docs) // 2
         _write_jsonl_gz(root / f"tests/quickstart-data/{kind}/part-0.jsonl.gz", docs[:half])
         _write_jsonl_gz(root / f"tests/quickstart-data/{kind}/part-1.jsonl.gz", docs[half:])
-    tokenizer = build_fast_tokenizer([r["text"] for r in records], vocab_size=512, special_tokens=["<|endoftext|>"])
+    tokenizer = build_fast_tokenizer(
+        [r["text"] for r in records], vocab_size=512, special_tokens=["<s>", "</s>", "<pad>", "<unk>"]
+    )
     tokenizer.save_pretrained(root / "tests/tokenizer")
     return {kind: [d["id"] for d in docs] for kind, docs in split.items()}
 
