@@ -150,7 +150,9 @@ def test_integration_pipeline_html_to_trained_model_and_reruns_cached(prefix):
             for s, e, _ in spans:
                 assert hq[doc_id]["text"][int(s) : int(e)] not in kept[doc_id]["text"].split("\n")
     # Levanter trained 2 steps and exported HF checkpoints (hf_save_steps=1).
-    assert sorted(p.name for p in (paths["train"] / "hf").iterdir())[-1] == "step-2"
+    trained = json.loads((paths["train"] / "train_summary.json").read_text())
+    assert trained["num_train_steps"] == 2 and trained["hf_exports"]
+    assert all(p.name.startswith("step-") for p in (paths["train"] / "hf").iterdir())
 
     again = summary(run_marin_script("integration", prefix, timeout=600))
     assert (again["ran"], again["cached"]) == (0, 9)
@@ -180,6 +182,7 @@ def test_with_cpu_sweep_trains_each_point_and_reruns_cached(prefix):
         "checkpoints/tutorial-cpu-nano-sweep-lr0.001-wd0.1",
     ]
     for rels in runs.values():
-        assert (Path(prefix, rels[0]) / "checkpoints").is_dir()
+        trained = json.loads((Path(prefix, rels[0]) / "train_summary.json").read_text())
+        assert trained["num_train_steps"] == 2 and trained["hf_exports"]
     again = summary(run_marin_script("cpu_sweep", prefix, timeout=600))
     assert (again["ran"], again["cached"]) == (0, 3)
