@@ -184,11 +184,7 @@ def test_tiny_budget_spills_and_removes_the_same_documents(drops, threshold):
     # The data must exercise every kind of removal, or the comparison proves little.
     assert last["fuzzy_duplicates_within_drop"] > 20 and last["fuzzy_duplicates_of_earlier_drops"] > 20, last
     assert last["paragraph_duplicates"] > 20 and last["earlier_index_documents"] == 1600
-    assert sum(
-        r["attributes"]["fuzzy_similarity"] < 1
-        for r in tiny["drop-3"]
-        if r["attributes"]["fuzzy_duplicate"]
-    )
+    assert sum(r["attributes"]["fuzzy_similarity"] < 1 for r in tiny["drop-3"] if r["attributes"]["fuzzy_duplicate"])
 
 
 def test_index_of_the_first_format_is_read(drops, tmp_path):

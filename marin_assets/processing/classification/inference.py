@@ -120,7 +120,9 @@ class FasttextInferenceStage(DocumentStage):
             for key, value in r.counts.items():
                 if key.startswith("predicted__label__"):
                     predicted[key.removeprefix("predicted")] += value
-        return {"predicted_labels": table_markdown([{"label": k, "documents": v} for k, v in sorted(predicted.items())])}
+        return {
+            "predicted_labels": table_markdown([{"label": k, "documents": v} for k, v in sorted(predicted.items())])
+        }
 
 
 def run_inference(inference_config: InferenceConfig) -> dict[str, Any]:
