@@ -123,7 +123,17 @@ def test_integration_pipeline_html_to_trained_model_and_reruns_cached(prefix):
     seconds = time.monotonic() - start
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-5000:]
     assert summary(first)["ran"] == 9 and seconds < 600
-    paths = {name.rsplit("/", 1)[-1]: Path(prefix, rels[0]) for name, rels in recorded_paths(prefix).items()}
+    recorded = recorded_paths(prefix)
+    # Marin's rule on what the script versions: the method (plain paths are not versioned), and the
+    # classifier's two inputs as DEP[0], DEP[1].
+    hq_v = {"name": "quickstart-tests/hq-transformed", "config": {"extract_method": "readability"}, "dependencies": []}
+    lq_v = {**hq_v, "name": "quickstart-tests/lq-transformed"}
+    inputs = {"datasets.[0].input_doc_path": "DEP[0]", "datasets.[1].input_doc_path": "DEP[1]"}
+    clf_v = {"name": "quickstart-tests/quality-classifier", "config": inputs, "dependencies": [hq_v, lq_v]}
+    assert (marin_hash(hq_v), marin_hash(lq_v), marin_hash(clf_v)) == ("993109", "988062", "d38812")
+    for version in (hq_v, lq_v, clf_v):
+        assert recorded[version["name"]] == [f"{version['name']}-{marin_hash(version)}"]
+    paths = {name.rsplit("/", 1)[-1]: Path(prefix, rels[0]) for name, rels in recorded.items()}
     assert set(paths) == {
         "hq-transformed", "lq-transformed", "quality-classifier", "hq-inference", "lq-inference",
         "dedupe", "consolidate", "tokenized", "train",
