@@ -227,25 +227,31 @@ class Catalog:
             inputs = {p for p in mine if p != output.rstrip("/")}
             rel = Relations(output=output, shard=shard, info=info)
             for name, path in self.sibling_outputs(output):
-                their_info = self.info(path)
-                theirs = config_paths(their_info)
+                theirs = config_paths(self.info(path))
                 names_me = output.rstrip("/") in theirs
-                # Marin's attribute steps (inference, dedupe: an ``attribute_name`` in their config)
-                # mirror the documents' layout, so their ``docs/<shard>`` holds attribute records.
-                is_attr = "attribute_name" in ((their_info or {}).get("config") or {})
-                attr = join_path(path, f"{'docs' if is_attr else 'attributes'}/{shard}")
+                attr = join_path(path, f"attributes/{shard}")
                 docs = join_path(path, f"docs/{shard}")
                 if (path in mine or names_me or theirs & inputs) and _exists(attr):
                     rel.attributes.append((name, attr))
-                if is_attr:
-                    continue
                 if path in inputs and _exists(docs):
                     rel.upstream.append((name, docs))
                 if names_me and _exists(docs):
                     rel.downstream.append((name, docs, self.info(path) or {}))
+
+            # Marin's attribute steps (inference, dedupe: an ``attribute_name`` in their config) mirror
+            # the documents' layout: their ``docs/<shard>`` holds attribute records, not documents.
+            for entries in (rel.upstream, rel.downstream):
+                for entry in [e for e in entries if self._attribute_step(e[1])]:
+                    entries.remove(entry)
+                    rel.attributes.append((entry[0], entry[1]))
             return rel
 
         return self._cached(("relations", output, shard), compute)
+
+    def _attribute_step(self, docs_url: str) -> bool:
+        """Whether ``<output>/docs/<shard>`` belongs to a step that writes attributes in Marin's layout."""
+        info = self.info(docs_url.rsplit("/docs/", 1)[0]) or {}
+        return "attribute_name" in (info.get("config") or {})
 
     def attributes_for(self, rel: Relations, ids: set[str]) -> dict[str, dict[str, Any]]:
         """``id -> {attribute: value}`` merged over the co-sharded attribute files."""
