@@ -17,26 +17,36 @@ import tempfile
 
 CHILD = r"""
 import json, sys, time
-from marin_assets.processing.classification import consolidate, quality
+from marin_assets.classifiers.utils import DatasetConfig
+from marin_assets.experiments.curation_pipeline import CURATION_EXTRACTION
+from marin_assets.processing.classification import consolidate, inference
 from marin_assets.processing.classification import dedupe as dedup
+from marin_assets.processing.classification.fasttext import train_fasttext
 from marin_assets.transform.raw import process as raw
 from marin_assets.transform.simple_html_to_md import process as html_to_text
 stage, work = sys.argv[1], sys.argv[2]
 t = time.time()
+text = f"{work}/text/drop-001"
 if stage == "raw":
     raw.run_raw(raw.RawConfig(f"{work}/landing/bench", "drop-001", f"{work}/raw/drop-001"))
 elif stage == "text":
-    html_to_text.run_html_to_text(html_to_text.HtmlToTextConfig(f"{work}/raw/drop-001", f"{work}/text/drop-001"))
+    html_to_text.html_to_md(html_to_text.SimpleHtmlToMdConfig(f"{work}/raw/drop-001", text, "resiliparse",
+                                                              CURATION_EXTRACTION))
 elif stage == "quality_model":
-    quality.train_quality_model(quality.QualityModelConfig([f"{work}/text/drop-001"], f"{work}/model"))
+    # Two labels over the same drop: memory, not accuracy, is measured here.
+    train_fasttext.train(train_fasttext.TrainFasttextClassifierConfig(
+        f"{work}/model", [DatasetConfig(text, "hq", 0.5), DatasetConfig(text, "lq", 0.5)], {"epoch": 5}))
 elif stage == "quality":
-    quality.run_quality_attributes(quality.QualityAttributesConfig(f"{work}/text/drop-001", f"{work}/model",
-                                                                   f"{work}/quality/drop-001"))
+    inference.run_inference(inference.InferenceConfig(text, f"{work}/model", "quality", "fasttext",
+                                                      f"{work}/quality/drop-001"))
 elif stage == "dedup":
-    dedup.run_dedup(dedup.DedupConfig(f"{work}/text/drop-001", f"{work}/dedup/drop-001", "drop-001"))
+    dedup.dedupe(dedup.DedupeConfig(text, f"{work}/dedup/drop-001", drop_id="drop-001"))
 elif stage == "consolidate":
-    consolidate.run_consolidate(consolidate.ConsolidateConfig(f"{work}/text/drop-001", f"{work}/quality/drop-001",
-                                f"{work}/dedup/drop-001", f"{work}/out/drop-001"))
+    consolidate.consolidate(consolidate.ConsolidateConfig(text, f"{work}/out/drop-001", [
+        consolidate.FilterConfig("classify", f"{work}/quality/drop-001", "quality", "__label__hq", 0.5),
+        consolidate.FilterConfig("remove_docs", f"{work}/dedup/drop-001", "fuzzy_duplicate"),
+        consolidate.FilterConfig("remove_spans", f"{work}/dedup/drop-001", "duplicate_text"),
+    ]))
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the parent that forked this child.
 hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({"peak_mib": hwm / 1024, "seconds": time.time() - t}))

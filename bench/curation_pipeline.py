@@ -123,8 +123,8 @@ def train_model(work: str, text_path: str) -> str:
     """A fastText model on up to 2,000 texts of the drop (labels from the sample generator's kinds)."""
     import fasttext
 
+    from marin_assets.classifiers.fasttext.training import MODEL_FILE, fasttext_line
     from marin_assets.core.io import list_files, read_jsonl_gz
-    from marin_assets.processing.classification.quality import MODEL_FILE, fasttext_line
 
     lines = []
     for shard in list_files(os.path.join(text_path, "docs"), ".jsonl.gz"):
@@ -151,24 +151,30 @@ def stage_paths(work: str, drop_id: str) -> dict[str, str]:
 
 def run_stage(stage: str, work: str, drop_id: str) -> dict[str, Any]:
     """Run one stage of ``drop_id`` (outputs under ``work/<stage>/<drop>``); returns its metadata."""
-    from marin_assets.processing.classification.consolidate import ConsolidateConfig, run_consolidate
-    from marin_assets.processing.classification.dedupe import DedupConfig, run_dedup
-    from marin_assets.processing.classification.quality import QualityAttributesConfig, run_quality_attributes
+    from marin_assets.experiments.curation_pipeline import CURATION_EXTRACTION
+    from marin_assets.processing.classification.consolidate import ConsolidateConfig, FilterConfig, consolidate
+    from marin_assets.processing.classification.dedupe import DedupeConfig, dedupe
+    from marin_assets.processing.classification.inference import InferenceConfig, run_inference
     from marin_assets.transform.raw.process import RawConfig, run_raw
-    from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, run_html_to_text
+    from marin_assets.transform.simple_html_to_md.process import SimpleHtmlToMdConfig, html_to_md
 
     p = stage_paths(work, drop_id)
     if stage == "raw":
         landing = os.path.join(work, "landing", SOURCE)
         return run_raw(RawConfig(landing_dir=landing, drop_id=drop_id, output_path=p["raw"]))
     if stage == "text":
-        return run_html_to_text(HtmlToTextConfig(p["raw"], p["text"]))
+        return html_to_md(SimpleHtmlToMdConfig(p["raw"], p["text"], "resiliparse", CURATION_EXTRACTION))
     if stage == "quality":
         model = os.path.join(work, "model")
-        return run_quality_attributes(QualityAttributesConfig(p["text"], model, p["quality"]))
+        return run_inference(InferenceConfig(p["text"], model, "quality", "fasttext", p["quality"]))
     if stage == "dedup":
-        return run_dedup(DedupConfig(p["text"], p["dedup"], drop_id))
-    return run_consolidate(ConsolidateConfig(p["text"], p["quality"], p["dedup"], p["consolidated"]))
+        return dedupe(DedupeConfig(p["text"], p["dedup"], drop_id=drop_id))
+    filters = [
+        FilterConfig("classify", p["quality"], "quality", label="__label__hq", threshold=0.5),
+        FilterConfig("remove_docs", p["dedup"], "fuzzy_duplicate"),
+        FilterConfig("remove_spans", p["dedup"], "duplicate_text"),
+    ]
+    return consolidate(ConsolidateConfig(p["text"], p["consolidated"], filters))
 
 
 def _rate(meta: dict[str, Any], seconds: float) -> tuple[int, float]:

@@ -25,10 +25,11 @@ import textwrap
 import time
 
 from marin_assets.core.io import list_files, read_jsonl_gz
+from marin_assets.experiments.curation_pipeline import CURATION_EXTRACTION
 from marin_assets.landing.sample_data import SampleConfig, ground_truth_path, write_drop
-from marin_assets.processing.classification.dedupe import DedupConfig, run_dedup
+from marin_assets.processing.classification.dedupe import DedupeConfig, dedupe
 from marin_assets.transform.raw.process import RawConfig, run_raw
-from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, run_html_to_text
+from marin_assets.transform.simple_html_to_md.process import SimpleHtmlToMdConfig, html_to_md
 
 DATATROVE_SCRIPT = textwrap.dedent(
     """
@@ -83,7 +84,9 @@ def main() -> None:
     t = time.time()
     write_drop(work, "drop-001", SampleConfig(docs_per_drop=args.docs, files_per_drop=8), source)
     run_raw(RawConfig(f"{work}/landing/{source}", "drop-001", f"{work}/raw/drop-001", docs_per_shard=2500))
-    run_html_to_text(HtmlToTextConfig(f"{work}/raw/drop-001", f"{work}/text/drop-001"))
+    html_to_md(
+        SimpleHtmlToMdConfig(f"{work}/raw/drop-001", f"{work}/text/drop-001", "resiliparse", CURATION_EXTRACTION)
+    )
     text_dir = f"{work}/text/drop-001"
     n_docs = sum(1 for f in list_files(f"{text_dir}/docs", ".jsonl.gz") for _ in read_jsonl_gz(f))
     print(f"corpus: {n_docs} text documents ({args.docs} pages) prepared in {time.time() - t:.1f}s at {work}")
@@ -96,13 +99,13 @@ def main() -> None:
     for threshold, label in ((0.7, "ours (verified, threshold 0.7)"), (0.0, "ours (plain LSH, like datatrove)")):
         out = f"{work}/dedup-{threshold}/drop-001"
         t = time.time()
-        run_dedup(DedupConfig(input_path=text_dir, output_path=out, drop_id="drop-001", threshold=threshold))
+        dedupe(DedupeConfig(input_path=text_dir, output_path=out, drop_id="drop-001", threshold=threshold))
         ours_s = time.time() - t
         removed = {
             r["id"]
-            for f in list_files(f"{out}/attributes", ".jsonl.gz")
+            for f in list_files(f"{out}/docs", ".jsonl.gz")
             for r in read_jsonl_gz(f)
-            if r["attributes"]["dedup_fuzzy_duplicate"]
+            if r["attributes"]["fuzzy_duplicate"]
         }
         recall, precision = score(removed, pairs)
         print(

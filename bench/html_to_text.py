@@ -1,9 +1,9 @@
 """Benchmark: the HTML->text stage vs a plain loop over resiliparse on the same pages.
 
-* **Baseline (the plain loop)**: ``extract_text(page)`` -- the stage's own function, so the same
-  ``extract_plain_text`` call with the same arguments -- over the ``text`` of every record of the
+* **Baseline (the plain loop)**: ``convert_page(page, None, "resiliparse", CURATION_EXTRACTION)`` -- the
+  stage's own function with the pipeline's arguments -- over the ``text`` of every record of the
   same input shards, held in memory as ``str`` beforehand: no file reading, no JSON, no writing.
-* **Stage**: ``run_html_to_text`` in process, one worker: reads the gzipped Dolma shards (ISA-L
+* **Stage**: ``html_to_md`` in process, one worker: reads the gzipped Dolma shards (ISA-L
   gzip, msgspec), extracts, writes gzipped shards + quarantine (orjson, ISA-L, fsync + rename).
 
 Goal: stage >= 0.9x the loop. The stage's extra CPU is split into the shard I/O alone (read +
@@ -27,9 +27,11 @@ import time
 
 from marin_assets.core.io import JsonlShardWriter, iter_records, list_files, read_jsonl
 from marin_assets.core.shard_stage import ShardPool, shard_pool
+from marin_assets.experiments.curation_pipeline import CURATION_EXTRACTION
 from marin_assets.landing.sample_data import SampleConfig, write_drop
 from marin_assets.transform.raw.process import RawConfig, run_raw
-from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, extract_text, run_html_to_text
+from marin_assets.transform.simple_html_to_md.process import SimpleHtmlToMdConfig, html_to_md
+from marin_assets.web.convert import convert_page
 
 
 def _shard_io_cpu(shards: list[str], texts: list[str], out_dir: str) -> tuple[float, float]:
@@ -66,11 +68,13 @@ def main() -> None:
     loop_s = loop_cpu = stage_s = stage_cpu = read_cpu = write_cpu = float("inf")
     for i in range(max(1, args.repeat)):
         t, c = time.perf_counter(), time.process_time()
-        texts = [extract_text(page) for page in pages]
+        texts = [convert_page(page, None, "resiliparse", CURATION_EXTRACTION)["content"].strip() for page in pages]
         run_loop_s, run_loop_cpu = time.perf_counter() - t, time.process_time() - c
         t, c = time.perf_counter(), time.process_time()
         with shard_pool(ShardPool(backend="local", workers=1)):
-            meta = run_html_to_text(HtmlToTextConfig(f"{work}/raw", f"{work}/text-{i}"))
+            meta = html_to_md(
+                SimpleHtmlToMdConfig(f"{work}/raw", f"{work}/text-{i}", "resiliparse", CURATION_EXTRACTION)
+            )
         run_stage_s, run_stage_cpu = time.perf_counter() - t, time.process_time() - c
         print(
             f"  run {i + 1}: loop {run_loop_s:.2f}s, stage {run_stage_s:.2f}s, ratio {run_loop_s / run_stage_s:.2f}x "
@@ -101,7 +105,9 @@ def main() -> None:
         for i in range(max(1, args.repeat)):
             t = time.perf_counter()
             with shard_pool(ShardPool(backend="local", workers=args.workers)):
-                run_html_to_text(HtmlToTextConfig(f"{work}/raw", f"{work}/text-pool-{i}"))
+                html_to_md(
+                    SimpleHtmlToMdConfig(f"{work}/raw", f"{work}/text-pool-{i}", "resiliparse", CURATION_EXTRACTION)
+                )
             best = min(best, time.perf_counter() - t)
         print(
             f"stage ({args.workers} local processes): {best:.2f}s  {len(pages) / best:,.0f} pages/s  "
@@ -115,9 +121,11 @@ def main() -> None:
 
         ensure_ray()
         with shard_pool(ShardPool(backend="ray")):
-            run_html_to_text(HtmlToTextConfig(f"{work}/raw", f"{work}/text-warm"))  # warm workers
+            html_to_md(
+                SimpleHtmlToMdConfig(f"{work}/raw", f"{work}/text-warm", "resiliparse", CURATION_EXTRACTION)
+            )  # warm workers
             t = time.perf_counter()
-            run_html_to_text(HtmlToTextConfig(f"{work}/raw", f"{work}/text-ray"))
+            html_to_md(SimpleHtmlToMdConfig(f"{work}/raw", f"{work}/text-ray", "resiliparse", CURATION_EXTRACTION))
             ray_s = time.perf_counter() - t
         print(
             f"stage (Ray, {int(ray.cluster_resources().get('CPU', 0))} CPUs): {ray_s:.2f}s  "

@@ -1,4 +1,5 @@
-"""Marin's resource configs (``marin.resources``): ``CpuOnlyConfig``, ``GpuConfig``, ``TpuPodConfig``.
+"""Marin's resource configs: ``ResourceConfig`` (fray's, with ``with_cpu()`` / ``with_gpu()`` /
+``with_tpu()``) and ``marin.resources``'s ``CpuOnlyConfig``, ``GpuConfig``, ``TpuPodConfig``.
 
 A Marin script says ``SimpleTrainConfig(resources=TpuPodConfig(tpu_type="v4-128"))``; with the import
 mapping ``marin.resources`` -> ``marin_resources`` it gets these classes, with Marin's field names,
@@ -21,9 +22,9 @@ import dataclasses
 import functools
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 from marin_resources.accelerators import CpuConfig, TpuConfig, tpu_topology
 from marin_resources.accelerators import GpuConfig as AcceleratorGpuConfig
@@ -83,23 +84,136 @@ def _merged_env(own: Mapping[str, Any], extra: Mapping[str, Any] | None) -> dict
     return merged
 
 
-@runtime_checkable
-class ResourceConfig(Protocol):
-    """What a step or a training run needs: a Ray request plus a Ray ``runtime_env``."""
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
-    runtime_env: Mapping[str, Any]
+
+def parse_size(size: str | int) -> int:
+    """Bytes of a size such as ``"128m"``, ``"16g"``, ``"512Mi"`` or ``1024``.
+
+    Raises:
+        ValueError: naming the size it cannot read.
+    """
+    if isinstance(size, int):
+        return size
+    text = str(size).strip().lower().removesuffix("ib").removesuffix("i").removesuffix("b")
+    number, unit = (text[:-1], text[-1]) if text and text[-1] in _UNITS else (text, "")
+    try:
+        return int(float(number) * _UNITS[unit])
+    except ValueError as exc:
+        raise ValueError(f"cannot read the size {size!r} (want e.g. '128m', '16g')") from exc
+
+
+DeviceConfig = CpuConfig | AcceleratorGpuConfig | TpuConfig
+"""A device of :class:`ResourceConfig`: fray's ``CpuConfig`` / ``GpuConfig`` / ``TpuConfig``, here the
+accelerator configs of :mod:`marin_resources.accelerators` (``TpuConfig.tpu_type`` is fray's ``type``)."""
+
+
+@dataclass(frozen=True)
+class ResourceConfig:
+    """Marin's newer (fray) resource request: ``ResourceConfig.with_cpu()``, ``.with_gpu("H100", 8)``,
+    ``.with_tpu("v4-8")``; with the import mapping ``fray.cluster`` -> ``marin_resources`` a script's
+    ``from fray.cluster import ResourceConfig`` gets this class.
+
+    Fields and defaults are fray's. It is a step's ``resources`` (and a ``TrainLmOnPodConfig``'s)
+    like every config here: :meth:`launch` runs ``fn(config)`` as a Ray task with ``cpu`` CPUs and
+    ``ram`` memory (CPU; JAX pinned to the CPU unless ``runtime_env`` says otherwise), on GPUs, or on
+    ``replicas`` TPU slices through :class:`~marin_resources.accelerators.TpuConfig` (libtpu's
+    lockfile removed afterwards). ``disk``, ``preemptible`` and ``regions`` are scheduling hints of
+    Marin's cluster that a Ray request cannot express; they are kept, not applied.
+
+    Attributes:
+        cpu: CPUs of the task.
+        ram: memory of the task (``"128m"``, ``"16g"``).
+        disk: scratch disk (hint).
+        device: the device (default: CPU only).
+        replicas: TPU slices (``with_tpu(..., slice_count)``); other devices: 1.
+        preemptible: may run on preemptible capacity (hint).
+        regions: allowed regions (hint).
+        runtime_env: ours and ``marin.resources``'s: the Ray ``runtime_env`` (``with_env_vars``).
+    """
+
+    cpu: int = 1
+    ram: str = "128m"
+    disk: str = "1g"
+    device: DeviceConfig = dataclasses.field(default_factory=CpuConfig)
+    replicas: int = 1
+    preemptible: bool = True
+    regions: Sequence[str] | None = None
+    runtime_env: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        parse_size(self.ram)  # a typo fails here, not as a task that never schedules
+        if self.replicas < 1:
+            raise ValueError(f"replicas must be >= 1, got {self.replicas}")
+        if self.replicas > 1 and not isinstance(self.device, TpuConfig):
+            raise ValueError(f"replicas={self.replicas} needs a TPU device (slices); got {type(self.device).__name__}")
+
+    @staticmethod
+    def with_cpu(cpu: int = 1, ram: str = "128m", **kwargs: Any) -> ResourceConfig:
+        """CPU-only work (fray: ``ResourceConfig(device=CpuConfig())``)."""
+        return ResourceConfig(cpu=cpu, ram=ram, device=CpuConfig(), **kwargs)
+
+    @staticmethod
+    def with_gpu(gpu_type: str = "auto", count: int = 1, **kwargs: Any) -> ResourceConfig:
+        """``count`` GPUs of ``gpu_type`` (``"auto"``: any GPU)."""
+        kind = None if gpu_type in ("auto", "", None) else gpu_type.upper()
+        return ResourceConfig(device=AcceleratorGpuConfig(count=count, type=kind), **kwargs)
+
+    @staticmethod
+    def with_tpu(tpu_type: str, slice_count: int = 1, **kwargs: Any) -> ResourceConfig:
+        """``slice_count`` slices of ``tpu_type`` (e.g. ``"v4-8"``; validated here)."""
+        return ResourceConfig(
+            device=TpuConfig(tpu_type=tpu_type, slice_count=slice_count), replicas=slice_count, **kwargs
+        )
+
+    def chip_count(self) -> int:
+        """Accelerator chips over all replicas (0 for CPU only), as fray counts them."""
+        if isinstance(self.device, TpuConfig):
+            return self.device.topology.chips * self.replicas
+        if isinstance(self.device, AcceleratorGpuConfig):
+            return int(self.device.count) * self.replicas
+        return 0
 
     def accelerator_descriptor(self) -> str | None:
-        """The accelerator type (``"v4-8"``, ``"A100"``), or None for CPU-only work."""
-        ...
+        """The TPU or GPU type, or None (CPU only, any GPU)."""
+        if isinstance(self.device, TpuConfig):
+            return self.device.tpu_type
+        if isinstance(self.device, AcceleratorGpuConfig):
+            return self.device.type
+        return None
+
+    def total_device_count(self) -> int:
+        """Devices a training run sees: the chips, or 1 (the host) for CPU only."""
+        return self.chip_count() or 1
+
+    def with_env_vars(self, env: Mapping[str, str] | None = None, /, **kwargs: str) -> ResourceConfig:
+        """A copy with extra environment variables in ``runtime_env``."""
+        env_vars = {**(self.runtime_env.get("env_vars") or {}), **(env or {}), **kwargs}
+        return dataclasses.replace(self, runtime_env={**self.runtime_env, "env_vars": env_vars})
+
+    def _accelerator(self) -> DeviceConfig:
+        if isinstance(self.device, TpuConfig):
+            return dataclasses.replace(self.device, slice_count=self.replicas, num_cpus=self.cpu)
+        if isinstance(self.device, AcceleratorGpuConfig):
+            return dataclasses.replace(self.device, num_cpus=self.cpu)
+        return CpuConfig(num_cpus=self.cpu, memory_bytes=parse_size(self.ram))
 
     def as_remote_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``ray.remote(...)`` / ``.options(...)``."""
-        ...
+        """Keyword arguments for ``ray.remote(...)`` (with ``runtime_env``)."""
+        return {**self._accelerator().ray_remote_options(), "runtime_env": dict(self._env())}
+
+    def _env(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        env = _merged_env(self.runtime_env, extra)
+        if isinstance(self.device, CpuConfig):  # as CpuOnlyConfig: JAX on the CPU unless told otherwise
+            env["env_vars"] = {"JAX_PLATFORMS": "cpu", **(env.get("env_vars") or {})}
+        return env
 
     def launch(self, fn: Callable[[Any], Any], config: Any, runtime_env: Mapping[str, Any] | None = None) -> Any:
         """Run ``fn(config)`` with this request; block and return its result."""
-        ...
+        accelerator = self._accelerator()
+        if isinstance(accelerator, TpuConfig):
+            fn = removing_tpu_lockfile(fn)
+        return accelerator.launch(fn, config, self._env(runtime_env))
 
 
 class _Common:

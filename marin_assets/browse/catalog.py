@@ -6,8 +6,9 @@ a step output's status, info and metadata from its ``.executor_*`` files (``exec
 Relations of a document shard ``<output>/docs/<shard>`` are found from the outputs' resolved
 configs (``.executor_info``), so they follow the data, not a hard-coded list of stages:
 
-* **attributes**: outputs of the same experiment (and partition) holding ``attributes/<shard>``
-  whose config names this output or its input, or that this output's config names (co-sharded
+* **attributes**: outputs of the same experiment (and partition) holding ``attributes/<shard>`` --
+  or, for Marin's attribute steps (an ``attribute_name`` in their config), ``docs/<shard>`` -- whose
+  config names this output or its input, or that this output's config names (co-sharded
   attribute files: ``{id, attributes: {...}}``, same shard name);
 * **upstream**: outputs this output's config names that hold ``docs/<shard>`` (text *before*);
 * **downstream**: outputs whose config names this output and hold ``docs/<shard>`` (text *after*;
@@ -261,9 +262,21 @@ class Catalog:
                     rel.upstream.append((name, docs))
                 if names_me and self._exists(docs):
                     rel.downstream.append((name, docs, self.info(path) or {}))
+
+            # Marin's attribute steps (inference, dedupe: an ``attribute_name`` in their config) mirror
+            # the documents' layout: their ``docs/<shard>`` holds attribute records, not documents.
+            for entries in (rel.upstream, rel.downstream):
+                for entry in [e for e in entries if self._attribute_step(e[1])]:
+                    entries.remove(entry)
+                    rel.attributes.append((entry[0], entry[1]))
             return rel
 
         return self._cached(("relations", output, shard), compute)
+
+    def _attribute_step(self, docs_url: str) -> bool:
+        """Whether ``<output>/docs/<shard>`` belongs to a step that writes attributes in Marin's layout."""
+        info = self.info(docs_url.rsplit("/docs/", 1)[0]) or {}
+        return "attribute_name" in (info.get("config") or {})
 
     def attributes_for(self, rel: Relations, ids: set[str]) -> dict[str, dict[str, Any]]:
         """``id -> {attribute: value}`` merged over the co-sharded attribute files."""
@@ -352,20 +365,29 @@ class Catalog:
 def explain_removal(attributes: dict[str, Any], downstream_info: dict[str, Any], downstream_name: str) -> str:
     """Why a document with these attributes is missing from a downstream filter step.
 
-    Reads the filter's own config (``quality_attribute`` / ``quality_threshold``) and the dedup
-    attributes; a stage that writes removal records (``removed/``) is reported from those instead.
+    Reads the filter step's own ``filters`` (``consolidate``'s ``FilterConfig`` list: ``classify``
+    thresholds, ``remove_docs``, ``remove_spans``); a stage that writes removal records
+    (``removed/``) is reported from those instead.
     """
     config = downstream_info.get("config") or {}
     reasons = []
-    attribute, threshold = config.get("quality_attribute"), config.get("quality_threshold")
-    score = attributes.get(attribute) if attribute else None
-    if isinstance(score, int | float) and isinstance(threshold, int | float) and score < threshold:
-        reasons.append(f"low quality: {attribute} = {score} < {threshold}")
-    if attributes.get("dedup_fuzzy_duplicate"):
-        reasons.append(
-            f"fuzzy duplicate of {attributes.get('dedup_fuzzy_duplicate_of')} "
-            f"(similarity {attributes.get('dedup_fuzzy_similarity')})"
-        )
-    if not reasons and attributes.get("dedup_paragraph_spans"):
+    spans_removed = False
+    for filt in config.get("filters") or []:
+        if not isinstance(filt, dict):
+            continue
+        kind, name, label = str(filt.get("type")), filt.get("name"), filt.get("label")
+        value = attributes.get(name) if name else None
+        if kind == "classify":
+            score = value.get(label) if isinstance(value, dict) and label else value
+            low = filt.get("threshold", filt.get("lower_threshold"))
+            if isinstance(score, int | float) and isinstance(low, int | float) and score < low:
+                reasons.append(f"low quality: {name}{f'[{label}]' if label else ''} = {score} < {low}")
+        elif kind == "remove_docs" and value:
+            of = attributes.get(f"{name}_of")
+            similarity = attributes.get("fuzzy_similarity")
+            reasons.append(f"fuzzy duplicate of {of} (similarity {similarity})" if of else f"removed by {name}")
+        elif kind == "remove_spans" and value:
+            spans_removed = True
+    if not reasons and spans_removed:
         reasons.append("nothing left after removing duplicate paragraphs")
     return "; ".join(reasons) or f"not in {downstream_name} (no recorded reason)"

@@ -4,10 +4,10 @@ A filter is conditions joined by ``and``; each is ``<field> <op> <value>`` with 
 ``< <= > >= = == !=`` or ``~`` (contains, case-insensitive). Fields are looked up in a flat row
 (the record's top-level fields, its ``metadata``, its joined attributes, and the browser's own
 ``removed`` / ``reason`` / ``chars``). A field name may be abbreviated to one ``_``-separated word
-of the real name: ``quality`` finds ``quality_hq``, ``duplicate`` finds ``dedup_fuzzy_duplicate``
-(a name ending in the word wins, then the shortest).
+of the real name: ``hq`` finds ``quality.hq`` (a classifier's label probabilities are one field per
+label), ``duplicate`` finds ``fuzzy_duplicate`` (a name ending in the word wins, then the shortest).
 
-``true`` / ``false`` compare truthiness (``dedup_fuzzy_duplicate = true`` matches 1), numbers
+``true`` / ``false`` compare truthiness (``fuzzy_duplicate = true`` matches 1), numbers
 compare as numbers, anything else as text. A row without the field never matches (except ``!=``).
 """
 

@@ -86,6 +86,11 @@ def flat_row(record: dict[str, Any], attributes: dict[str, Any], removal: str | 
             row[f"metadata.{key}"] = value
             row.setdefault(key, value)
     row.update(attributes)
+    for key, value in attributes.items():
+        if isinstance(value, dict):  # a classifier's {label: probability}: one field per label
+            del row[key]
+            for sub, item in sorted(value.items()):
+                row[f"{key}.{sub.removeprefix('__label__')}"] = item
     row.update({k: v for k, v in record.items() if not isinstance(v, dict)})
     if isinstance(record.get("text"), str):
         row["chars"] = len(record["text"])

@@ -1,1 +1,2 @@
-"""Marin's ``marin.classifiers``: what quality classifiers learn from."""
+"""Marin's ``marin.classifiers``: labelled datasets (``utils``), the fastText training core
+(``fasttext.training``) and the quality classifier's reference set (``quality_reference``, ours)."""

@@ -35,7 +35,8 @@ from typing import Any
 from marin_assets.core.io import list_files, read_jsonl_gz, write_json, write_jsonl_gz
 from marin_assets.execution.storage import join_path
 from marin_assets.landing.sample_data import SampleConfig, generate_drop, sentence_pool
-from marin_assets.transform.simple_html_to_md.process import extract_text
+from marin_assets.schemas.web.convert import ResiliparseConfig
+from marin_assets.web.convert import convert_page
 
 POSITIVE_DIR = "positive"
 NEGATIVE_DIR = "negative"
@@ -91,7 +92,9 @@ def reference_web_sample(count: int, seed: int, lq_fraction: float) -> list[dict
     records, _ = generate_drop(REFERENCE_CRAWL_DROP, config)
     out = []
     for rec in records:
-        text = extract_text(rec["text"])
+        # The pipeline's own extraction (resiliparse main content, paragraphs kept).
+        text = convert_page(rec["text"], None, "resiliparse", ResiliparseConfig(preserve_formatting=True))["content"]
+        text = text.strip()
         if text:
             out.append({"id": f"reference-web-{rec['id']}", "text": text})
     return out

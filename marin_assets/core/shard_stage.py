@@ -253,6 +253,33 @@ def clear_dir(path: str) -> None:
         fs.rm(p, recursive=True)
 
 
+SKIPPED_DIRS = ("quarantine", "index")
+
+
+def find_shards(input_path: str, suffix: str = SHARD_SUFFIX) -> list[str]:
+    """Sorted ``**/*<suffix>`` files below ``input_path`` (Marin's input glob), same scheme.
+
+    Skipped: ``quarantine/`` and ``index/`` folders of our stages, hidden and ``_``-prefixed names
+    (temporary files, markers).
+    """
+    fs, root = filesystem(input_path)
+    root = root.rstrip("/")
+    try:
+        found = fs.find(root)
+    except FileNotFoundError:
+        return []
+    out = []
+    for path in found:
+        rel = path[len(root) + 1 :] if path.startswith(root + "/") else path.rsplit("/", 1)[-1]
+        parts = rel.split("/")
+        if not rel.endswith(suffix) or any(p.startswith((".", "_")) for p in parts):
+            continue
+        if any(p in SKIPPED_DIRS for p in parts[:-1]):
+            continue
+        out.append(join_path(input_path, rel))
+    return sorted(out)
+
+
 def shard_stem(path: str) -> str:
     """``.../docs/shard-00001.jsonl.gz`` -> ``shard-00001``."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
@@ -275,6 +302,9 @@ class ShardStage:
     stage = "stage"
     output_dirs: tuple[str, ...] = ("docs", "quarantine")
     rate_counter = "documents_in"
+    mirror = False
+    """Marin's layout: every ``**/*.jsonl.gz`` below the input (but ``quarantine/``, ``index/``
+    and hidden or ``_`` names) is a shard, and its output keeps its path relative to the input."""
 
     def __init__(self, input_path: str, output_path: str) -> None:
         self.input_path = input_path
@@ -282,8 +312,23 @@ class ShardStage:
 
     # -- what a subclass provides
     def shards(self) -> list[str]:
-        """The input shards (default: ``<input_path>/docs/*`` shards)."""
+        """The input shards (default: ``<input_path>/docs/*`` shards; every shard below it with ``mirror``)."""
+        if self.mirror:
+            return find_shards(self.input_path)
         return list_files(join_path(self.input_path, "docs"), SHARD_SUFFIX)
+
+    def relative_path(self, shard: str) -> str:
+        """``shard``'s path below the input (its output's path below the output with ``mirror``)."""
+        base = self.input_path.rstrip("/") + "/"
+        return shard[len(base) :] if shard.startswith(base) else shard.rstrip("/").rsplit("/", 1)[-1]
+
+    def cleared_dirs(self, shards: list[str]) -> list[str]:
+        """What one run owns below the output: ``output_dirs`` (plus, with ``mirror``, the top-level
+        folders and files the mirrored shards land in)."""
+        owned = list(self.output_dirs)
+        if self.mirror:
+            owned += sorted({self.relative_path(s).split("/", 1)[0] for s in shards} - set(owned))
+        return owned
 
     def process_shard(self, shard: str, counters: Counters, quarantine: Quarantine) -> Any:
         """Process one shard; returns anything small (kept as ``ShardResult.extra``)."""
@@ -299,7 +344,12 @@ class ShardStage:
         return shard.rstrip("/").rsplit("/", 1)[-1]
 
     def quarantine_path(self, shard: str) -> str:
-        """``<output>/quarantine/<shard stem>.jsonl``."""
+        """``<output>/quarantine/<shard stem>.jsonl`` (with ``mirror``, a shard below a folder other
+        than ``docs/`` is named by its relative path, ``/`` -> ``__``, so names never collide)."""
+        if self.mirror:
+            rel = self.relative_path(shard).removeprefix("docs/")
+            stem = rel[: -len(SHARD_SUFFIX)] if rel.endswith(SHARD_SUFFIX) else rel
+            return join_path(self.output_path, f"quarantine/{stem.replace('/', '__')}.jsonl")
         return join_path(self.output_path, f"quarantine/{shard_stem(shard)}.jsonl")
 
     def run_shard(self, shard: str) -> ShardResult:
@@ -322,9 +372,9 @@ class ShardStage:
     def run(self) -> dict[str, Any]:
         """Clear leftovers, run every shard on the engine's pool, return the stage's metadata."""
         start = time.monotonic()
-        for sub in self.output_dirs:
-            clear_dir(join_path(self.output_path, sub))
         shards = self.shards()
+        for sub in self.cleared_dirs(shards):
+            clear_dir(join_path(self.output_path, sub))
         pool = current_pool()
         with deferred_commits():  # in-process shards: fsync + rename overlap the next shard's work
             results = map_shards(_run_shard, [(self, s) for s in shards], pool)
@@ -378,16 +428,21 @@ class DocumentStage(ShardStage):
         """A row for the metadata's sample table (None: not a sample)."""
         return None
 
+    def output_file(self, shard: str) -> str:
+        """Where ``shard``'s output goes: ``<output>/<out_dir>/<shard name>``, or its mirrored path."""
+        if self.mirror:
+            return join_path(self.output_path, self.relative_path(shard))
+        return join_path(self.output_path, f"{self.out_dir}/{shard.rstrip('/').rsplit('/', 1)[-1]}")
+
     def process_shard(self, shard: str, counters: Counters, quarantine: Quarantine) -> Any:
         # Streamed: records are read a block at a time and written as they come (one shard's
         # output is never held whole); ``line`` is the record's line in the input file.
         state = self.open_shard(shard)
         samples: list[dict[str, Any]] = []
         documents_in = 0
-        name = shard.rstrip("/").rsplit("/", 1)[-1]
         with (
             counters.timer("read+process+write"),
-            JsonlShardWriter(join_path(self.output_path, f"{self.out_dir}/{name}")) as writer,
+            JsonlShardWriter(self.output_file(shard)) as writer,
         ):
             for line, record in iter_records(shard):
                 documents_in += 1

@@ -1,19 +1,23 @@
 """The curation pipeline as executor steps (partitioned by data drop) plus asset-check functions.
 
-``curation_steps(landing_dir)`` returns, keyed by short role name::
+``curation_steps(landing_dir)`` returns, keyed by short role name (each step runs Marin's stage
+function under Marin's name)::
 
-    raw            curation/raw            per drop   landing files -> Dolma shards + quarantine
-    text           curation/text           per drop   HTML -> main-content text
+    raw            curation/raw            per drop   run_raw: landing files -> Dolma shards + quarantine
+    text           curation/text           per drop   html_to_md: HTML -> main-content text (resiliparse)
     quality_training_set  curation/quality_training_set  global  fixed labelled set (reference hq vs web sample)
-    quality_model  curation/quality_model  global     fastText on the labelled set (no drop changes it)
-    quality        curation/quality        per drop   {id, attributes: {quality_hq: p}}
-    dedup          curation/dedup          per drop   paragraph + MinHash attributes, index
-    consolidated   curation/consolidated   per drop   filtered, deduplicated docs
+    quality_model  curation/quality_model  global     train: fastText on the labelled set (no drop changes it)
+    quality        curation/quality        per drop   run_inference: {id, attributes: {quality: {label: p}}}
+    dedup          curation/dedup          per drop   dedupe: {duplicate_text: spans, fuzzy_duplicate, ...}, index
+    consolidated   curation/consolidated   per drop   consolidate: classify + remove_docs + remove_spans filters
+
+Every per-drop stage keeps Marin's layout: a file's output has the input file's relative path
+(``docs/<shard>.jsonl.gz`` throughout), so ``consolidate`` finds each attribute file by that path.
 
 Partitioned steps use ``partitioned_by="drops"`` and read their drop with ``this_partition()``.
 Dependencies: raw -> text -> quality (<- quality_model <- quality_training_set); text -> dedup;
 text + quality + dedup -> consolidated. Only dedup crosses drops (it reads the indices of earlier
-drops from its sibling partitions, see ``dedup.py``, so drops are deduplicated in id order): a new
+drops from its sibling partitions, see ``dedupe.py``, so drops are deduplicated in id order): a new
 drop runs only its own units, and no earlier drop is re-scored or re-consolidated.
 
 The check functions are plain Python returning ``(passed, metadata)``; the Dagster bridge wraps
@@ -25,7 +29,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from marin_assets.classifiers.quality_reference import QualityTrainingSetConfig, write_quality_training_set
+from marin_assets.classifiers.quality_reference import (
+    NEGATIVE_DIR,
+    POSITIVE_DIR,
+    QualityTrainingSetConfig,
+    write_quality_training_set,
+)
+from marin_assets.classifiers.utils import DatasetConfig
 from marin_assets.core.io import list_files, read_jsonl_gz
 from marin_assets.execution.step import (
     ExecutorStep,
@@ -36,19 +46,27 @@ from marin_assets.execution.step import (
     versioned,
 )
 from marin_assets.execution.storage import join_path, read_text
-from marin_assets.processing.classification.consolidate import ConsolidateConfig, run_consolidate
-from marin_assets.processing.classification.dedupe import DedupConfig, run_dedup
-from marin_assets.processing.classification.quality import (
-    QualityAttributesConfig,
-    QualityModelConfig,
-    run_quality_attributes,
-    train_quality_model,
+from marin_assets.processing.classification.consolidate import (
+    ConsolidateConfig,
+    FilterConfig,
+    FilterType,
+    consolidate,
 )
+from marin_assets.processing.classification.dedupe import FUZZY_DUPLICATE, DedupeConfig, dedupe
+from marin_assets.processing.classification.fasttext.train_fasttext import TrainFasttextClassifierConfig, train
+from marin_assets.processing.classification.inference import InferenceConfig, run_inference
+from marin_assets.schemas.web.convert import ResiliparseConfig
 from marin_assets.transform.raw.process import RawConfig, run_raw
-from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, run_html_to_text
+from marin_assets.transform.simple_html_to_md.process import SimpleHtmlToMdConfig, html_to_md
 from marin_resources.accelerators import CpuConfig
 
 PARTITION_SET = "drops"
+QUALITY_ATTRIBUTE = "quality"
+"""Attribute name of the classifier's scores (``{label: probability}``)."""
+DUPLICATE_ATTRIBUTE = "duplicate_text"
+"""Attribute name of the duplicate paragraph spans (Marin's default)."""
+# Main-content plain text with paragraph breaks kept: the paragraph dedup works on those lines.
+CURATION_EXTRACTION = ResiliparseConfig(preserve_formatting=True)
 STEP_ROLES = ("raw", "text", "quality_training_set", "quality_model", "quality", "dedup", "consolidated")
 
 
@@ -114,12 +132,13 @@ def curation_steps(
     )
     text = ExecutorStep(
         name=f"{name_prefix}/text",
-        fn=run_html_to_text,
+        fn=html_to_md,
         resources=shard_resources,
-        config=HtmlToTextConfig(
+        config=SimpleHtmlToMdConfig(
             input_path=output_path_of(raw),
             output_path=this_output_path(),
-            main_content=versioned(True),
+            extract_method=versioned("resiliparse"),
+            config=versioned(CURATION_EXTRACTION),
         ),
         description="Main-content plain text extracted from HTML with resiliparse.",
         partitioned_by=PARTITION_SET,
@@ -139,45 +158,55 @@ def curation_steps(
     )
     quality_model = ExecutorStep(
         name=f"{name_prefix}/quality_model",
-        fn=train_quality_model,
-        config=QualityModelConfig(
-            training_set_path=output_path_of(quality_training_set),
+        fn=train,
+        config=TrainFasttextClassifierConfig(
             output_path=this_output_path(),
-            holdout_fraction=versioned(holdout_fraction),
-            epoch=versioned(fasttext_epoch),
-            lr=versioned(fasttext_lr),
-            word_ngrams=versioned(fasttext_word_ngrams),
-            dim=versioned(fasttext_dim),
-            bucket=versioned(fasttext_bucket),
+            datasets=[
+                DatasetConfig(input_doc_path=output_path_of(quality_training_set, POSITIVE_DIR), label="hq"),
+                DatasetConfig(input_doc_path=output_path_of(quality_training_set, NEGATIVE_DIR), label="lq"),
+            ],
+            fasttext_args={
+                "epoch": versioned(fasttext_epoch),
+                "lr": versioned(fasttext_lr),
+                "wordNgrams": versioned(fasttext_word_ngrams),
+                "dim": versioned(fasttext_dim),
+                "minCount": versioned(1),
+                "bucket": versioned(fasttext_bucket),
+                "thread": 16,  # not versioned: threads change speed, not the model's objective
+            },
+            val_frac=versioned(holdout_fraction),
         ),
         description="fastText quality classifier trained on the fixed labelled set (not on the drops).",
         pip_dependency_groups=["curation"],
     )
     quality = ExecutorStep(
         name=f"{name_prefix}/quality",
-        fn=run_quality_attributes,
+        fn=run_inference,
         resources=shard_resources,
-        config=QualityAttributesConfig(
+        config=InferenceConfig(
             input_path=output_path_of(text),
-            model_path=output_path_of(quality_model),
             output_path=this_output_path(),
+            model_name=output_path_of(quality_model),
+            model_type="fasttext",
+            attribute_name=versioned(QUALITY_ATTRIBUTE),
         ),
-        description="Quality score of every document of a drop (co-sharded attributes).",
+        description="Quality label probabilities of every document of a drop (mirrored attribute files).",
         partitioned_by=PARTITION_SET,
         pip_dependency_groups=["curation"],
     )
     dedup = ExecutorStep(
         name=f"{name_prefix}/dedup",
-        fn=run_dedup,
+        fn=dedupe,
         resources=shard_resources,
-        config=DedupConfig(
+        config=DedupeConfig(
             input_path=output_path_of(text),
             output_path=this_output_path(),
+            attribute_name=versioned(DUPLICATE_ATTRIBUTE),
             drop_id=this_partition(),
             # No landing_dir: the partition keys (valid drops only -- the sensor's checksum-verified
             # set in Dagster, discover_drops on the command line) order the chain through
             # sequential_partitions, so a drop rejected by its checksums never blocks later drops.
-            ngram=versioned(ngram),
+            minhash_ngram=versioned(ngram),
             num_perm=versioned(num_perm),
             bands=versioned(bands),
             threshold=versioned(fuzzy_threshold),
@@ -191,14 +220,24 @@ def curation_steps(
     )
     consolidated = ExecutorStep(
         name=f"{name_prefix}/consolidated",
-        fn=run_consolidate,
+        fn=consolidate,
         resources=shard_resources,
         config=ConsolidateConfig(
             input_path=output_path_of(text),
-            quality_path=output_path_of(quality),
-            dedup_path=output_path_of(dedup),
             output_path=this_output_path(),
-            quality_threshold=versioned(quality_threshold),
+            filters=[
+                FilterConfig(
+                    type=FilterType.CLASSIFY,
+                    attribute_path=output_path_of(quality),
+                    name=QUALITY_ATTRIBUTE,
+                    label="__label__hq",
+                    threshold=versioned(quality_threshold),
+                ),
+                FilterConfig(type=FilterType.REMOVE_DOC, attribute_path=output_path_of(dedup), name=FUZZY_DUPLICATE),
+                FilterConfig(
+                    type=FilterType.REMOVE_SPANS, attribute_path=output_path_of(dedup), name=DUPLICATE_ATTRIBUTE
+                ),
+            ],
         ),
         description="Cleaned documents of a drop: quality filter and dedup applied.",
         partitioned_by=PARTITION_SET,

@@ -1,11 +1,12 @@
 """Run an experiment script written for Marin here, changing only its imports.
 
-The mapping is textual and applied in this order (the order matters: ``marin.resources`` is a
-package of its own here):
+The mapping is textual and applied in this order (the order matters: ``fray.cluster`` and
+``marin.resources`` are the package ``marin_resources`` here, and rule 3 must not see them):
 
-1. ``marin.resources`` -> ``marin_resources``
-2. ``marin.`` -> ``marin_assets.``
-3. ``experiments.`` -> ``marin_assets.experiments.``
+1. ``fray.cluster`` -> ``marin_resources``
+2. ``marin.resources`` -> ``marin_resources``
+3. ``marin.`` -> ``marin_assets.``
+4. ``experiments.`` -> ``marin_assets.experiments.``
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 IMPORT_MAPPING: tuple[tuple[str, str], ...] = (
+    (r"\bfray\.cluster\b", "marin_resources"),
     (r"\bmarin\.resources\b", "marin_resources"),
     (r"\bmarin\.", "marin_assets."),
     (r"\bexperiments\.", "marin_assets.experiments."),

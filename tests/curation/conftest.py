@@ -42,7 +42,8 @@ class PipelineRun:
         return [r for f in list_files(join_path(self.path(role, drop), "docs"), ".jsonl.gz") for r in read_jsonl_gz(f)]
 
     def attributes(self, role: str, drop: str) -> dict[str, dict[str, Any]]:
-        files = list_files(join_path(self.path(role, drop), "attributes"), ".jsonl.gz")
+        # Marin's layout: an attribute file has its document file's path (``docs/<shard>``).
+        files = list_files(join_path(self.path(role, drop), "docs"), ".jsonl.gz")
         return {r["id"]: r["attributes"] for f in files for r in read_jsonl_gz(f)}
 
     def truth(self, drop: str) -> dict[str, Any]:

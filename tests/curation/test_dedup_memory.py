@@ -18,7 +18,7 @@ import pytest
 from marin_assets.core.io import list_files, read_jsonl_gz, write_jsonl_gz
 from marin_assets.execution.storage import list_dir
 from marin_assets.processing.classification import dedup_passes
-from marin_assets.processing.classification.dedupe import DedupConfig, hash_shard, run_dedup
+from marin_assets.processing.classification.dedupe import DedupeConfig, dedupe, hash_shard
 from marin_assets.processing.classification.minhash import estimated_jaccard
 
 WORDS = np.array([f"w{i}" for i in range(3000)])
@@ -70,13 +70,13 @@ def _run(folder: str, drops: list[tuple[str, str]], name: str, **kwargs) -> tupl
     attrs, metas = {}, []
     for drop, text in drops:
         out = os.path.join(folder, name, drop)
-        metas.append(run_dedup(DedupConfig(text, out, drop, **kwargs)))
-        files = list_files(os.path.join(out, "attributes"), ".jsonl.gz")
+        metas.append(dedupe(DedupeConfig(text, out, drop_id=drop, **kwargs)))
+        files = list_files(os.path.join(out, "docs"), ".jsonl.gz")
         attrs[drop] = [r for f in files for r in read_jsonl_gz(f)]
     return attrs, metas
 
 
-def _in_memory_reference(drops: list[tuple[str, str]], config: DedupConfig) -> dict:
+def _in_memory_reference(drops: list[tuple[str, str]], config: DedupeConfig) -> dict:
     """The first implementation, one in-memory pass per drop over everything: the oracle."""
     params = config.params
     old_ids, old_sigs, old_keys, old_valid, old_paras = [], [], [], [], []
@@ -118,10 +118,10 @@ def _in_memory_reference(drops: list[tuple[str, str]], config: DedupConfig) -> d
                 {
                     "id": doc_id,
                     "attributes": {
-                        "dedup_paragraph_spans": spans,
-                        "dedup_fuzzy_duplicate": int(of is not None),
-                        "dedup_fuzzy_duplicate_of": of,
-                        "dedup_fuzzy_similarity": round(float(sim[i]), 4),
+                        "duplicate_text": spans,
+                        "fuzzy_duplicate": int(of is not None),
+                        "fuzzy_duplicate_of": of,
+                        "fuzzy_similarity": round(float(sim[i]), 4),
                     },
                 }
             )
@@ -178,23 +178,19 @@ def test_tiny_budget_spills_and_removes_the_same_documents(drops, threshold):
     assert min(m["hash_ranges"] for m in tiny_meta) >= 4, tiny_meta
     assert min(m["shard_groups"] for m in tiny_meta) >= 3, tiny_meta
     assert tiny == big
-    reference = _in_memory_reference(chain, DedupConfig("", "", "", threshold=threshold))
+    reference = _in_memory_reference(chain, DedupeConfig("", "", drop_id="", threshold=threshold))
     assert big == reference
     last = tiny_meta[-1]
     # The data must exercise every kind of removal, or the comparison proves little.
     assert last["fuzzy_duplicates_within_drop"] > 20 and last["fuzzy_duplicates_of_earlier_drops"] > 20, last
     assert last["paragraph_duplicates"] > 20 and last["earlier_index_documents"] == 1600
-    assert sum(
-        r["attributes"]["dedup_fuzzy_similarity"] < 1
-        for r in tiny["drop-3"]
-        if r["attributes"]["dedup_fuzzy_duplicate"]
-    )
+    assert sum(r["attributes"]["fuzzy_similarity"] < 1 for r in tiny["drop-3"] if r["attributes"]["fuzzy_duplicate"])
 
 
 def test_index_of_the_first_format_is_read(drops, tmp_path):
     """Indices written before the on-disk format (minhash.npz + paragraphs.npy) still count."""
     folder, chain = drops
-    config = DedupConfig("", "", "")
+    config = DedupeConfig("", "", drop_id="")
     new_attrs, _ = _run(str(tmp_path), chain, "new")
     # drop-1's index rewritten as the first implementation wrote it.
     first = tmp_path / "new" / "drop-1" / "index"
@@ -236,7 +232,7 @@ def pass_peaks(monkeypatch) -> list[int]:
 
 
 def _pass_peak(peaks: list[int], folder: str, text: str, name: str, budget: float) -> int:
-    run_dedup(DedupConfig(text, os.path.join(folder, name, "drop-1"), "drop-1", memory_budget_mb=budget))
+    dedupe(DedupeConfig(text, os.path.join(folder, name, "drop-1"), drop_id="drop-1", memory_budget_mb=budget))
     return peaks[-1]
 
 
@@ -266,8 +262,8 @@ def test_index_on_an_object_store(drops, gcs_prefix):
     attrs, metas = {}, []
     for drop, text in chain[:2]:
         out = f"{gcs_prefix}/dedup/{drop}"
-        metas.append(run_dedup(DedupConfig(text, out, drop, memory_budget_mb=0.3)))
-        attrs[drop] = [r for f in list_files(f"{out}/attributes", ".jsonl.gz") for r in read_jsonl_gz(f)]
+        metas.append(dedupe(DedupeConfig(text, out, drop_id=drop, memory_budget_mb=0.3)))
+        attrs[drop] = [r for f in list_files(f"{out}/docs", ".jsonl.gz") for r in read_jsonl_gz(f)]
         names = {e["name"].rstrip("/").rsplit("/", 1)[-1] for e in list_dir(f"{out}/index")}
         assert names == {"ids.npy", "sigs.npy", "bands.npy", "paragraphs.npy", "_COMPLETE"}, names  # spill gone
     assert metas[1]["earlier_drops_indexed"] == ["drop-1"] and metas[1]["fuzzy_duplicates_of_earlier_drops"] > 0

@@ -10,12 +10,8 @@ import os
 
 import pytest
 
-from marin_assets.download.huggingface.download import (
-    DownloadConfig,
-    HfDatasetNotCachedError,
-    default_download,
-    download_hf,
-)
+from marin_assets.download.huggingface.download import DownloadConfig, HfDatasetNotCachedError, default_download
+from marin_assets.download.huggingface.download_hf import download_hf
 from marin_assets.execution.runner import ExecutorOptions, run_steps
 from marin_assets.transform.raw.process import RawConfig, run_raw
 
@@ -52,7 +48,7 @@ def hf_cache(tmp_path, monkeypatch):
 def test_download_from_offline_cache_records_revision_and_hashes(hf_cache, tmp_path):
     cache, files = hf_cache
     out = str(tmp_path / "out")
-    meta = download_hf(DownloadConfig(REPO, "main", out, cache_dir=cache))
+    meta = download_hf(DownloadConfig(REPO, "main", gcs_output_path=out, cache_dir=cache))
     assert meta["commit"] == COMMIT and meta["files"] == 2
     with open(f"{out}/provenance.json") as handle:
         provenance = json.load(handle)
@@ -71,16 +67,18 @@ def test_download_from_offline_cache_records_revision_and_hashes(hf_cache, tmp_p
 
 def test_globs_and_a_pinned_commit(hf_cache, tmp_path):
     cache, _ = hf_cache
-    meta = download_hf(DownloadConfig(REPO, COMMIT, str(tmp_path / "out"), hf_urls_glob=["data/*"], cache_dir=cache))
+    meta = download_hf(
+        DownloadConfig(REPO, COMMIT, gcs_output_path=str(tmp_path / "out"), hf_urls_glob=["data/*"], cache_dir=cache)
+    )
     assert meta["files"] == 1 and meta["commit"] == COMMIT
 
 
 def test_missing_dataset_or_revision_names_what_is_missing(hf_cache, tmp_path):
     cache, _ = hf_cache
     with pytest.raises(HfDatasetNotCachedError, match=r"'tiny-org/absent'.*'main'.*huggingface-cli download"):
-        download_hf(DownloadConfig("tiny-org/absent", "main", str(tmp_path / "a"), cache_dir=cache))
+        download_hf(DownloadConfig("tiny-org/absent", "main", gcs_output_path=str(tmp_path / "a"), cache_dir=cache))
     with pytest.raises(HfDatasetNotCachedError, match=r"revision 'v9' of it is missing"):
-        download_hf(DownloadConfig(REPO, "v9", str(tmp_path / "b"), cache_dir=cache))
+        download_hf(DownloadConfig(REPO, "v9", gcs_output_path=str(tmp_path / "b"), cache_dir=cache))
     assert not os.path.exists(tmp_path / "a" / "manifest.json")
 
 
@@ -110,7 +108,7 @@ def test_a_parquet_dataset_from_the_cache_reads_without_an_id_column(tmp_path, m
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(COMMIT)
     out = str(tmp_path / "out")
-    download_hf(DownloadConfig("org/web-text", "main", out, cache_dir=str(tmp_path / "hub")))
+    download_hf(DownloadConfig("org/web-text", "main", gcs_output_path=out, cache_dir=str(tmp_path / "hub")))
     raw = str(tmp_path / "raw")
     meta = run_raw(RawConfig(landing_dir="", drop_id="hf", output_path=raw, drop_path=out))
     docs = docs_of(raw)

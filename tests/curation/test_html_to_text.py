@@ -8,7 +8,9 @@ import json
 import os
 
 from marin_assets.core.io import GZIP_MAGIC, read_jsonl
-from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, extract_text, run_html_to_text
+from marin_assets.experiments.curation_pipeline import CURATION_EXTRACTION
+from marin_assets.transform.simple_html_to_md.process import SimpleHtmlToMdConfig, html_to_md
+from marin_assets.web.convert import convert_page
 
 ARTICLE = (
     "<html><head><title>t</title></head><body><nav>Home | About | Contact</nav>"
@@ -62,14 +64,19 @@ def test_output_is_the_input_with_text_extracted(tmp_path):
     records = _records()
     _write_input(str(tmp_path / "raw"), records)
     out = str(tmp_path / "text")
-    meta = run_html_to_text(HtmlToTextConfig(str(tmp_path / "raw"), out))
+    meta = html_to_md(SimpleHtmlToMdConfig(str(tmp_path / "raw"), out, "resiliparse", CURATION_EXTRACTION))
 
     expected = []
     for r in records:
         if r["id"] in ("doc-5", "doc-7"):
             continue
-        text = r["text"].strip() if r["id"] == "doc-9" else extract_text(r["text"])
-        expected.append({**r, "text": text, "metadata": {**r["metadata"], "html_chars": len(r["text"])}})
+        if r["id"] == "doc-9":
+            text = r["text"].strip()
+        else:
+            text = convert_page(r["text"], None, "resiliparse", CURATION_EXTRACTION)["content"].strip()
+        expected.append(
+            {**r, "text": text, "metadata": {**r["metadata"], "html_chars": len(r["text"])}, "format": "md"}
+        )
     got = list(read_jsonl(f"{out}/docs/shard-00000.jsonl.gz"))
     assert got == expected
     assert [list(g) for g in got] == [list(e) for e in expected]  # field order kept
@@ -91,7 +98,7 @@ def test_output_is_the_input_with_text_extracted(tmp_path):
 def test_shards_are_gzip_and_no_temporary_file_is_left(tmp_path):
     _write_input(str(tmp_path / "raw"), _records())
     out = tmp_path / "text"
-    run_html_to_text(HtmlToTextConfig(str(tmp_path / "raw"), str(out)))
+    html_to_md(SimpleHtmlToMdConfig(str(tmp_path / "raw"), str(out), "resiliparse", CURATION_EXTRACTION))
     with open(out / "docs" / "shard-00000.jsonl.gz", "rb") as handle:
         assert handle.read(2) == GZIP_MAGIC
     leftovers = [name for _, _, names in os.walk(out) for name in names if name.startswith(".")]

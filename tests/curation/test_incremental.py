@@ -10,7 +10,7 @@ import pytest
 
 from marin_assets.experiments.curation_pipeline import check_planted_duplicates_removed
 from marin_assets.landing.sample_data import ground_truth_path, write_drop
-from marin_assets.processing.classification.dedupe import DedupConfig, run_dedup
+from marin_assets.processing.classification.dedupe import DedupeConfig, dedupe
 
 from .conftest import DROPS, SMALL, SOURCE, run_pipeline
 
@@ -68,8 +68,8 @@ def test_new_drop_deduplicated_against_earlier_drops(grown):
     cross = [d for d in truth["exact_dups"] + truth["near_dups"] if not d["of"].startswith("drop-004")]
     assert cross
     for d in cross:
-        assert attrs[d["id"]]["dedup_fuzzy_duplicate"] == 1, d
-        assert not attrs[d["id"]]["dedup_fuzzy_duplicate_of"].startswith("drop-004")
+        assert attrs[d["id"]]["fuzzy_duplicate"] == 1, d
+        assert not attrs[d["id"]]["fuzzy_duplicate_of"].startswith("drop-004")
     meta = new.outcomes[(new.steps["dedup"].name, "drop-004")].metadata
     assert meta["earlier_drops_indexed"] == DROPS
     passed, info = check_planted_duplicates_removed(
@@ -84,7 +84,7 @@ def test_dedup_refuses_to_run_before_earlier_drops(pipeline, tmp_path):
     out = str(tmp_path / "dedup-x" / "drop-003")
     landing = os.path.join(pipeline.prefix, "landing", SOURCE)
     with pytest.raises(RuntimeError, match=r"drop-001.*drop-002"):
-        run_dedup(DedupConfig(input_path=text, output_path=out, drop_id="drop-003", landing_dir=landing))
+        dedupe(DedupeConfig(input_path=text, output_path=out, drop_id="drop-003", landing_dir=landing))
     # Without landing_dir it runs against whatever earlier indices exist (none here).
-    meta = run_dedup(DedupConfig(input_path=text, output_path=out, drop_id="drop-003"))
+    meta = dedupe(DedupeConfig(input_path=text, output_path=out, drop_id="drop-003"))
     assert meta["earlier_drops_indexed"] == [] and meta["fuzzy_duplicates_of_earlier_drops"] == 0

@@ -14,10 +14,11 @@ import pytest
 import zstandard
 
 from marin_assets.core.io import list_files, read_jsonl_gz
+from marin_assets.experiments.curation_pipeline import CURATION_EXTRACTION
 from marin_assets.landing.sample_data import SampleConfig, ground_truth_path, write_drop
 from marin_assets.transform.raw.process import RawConfig, run_raw
 from marin_assets.transform.raw.warc_writer import WarcPage, encode_warc_gz, warc_record_id
-from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, run_html_to_text
+from marin_assets.transform.simple_html_to_md.process import SimpleHtmlToMdConfig, html_to_md
 
 
 def write_drop_files(drop_dir: str, files: dict[str, bytes]) -> None:
@@ -88,7 +89,7 @@ def test_warc_records_keep_provenance(tmp_path):
     assert b["created"] == "2024-03-02T11:00:00Z" and "Page two." in b["text"]
     # WET conversions are already text: the text stage passes them through, HTML is extracted.
     text_out = str(tmp_path / "text")
-    text_meta = run_html_to_text(HtmlToTextConfig(out, text_out))
+    text_meta = html_to_md(SimpleHtmlToMdConfig(out, text_out, "resiliparse", CURATION_EXTRACTION))
     texts = docs_of(text_out)
     assert texts[warc_record_id("t")]["text"] == "Plain text\n\nwith two paragraphs."
     assert texts[warc_record_id("a")]["text"] == "Page one text."
@@ -196,7 +197,12 @@ def test_lone_surrogate_quarantined_per_record(tmp_path, compress):
     ]
     assert f"{name} line 2" in rows[0]["detail"]
     # The downstream stage reads what raw wrote without trouble.
-    assert run_html_to_text(HtmlToTextConfig(out, str(tmp_path / "text")))["documents_out"] == 2
+    assert (
+        html_to_md(SimpleHtmlToMdConfig(out, str(tmp_path / "text"), "resiliparse", CURATION_EXTRACTION))[
+            "documents_out"
+        ]
+        == 2
+    )
 
 
 def test_corrupt_warc_keeps_records_before_the_damage(tmp_path):
@@ -309,7 +315,7 @@ def test_plain_text_records_pass_the_text_stage_unchanged(tmp_path):
         "plain": "text/plain",
         "html": "text/html",
     }
-    run_html_to_text(HtmlToTextConfig(raw, str(tmp_path / "text")))
+    html_to_md(SimpleHtmlToMdConfig(raw, str(tmp_path / "text"), "resiliparse", CURATION_EXTRACTION))
     texts = docs_of(str(tmp_path / "text"))
     assert texts["plain"]["text"] == plain and texts["html"]["text"] == "Hello page."
     forced = str(tmp_path / "forced")

@@ -17,11 +17,12 @@ from marin_assets.core.shard_stage import (
     current_pool,
     shard_pool,
 )
+from marin_assets.experiments.curation_pipeline import CURATION_EXTRACTION
 from marin_assets.processing.classification.consolidate import ConsolidateConfig
-from marin_assets.processing.classification.dedupe import DedupConfig
-from marin_assets.processing.classification.quality import QualityAttributesConfig
+from marin_assets.processing.classification.dedupe import DedupeConfig
+from marin_assets.processing.classification.inference import InferenceConfig
 from marin_assets.transform.raw.process import RawConfig, run_raw
-from marin_assets.transform.simple_html_to_md.process import HtmlToTextConfig, run_html_to_text
+from marin_assets.transform.simple_html_to_md.process import SimpleHtmlToMdConfig, html_to_md
 
 from .test_inputs import docs_of, quarantine_of, write_drop_files
 
@@ -47,7 +48,7 @@ def raw_out(tmp_path):
 
 
 def test_no_stage_config_carries_use_ray():
-    for config in (RawConfig, HtmlToTextConfig, QualityAttributesConfig, DedupConfig, ConsolidateConfig):
+    for config in (RawConfig, SimpleHtmlToMdConfig, InferenceConfig, DedupeConfig, ConsolidateConfig):
         assert "use_ray" not in {f.name for f in dataclasses.fields(config)}, config
 
 
@@ -63,9 +64,9 @@ def test_pool_is_chosen_outside_the_stage(monkeypatch):
 
 def test_local_process_pool_gives_the_same_output(raw_out, tmp_path):
     raw, _ = raw_out
-    serial = run_html_to_text(HtmlToTextConfig(raw, str(tmp_path / "serial")))
+    serial = html_to_md(SimpleHtmlToMdConfig(raw, str(tmp_path / "serial"), "resiliparse", CURATION_EXTRACTION))
     with shard_pool(ShardPool("local", workers=2)):
-        pooled = run_html_to_text(HtmlToTextConfig(raw, str(tmp_path / "pooled")))
+        pooled = html_to_md(SimpleHtmlToMdConfig(raw, str(tmp_path / "pooled"), "resiliparse", CURATION_EXTRACTION))
     assert serial["pool"] == "local:1" and pooled["pool"] == "local:2"
     assert docs_of(str(tmp_path / "serial")) == docs_of(str(tmp_path / "pooled"))
     assert serial["documents_out"] == pooled["documents_out"] and serial["shards"] == pooled["shards"] > 2
@@ -77,7 +78,7 @@ def test_leftovers_of_a_failed_attempt_are_cleared(raw_out, tmp_path):
     for sub, name in (("docs", "shard-99999-0000.jsonl.gz"), ("quarantine", "stale.jsonl")):
         (out / sub).mkdir(parents=True)
         (out / sub / name).write_bytes(gzip.compress(b'{"id": "stale", "text": "old"}\n'))
-    run_html_to_text(HtmlToTextConfig(raw, str(out)))
+    html_to_md(SimpleHtmlToMdConfig(raw, str(out), "resiliparse", CURATION_EXTRACTION))
     assert not os.path.exists(out / "docs" / "shard-99999-0000.jsonl.gz")
     assert not os.path.exists(out / "quarantine" / "stale.jsonl")
     assert "stale" not in docs_of(str(out))
@@ -85,7 +86,7 @@ def test_leftovers_of_a_failed_attempt_are_cleared(raw_out, tmp_path):
 
 def test_one_quarantine_schema_and_counters_with_timing(raw_out, tmp_path):
     raw, raw_meta = raw_out
-    text_meta = run_html_to_text(HtmlToTextConfig(raw, str(tmp_path / "text")))
+    text_meta = html_to_md(SimpleHtmlToMdConfig(raw, str(tmp_path / "text"), "resiliparse", CURATION_EXTRACTION))
     raw_rows, text_rows = quarantine_of(raw), quarantine_of(str(tmp_path / "text"))
     assert raw_rows and text_rows
     assert all(tuple(r) == QUARANTINE_FIELDS for r in raw_rows + text_rows)

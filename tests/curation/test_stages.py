@@ -53,7 +53,7 @@ def test_classifier_separates_classes(pipeline):
         truth = pipeline.truth(drop)
         for doc_id, attrs in pipeline.attributes("quality", drop).items():
             total += 1
-            right += (attrs["quality_hq"] >= 0.5) == (truth["labels"][doc_id] == "hq")
+            right += (attrs["quality"]["__label__hq"] >= 0.5) == (truth["labels"][doc_id] == "hq")
     assert right / total >= 0.95, (right, total)
 
 
@@ -62,7 +62,7 @@ def test_every_planted_duplicate_found_no_false_positives(pipeline):
         truth = pipeline.truth(drop)
         attrs = pipeline.attributes("dedup", drop)
         planted = {d["id"]: d["of"] for d in truth["exact_dups"] + truth["near_dups"]}
-        flagged = {i: a["dedup_fuzzy_duplicate_of"] for i, a in attrs.items() if a["dedup_fuzzy_duplicate"]}
+        flagged = {i: a["fuzzy_duplicate_of"] for i, a in attrs.items() if a["fuzzy_duplicate"]}
         assert set(flagged) == set(planted), (drop, set(planted) ^ set(flagged))
         for doc_id, of in planted.items():
             # The original or (when it was itself a copy) an equal earlier copy.
@@ -72,14 +72,14 @@ def test_every_planted_duplicate_found_no_false_positives(pipeline):
             assert cross and all(not flagged[i].startswith(drop) for i in cross)
         # Paragraph dedup: the quoted paragraph is marked in the copy, not in its source page.
         for p in truth["para_dups"]:
-            spans = attrs[p["id"]]["dedup_paragraph_spans"]
+            spans = attrs[p["id"]]["duplicate_text"]
             assert spans, p["id"]
         texts = {d["id"]: d["text"] for d in pipeline.docs("text", drop)}
         for p in truth["para_dups"]:
-            marked = [texts[p["id"]][int(s) : int(e)] for s, e, _ in attrs[p["id"]]["dedup_paragraph_spans"]]
+            marked = [texts[p["id"]][int(s) : int(e)] for s, e, _ in attrs[p["id"]]["duplicate_text"]]
             assert p["paragraph"] in marked, p["id"]
             if p["of"].startswith(drop) and p["of"] not in planted:
-                source_spans = attrs[p["of"]]["dedup_paragraph_spans"]
+                source_spans = attrs[p["of"]]["duplicate_text"]
                 assert p["paragraph"] not in [texts[p["of"]][int(s) : int(e)] for s, e, _ in source_spans]
 
 

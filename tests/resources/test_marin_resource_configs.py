@@ -50,3 +50,42 @@ def test_fake_tpu_pod_config_runs_on_the_head_and_removes_the_lockfile(ray_head)
     out = TpuPodConfig(tpu_type="v4-8").launch(_probe, Probe(make_lockfile=True))
     assert out["assigned"].get("TPU-v4-8-head") == 1
     assert not os.path.exists(TPU_LOCKFILE)  # removed when the task ended
+
+
+def test_fray_resource_config_constructors():
+    from marin_resources import ResourceConfig
+    from marin_resources.accelerators import CpuConfig, GpuConfig, TpuConfig
+
+    cpu = ResourceConfig.with_cpu()
+    assert (cpu.cpu, cpu.ram, cpu.disk, cpu.replicas, cpu.preemptible, cpu.regions) == (1, "128m", "1g", 1, True, None)
+    assert isinstance(cpu.device, CpuConfig) and cpu.chip_count() == 0 and cpu.accelerator_descriptor() is None
+    assert cpu.as_remote_kwargs()["memory"] == 128 << 20
+    assert cpu.as_remote_kwargs()["runtime_env"]["env_vars"]["JAX_PLATFORMS"] == "cpu"
+    gpu = ResourceConfig.with_gpu("h100", count=8)
+    assert gpu.device == GpuConfig(count=8, type="H100") and gpu.chip_count() == 8
+    assert gpu.as_remote_kwargs()["num_gpus"] == 8 and "JAX_PLATFORMS" not in str(gpu.as_remote_kwargs())
+    assert ResourceConfig.with_gpu().device.type is None  # "auto": any GPU
+    tpu = ResourceConfig.with_tpu("v4-8", slice_count=2)
+    assert isinstance(tpu.device, TpuConfig) and tpu.replicas == 2 and tpu.chip_count() == 8
+    assert tpu.accelerator_descriptor() == "v4-8"
+    assert tpu.with_env_vars(A="1").runtime_env == {"env_vars": {"A": "1"}}
+    with pytest.raises(ValueError, match="v9"):
+        ResourceConfig.with_tpu("v9-8")
+    with pytest.raises(ValueError, match="cannot read the size"):
+        ResourceConfig(ram="lots")
+    with pytest.raises(ValueError, match="needs a TPU device"):
+        ResourceConfig(replicas=2)
+
+
+@pytest.mark.timeout(120)
+def test_with_cpu_and_with_tpu_launch_on_ray(ray_head):
+    from marin_resources import ResourceConfig
+
+    out = ResourceConfig.with_cpu(cpu=2).with_env_vars(MARIN_TEST_MARKER="w").launch(_probe, Probe())
+    assert out["pid"] != os.getpid() and out["assigned"].get("CPU") == 2
+    assert (out["jax_platforms"], out["marker"]) == ("cpu", "w")
+    if os.path.exists(TPU_LOCKFILE):
+        pytest.skip(f"{TPU_LOCKFILE} exists on this machine (a real TPU user?)")
+    out = ResourceConfig.with_tpu("v4-8").launch(_probe, Probe(make_lockfile=True))
+    assert out["assigned"].get("TPU-v4-8-head") == 1
+    assert not os.path.exists(TPU_LOCKFILE)

@@ -1,4 +1,6 @@
-"""A Hugging Face dataset as a step: ``default_download(name, hf_dataset_id, revision)``, offline.
+"""Marin's ``marin.download.huggingface.download``: ``DownloadConfig`` and ``default_download``, offline.
+
+The step function is Marin's ``download_hf`` (:mod:`.download_hf`).
 
 Like Marin's ``default_download``, the step takes a dataset id and a revision and writes the
 dataset's files to its output path -- but it never touches the network: the files come from the
@@ -19,20 +21,11 @@ their sha256 is computed while copying.
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
-import os
-import time
 from dataclasses import dataclass, field
-from typing import Any
 
-from marin_assets.core.io import write_json
-from marin_assets.execution.step import ExecutorStep, this_output_path, versioned
-from marin_assets.execution.storage import filesystem, join_path
-from marin_assets.landing.zone import MANIFEST
+from marin_assets.execution.step import THIS_OUTPUT_PATH, ExecutorStep, this_output_path, versioned
 
 PROVENANCE = "provenance.json"
-_COPY = 4 << 20
 
 
 class HfDatasetNotCachedError(FileNotFoundError):
@@ -41,139 +34,32 @@ class HfDatasetNotCachedError(FileNotFoundError):
 
 @dataclass(frozen=True)
 class DownloadConfig:
-    """Config of the HF dataset step.
+    """Marin's config of the HF dataset step (same fields and defaults, plus ``cache_dir``).
 
     Attributes:
         hf_dataset_id: ``org/name`` on the Hugging Face hub.
         revision: a branch, tag or commit (the commit it resolves to is recorded).
-        output_path: where the files, ``provenance.json`` and ``manifest.json`` go.
         hf_urls_glob: keep only files matching one of these globs (e.g. ``["data/*.parquet"]``;
             empty: every file of the revision).
-        cache_dir: the HF hub cache to read (None: ``huggingface_hub``'s default, which follows
-            ``$HF_HUB_CACHE`` / ``$HF_HOME``).
+        gcs_output_path: where the files, ``provenance.json`` and ``manifest.json`` go (any fsspec
+            path; Marin's name).
+        public_gcs_path, wait_for_completion, timeout, poll_interval: Marin's Storage Transfer
+            Service options (accepted; nothing is transferred over the network here).
+        hf_repo_type_prefix: ``datasets`` (the cache holds dataset repos).
+        cache_dir: ours -- the HF hub cache to read (None: ``huggingface_hub``'s default, which
+            follows ``$HF_HUB_CACHE`` / ``$HF_HOME``).
     """
 
     hf_dataset_id: str
     revision: str
-    output_path: str
     hf_urls_glob: list[str] = field(default_factory=list)
+    gcs_output_path: str = THIS_OUTPUT_PATH
+    public_gcs_path: str = "gs://hf_dataset_transfer_bucket"
+    wait_for_completion: bool = True
+    timeout: int = 1800
+    poll_interval: int = 10
+    hf_repo_type_prefix: str = "datasets"
     cache_dir: str | None = None
-
-
-def _cache_dir(config: DownloadConfig) -> str:
-    if config.cache_dir:
-        return config.cache_dir
-    from huggingface_hub import constants
-
-    return constants.HF_HUB_CACHE
-
-
-def cached_snapshot(config: DownloadConfig) -> str:
-    """The local snapshot folder of ``hf_dataset_id@revision`` (never downloads).
-
-    Raises:
-        HfDatasetNotCachedError: naming the dataset, the revision, the cache folder, and how to
-            fill it.
-    """
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
-    cache = _cache_dir(config)
-    try:
-        return snapshot_download(
-            config.hf_dataset_id,
-            repo_type="dataset",
-            revision=config.revision,
-            cache_dir=cache,
-            local_files_only=True,
-        )
-    except (LocalEntryNotFoundError, FileNotFoundError) as exc:
-        repo_folder = os.path.join(cache, "datasets--" + config.hf_dataset_id.replace("/", "--"))
-        what = (
-            f"revision {config.revision!r} of it"
-            if os.path.isdir(repo_folder)
-            else f"no folder {os.path.basename(repo_folder)!r} at all"
-        )
-        raise HfDatasetNotCachedError(
-            f"HF dataset {config.hf_dataset_id!r} at revision {config.revision!r} is not in the local "
-            f"Hugging Face cache {cache!r} ({what} is missing). Nothing is downloaded here (offline, "
-            f"as with HF_HUB_OFFLINE=1). Make it available: on a machine with network run "
-            f"`huggingface-cli download --repo-type dataset {config.hf_dataset_id} --revision {config.revision}` "
-            "and copy its HF cache here (set HF_HOME or HF_HUB_CACHE to it), or give the step cache_dir="
-        ) from exc
-
-
-def _files(snapshot: str, globs: list[str]) -> list[str]:
-    """Relative paths of the snapshot's files (the cache links them to blobs; those are followed)."""
-    out = []
-    for directory, dirs, names in os.walk(snapshot):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(names):
-            rel = os.path.relpath(os.path.join(directory, name), snapshot).replace(os.sep, "/")
-            if name.startswith(".") or rel in (MANIFEST, PROVENANCE):
-                continue
-            if not globs or any(fnmatch.fnmatch(rel, g) for g in globs):
-                out.append(rel)
-    return out
-
-
-def _copy(source: str, target: str) -> tuple[int, str]:
-    """Stream ``source`` (local) to ``target`` via a temporary name; return (bytes, sha256)."""
-    fs, t = filesystem(target)
-    tmp = f"{t.rsplit('/', 1)[0]}/.tmp-{os.getpid()}-{t.rsplit('/', 1)[-1]}"
-    fs.makedirs(t.rsplit("/", 1)[0], exist_ok=True)
-    digest = hashlib.sha256()
-    size = 0
-    with open(source, "rb") as src, fs.open(tmp, "wb") as dst:
-        for chunk in iter(lambda: src.read(_COPY), b""):
-            digest.update(chunk)
-            dst.write(chunk)
-            size += len(chunk)
-    fs.mv(tmp, t)
-    return size, digest.hexdigest()
-
-
-def download_hf(config: DownloadConfig) -> dict[str, Any]:
-    """Step function: copy ``hf_dataset_id@revision`` from the local HF cache; returns metadata."""
-    start = time.monotonic()
-    snapshot = cached_snapshot(config)
-    commit = os.path.basename(os.path.normpath(snapshot))
-    names = _files(snapshot, list(config.hf_urls_glob))
-    if not names:
-        raise HfDatasetNotCachedError(
-            f"HF dataset {config.hf_dataset_id!r}@{config.revision!r} (commit {commit}) in {snapshot!r} has no "
-            f"files matching {list(config.hf_urls_glob) or '*'}"
-        )
-    fs, out = filesystem(config.output_path)
-    if fs.exists(join_path(config.output_path, MANIFEST)):
-        fs.rm(join_path(config.output_path, MANIFEST))  # an old attempt's drop is not complete any more
-    files = []
-    for rel in names:
-        size, sha = _copy(os.path.join(snapshot, rel), join_path(config.output_path, rel))
-        files.append({"path": rel, "bytes": size, "sha256": sha})
-    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    provenance = {
-        "hf_dataset_id": config.hf_dataset_id,
-        "revision": config.revision,
-        "commit": commit,
-        "snapshot": snapshot,
-        "files": files,
-        "created_at": created,
-    }
-    write_json(join_path(config.output_path, PROVENANCE), provenance)
-    # The manifest last: the output becomes a complete drop in one step.
-    write_json(
-        join_path(config.output_path, MANIFEST),
-        {"source": config.hf_dataset_id, "revision": commit, "created_at": created, "files": files},
-    )
-    return {
-        "hf_dataset_id": config.hf_dataset_id,
-        "revision": config.revision,
-        "commit": commit,
-        "files": len(files),
-        "bytes": sum(f["bytes"] for f in files),
-        "seconds": round(time.monotonic() - start, 3),
-    }
 
 
 def default_download(
@@ -188,13 +74,15 @@ def default_download(
 
     The dataset id, the revision and the globs enter the version; the cache location does not.
     """
+    from marin_assets.download.huggingface.download_hf import download_hf
+
     return ExecutorStep(
         name=name,
         fn=download_hf,
         config=DownloadConfig(
             hf_dataset_id=versioned(hf_dataset_id),
             revision=versioned(revision),
-            output_path=this_output_path(),
+            gcs_output_path=this_output_path(),
             hf_urls_glob=versioned(list(hf_urls_glob or [])),
             cache_dir=cache_dir,
         ),

@@ -1,1 +1,2 @@
-"""Marin's ``marin.processing.classification``: quality attributes, dedup, consolidation."""
+"""Marin's ``marin.processing.classification``: ``fasttext.train_fasttext`` (training step), ``inference``
+(quality attributes), ``dedupe`` (duplicate attributes) and ``consolidate`` (filters applying them)."""

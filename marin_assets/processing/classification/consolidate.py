@@ -1,51 +1,108 @@
-"""Stage 5: cleaned documents of a drop -- quality filter + dedup attributes applied.
+"""Stage 5, Marin's ``marin.processing.classification.consolidate``: apply attribute filters.
 
-Reads the text docs and the co-sharded attribute files (same shard names) of the quality and
-dedup steps. A document is removed when its quality score is below the threshold, or when it is
-a fuzzy duplicate; duplicate paragraphs are cut out of the documents that remain, and a document
-with nothing left after that is removed too. Output: ``docs/<shard>.jsonl.gz`` (Dolma).
+``consolidate(ConsolidateConfig(input_path, output_path, filters=[FilterConfig(...), ...]))`` reads
+every ``**/*.<filetype>`` document file below ``input_path`` and, for each filter, the attribute
+file at the same relative path below the filter's ``attribute_path`` (what ``run_inference`` and
+``dedupe`` write). Filters apply in order:
+
+* ``classify`` -- the value ``attributes[name][label]`` (or ``attributes[name]`` without a label)
+  must be ``>= threshold`` (alias ``lower_threshold``, Marin's later name) and ``<= upper_threshold``
+  when set; ``reverse`` inverts the decision. ``keep_fraction`` instead of a threshold keeps that
+  share of documents: the threshold becomes the ``1 - keep_fraction`` quantile of the values over
+  every attribute file of the input.
+* ``remove_spans`` -- the ``[start, end, score]`` spans of ``attributes[name]`` are cut out of
+  ``text`` (whole lines; blank-line runs collapsed); a document with fewer than ``min_chars``
+  characters left is removed.
+* ``remove_docs`` -- a document whose ``attributes[name]`` is truthy is removed (our dedup's
+  ``fuzzy_duplicate``).
+
+Surviving documents keep every field and go to the same relative path below ``output_path``
+(Marin's layout, jsonl.gz), so in the curation pipeline ``docs/<shard>`` stays ``docs/<shard>``.
+As in Marin, a filter whose attribute file is missing is skipped for that file (a warning, counted
+as ``missing_attribute_files``); a document absent from an existing attribute file is an error
+naming the document and the file (an upstream step is broken).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
-from marin_assets.core.shard_stage import Counters, DocumentStage, Quarantine, read_shard
-from marin_assets.execution.storage import join_path
+import numpy as np
 
-_COUNTS = (
-    "documents_in",
-    "documents_out",
-    "removed_by_quality",
-    "removed_fuzzy_duplicates",
-    "paragraphs_removed",
-    "removed_empty_after_paragraph_dedup",
-    "chars_in",
-    "chars_out",
-    "bytes_out",
-)
+from marin_assets.core.shard_stage import Counters, DocumentStage, Quarantine, find_shards, read_shard
+from marin_assets.execution.metadata import table_markdown
+from marin_assets.execution.storage import exists, join_path
+
+logger = logging.getLogger(__name__)
+
+
+class FilterType(StrEnum):
+    """Marin's filter kinds (plain strings compare equal: ``type="classify"`` works)."""
+
+    CLASSIFY = "classify"
+    REMOVE_SPANS = "remove_spans"
+    REMOVE_DOC = "remove_docs"
+
+
+FILTER_TYPE_CLASSIFY = FilterType.CLASSIFY.value
+FILTER_TYPE_REMOVE_SPANS = FilterType.REMOVE_SPANS.value
+FILTER_TYPE_REMOVE_DOC = FilterType.REMOVE_DOC.value
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    """One filter (Marin's fields).
+
+    Attributes:
+        type: ``classify``, ``remove_spans`` or ``remove_docs``.
+        attribute_path: folder of attribute files mirroring the input.
+        name: the attribute's key in ``attributes``.
+        label: for ``classify``, the key inside the attribute (``"__label__hq"``).
+        threshold: keep when the value is ``>=`` this (``lower_threshold`` is the same).
+        keep_fraction: keep this share of documents (instead of a threshold).
+        upper_threshold: keep when the value is ``<=`` this.
+        reverse: invert a ``classify`` decision.
+    """
+
+    type: str
+    attribute_path: str
+    name: str
+    label: str | None = None
+    threshold: float | None = None
+    keep_fraction: float | None = None
+    upper_threshold: float | None = None
+    reverse: bool = False
+    lower_threshold: float | None = None
+
+    @property
+    def lower(self) -> float | None:
+        """The lower bound, from ``threshold`` or ``lower_threshold``."""
+        return self.threshold if self.threshold is not None else self.lower_threshold
 
 
 @dataclass(frozen=True)
 class ConsolidateConfig:
-    """Config of the consolidate stage.
+    """Marin's config of the consolidate step (plus ``min_chars``, ours).
 
     Attributes:
-        input_path: the text stage's output for this drop.
-        quality_path: the quality attributes step's output for this drop.
-        dedup_path: the dedup step's output for this drop.
-        output_path: where ``docs/`` goes.
-        quality_attribute, quality_threshold: keep documents whose score is ``>=`` the threshold.
-        min_chars: documents shorter than this after removing duplicate paragraphs are dropped.
+        input_path: folder of documents (our text stage's output for a drop).
+        output_path: where the kept documents go (same relative paths).
+        filters: applied in order.
+        filetype: extension of the document files.
+        max_tasks_in_flight, ray_memory_limit_gb: Marin's scheduling knobs (accepted; shards run
+            on the engine's pool).
+        min_chars: documents shorter than this after removing spans are dropped.
     """
 
     input_path: str
-    quality_path: str
-    dedup_path: str
     output_path: str
-    quality_attribute: str = "quality_hq"
-    quality_threshold: float = 0.5
+    filters: list[FilterConfig] = field(default_factory=list)
+    filetype: str = "jsonl.gz"
+    max_tasks_in_flight: int = 1000
+    ray_memory_limit_gb: float = 0.5
     min_chars: int = 1
 
 
@@ -57,7 +114,7 @@ def remove_spans(text: str, spans: list[list[float]]) -> str:
     pos = 0
     for start, end, *_ in sorted(spans):
         parts.append(text[pos : int(start)])
-        pos = int(end)
+        pos = max(pos, int(end))
     parts.append(text[pos:])
     lines = "".join(parts).split("\n")
     out: list[str] = []
@@ -67,51 +124,90 @@ def remove_spans(text: str, spans: list[list[float]]) -> str:
     return "\n".join(out).strip()
 
 
-def _attributes(path: str) -> dict[str, dict[str, Any]]:
-    return {rec["id"]: rec["attributes"] for rec in read_shard(path)}
+def _value(attributes: dict[str, Any], filt: FilterConfig) -> float:
+    value = attributes[filt.name]
+    if filt.label is not None:
+        value = value[filt.label]
+    return float(value)
+
+
+def _check(filt: FilterConfig) -> None:
+    kinds = {t.value for t in FilterType}
+    if str(filt.type) not in kinds:
+        raise ValueError(f"FilterConfig.type {filt.type!r} of {filt.name!r}: expected one of {sorted(kinds)}")
+    if filt.threshold is not None and filt.lower_threshold is not None:
+        raise ValueError(f"filter {filt.name!r}: give threshold or lower_threshold, not both")
+    if str(filt.type) == FILTER_TYPE_CLASSIFY:
+        if filt.lower is None and filt.upper_threshold is None and filt.keep_fraction is None:
+            raise ValueError(f"classify filter {filt.name!r} needs threshold, upper_threshold or keep_fraction")
+        if filt.keep_fraction is not None and filt.lower is not None:
+            raise ValueError(f"classify filter {filt.name!r}: give threshold or keep_fraction, not both")
 
 
 class ConsolidateStage(DocumentStage):
-    """Per document: apply the quality score and dedup attributes of its (co-sharded) shard."""
+    """Per document: apply every filter with the attributes of its (mirrored) attribute files."""
 
     stage = "consolidated"
+    mirror = True
+    output_dirs = ()
 
     def __init__(self, config: ConsolidateConfig) -> None:
         super().__init__(config.input_path, config.output_path)
         self.config = config
 
+    def shards(self) -> list[str]:
+        return find_shards(self.input_path, f".{self.config.filetype}")
+
+    def attribute_file(self, shard: str, filt: FilterConfig) -> str:
+        """The attribute file of ``shard`` for ``filt`` (same relative path)."""
+        return join_path(filt.attribute_path, self.relative_path(shard))
+
     def open_shard(self, shard: str) -> Any:
-        name = shard.rsplit("/", 1)[-1]
-        return (
-            shard,
-            _attributes(join_path(self.config.quality_path, f"attributes/{name}")),
-            _attributes(join_path(self.config.dedup_path, f"attributes/{name}")),
-        )
+        tables: list[tuple[FilterConfig, dict[str, Any] | None, str]] = []
+        for filt in self.config.filters:
+            path = self.attribute_file(shard, filt)
+            if not exists(path):
+                logger.warning("no attribute file %s for filter %r: filter skipped for %s", path, filt.name, shard)
+                tables.append((filt, None, path))
+                continue
+            tables.append((filt, {rec["id"]: rec["attributes"] for rec in read_shard(path)}, path))
+        return shard, tables
 
     def process(
         self, record: dict[str, Any], state: Any, counters: Counters, quarantine: Quarantine, line: int
     ) -> dict[str, Any] | None:
-        shard, quality, dedup = state
-        counters.add("chars_in", len(record["text"]))
-        q = quality.get(record["id"])
-        d = dedup.get(record["id"])
-        if q is None or d is None:
-            # Attributes are co-sharded by construction: a gap means an upstream step is broken.
-            raise RuntimeError(f"{record['id']} in {shard} has no {'quality' if q is None else 'dedup'} attributes")
-        if q.get(self.config.quality_attribute, 0.0) < self.config.quality_threshold:
-            counters.add("removed_by_quality")
-            return None
-        if d.get("dedup_fuzzy_duplicate"):
-            counters.add("removed_fuzzy_duplicates")
-            return None
-        spans = d.get("dedup_paragraph_spans") or []
-        text = remove_spans(record["text"], spans)
-        counters.add("paragraphs_removed", len(spans))
-        if len(text) < self.config.min_chars:
-            counters.add("removed_empty_after_paragraph_dedup")
-            return None
+        _, tables = state
+        text = record["text"]
+        counters.add("chars_in", len(text))
+        for filt, table, path in tables:
+            if table is None:
+                continue
+            attributes = table.get(record["id"])
+            if attributes is None:
+                raise RuntimeError(f"document {record['id']} has no attributes in {path} (filter {filt.name!r})")
+            kind = str(filt.type)
+            if kind == FILTER_TYPE_CLASSIFY:
+                value = _value(attributes, filt)
+                keep = (filt.lower is None or value >= filt.lower) and (
+                    filt.upper_threshold is None or value <= filt.upper_threshold
+                )
+                if keep == filt.reverse:
+                    counters.add(f"removed_by_{filt.name}")
+                    return None
+            elif kind == FILTER_TYPE_REMOVE_DOC:
+                if attributes.get(filt.name):
+                    counters.add(f"removed_by_{filt.name}")
+                    return None
+            else:
+                spans = attributes.get(filt.name) or []
+                if spans:
+                    text = remove_spans(text, spans)
+                    counters.add(f"spans_removed_{filt.name}", len(spans))
+                    if len(text) < self.config.min_chars:
+                        counters.add("removed_empty_after_span_removal")
+                        return None
         counters.add("chars_out", len(text))
-        return {**record, "text": text}
+        return {**record, "text": text} if text is not record["text"] else record
 
     def sample(self, record: dict[str, Any], out: dict[str, Any]) -> dict[str, Any] | None:
         if out["text"] == record["text"]:
@@ -119,13 +215,55 @@ class ConsolidateStage(DocumentStage):
         return {"id": record["id"], "before": record["text"][:160], "after": out["text"][:160]}
 
     def summarize(self, results: list) -> dict[str, Any]:
-        totals = {k: sum(r.counts.get(k, 0) for r in results) for k in _COUNTS}
-        return {**totals, "quality_threshold": self.config.quality_threshold}
+        totals: dict[str, int] = {}
+        for r in results:
+            for key, value in r.counts.items():
+                if key.startswith(("removed_", "spans_removed_", "chars_")):
+                    totals[key] = totals.get(key, 0) + value
+        missing = sum(
+            1
+            for shard in (r.shard for r in results)
+            for filt in self.config.filters
+            if not exists(self.attribute_file(shard, filt))
+        )
+        return {**dict(sorted(totals.items())), "missing_attribute_files": missing}
 
 
-def run_consolidate(config: ConsolidateConfig) -> dict[str, Any]:
-    """Step function of the consolidate stage; returns materialization metadata."""
-    meta = ConsolidateStage(config).run()
+def _resolve_keep_fractions(config: ConsolidateConfig, stage: ConsolidateStage) -> ConsolidateConfig:
+    """Turn each ``keep_fraction`` into the threshold that keeps that share of the input's documents."""
+    filters = []
+    for filt in config.filters:
+        if str(filt.type) == FILTER_TYPE_CLASSIFY and filt.keep_fraction is not None:
+            values = [
+                _value(rec["attributes"], filt)
+                for shard in stage.shards()
+                if exists(path := stage.attribute_file(shard, filt))
+                for rec in read_shard(path)
+            ]
+            if not values:
+                raise FileNotFoundError(f"no attributes of {filt.name!r} below {filt.attribute_path} for keep_fraction")
+            cut = float(np.quantile(np.array(values), 1 - filt.keep_fraction))
+            filt = replace(filt, keep_fraction=None, threshold=cut)
+        filters.append(filt)
+    return replace(config, filters=filters)
+
+
+def consolidate(config: ConsolidateConfig) -> dict[str, Any]:
+    """Step function (Marin's name): filter the documents; returns materialization metadata.
+
+    Raises:
+        ValueError: a filter of an unknown type or without bounds.
+    """
+    for filt in config.filters:
+        _check(filt)
+    resolved = _resolve_keep_fractions(config, ConsolidateStage(config))
+    meta = ConsolidateStage(resolved).run()
     if "samples" in meta:
         meta["samples_before_after"] = meta.pop("samples")
+    meta["filters"] = table_markdown(
+        [
+            {"type": str(f.type), "name": f.name, "label": f.label, "threshold": f.lower, "upper": f.upper_threshold}
+            for f in resolved.filters
+        ]
+    )
     return meta

@@ -1,4 +1,4 @@
-"""The drop-wide passes of the dedup stage, in memory bounded by ``DedupConfig.memory_budget_mb``.
+"""The drop-wide passes of the dedup stage, in memory bounded by ``DedupeConfig.memory_budget_mb``.
 
 The shard tasks have left each shard's ids, signatures, band keys and paragraph hashes in
 ``index/_shards/<stem>.npz``. Nothing below holds the whole drop:
@@ -55,7 +55,7 @@ from marin_assets.processing.classification.dedup_index import (
 from marin_assets.processing.classification.minhash import estimated_jaccard
 
 if TYPE_CHECKING:
-    from marin_assets.processing.classification.dedupe import DedupConfig
+    from marin_assets.processing.classification.dedupe import DedupeConfig
 
 CANDIDATE_DTYPE = np.dtype([("doc", "<i8"), ("cand", "<i8"), ("band", "<i2"), ("earlier", "u1")])
 # Bytes per row of a hash-range pass, sort temporaries and candidate rows included (measured with
@@ -89,7 +89,7 @@ class _Group:
 class DropDedup:
     """The passes over one drop's spilled hashes (see the module docstring)."""
 
-    def __init__(self, config: DedupConfig, shards: list[ShardInfo], done: list[tuple[str, str]]) -> None:
+    def __init__(self, config: DedupeConfig, shards: list[ShardInfo], done: list[tuple[str, str]]) -> None:
         self.config = config
         self.params = config.params
         self.shards = shards
@@ -379,6 +379,8 @@ class DropDedup:
         return out
 
     def _decide_and_write(self) -> dict[str, Any]:
+        from marin_assets.processing.classification.dedupe import FUZZY_DUPLICATE, attribute_file
+
         samples: list[dict[str, Any]] = []
         counts = {"paragraph_duplicates": 0, "documents_with_duplicate_paragraphs": 0, "within": 0, "cross": 0}
         for group in self.groups:
@@ -416,17 +418,16 @@ class DropDedup:
                         {
                             "id": doc_id,
                             "attributes": {
-                                "dedup_paragraph_spans": spans.get(i, []),
-                                "dedup_fuzzy_duplicate": 1 if of is not None else 0,
-                                "dedup_fuzzy_duplicate_of": of,
-                                "dedup_fuzzy_similarity": round(float(shard_sim[i]), 4),
+                                self.config.attribute_name: spans.get(i, []),
+                                FUZZY_DUPLICATE: 1 if of is not None else 0,
+                                f"{FUZZY_DUPLICATE}_of": of,
+                                "fuzzy_similarity": round(float(shard_sim[i]), 4),
                             },
                         }
                     )
                     if of is not None and len(samples) < 5:
                         samples.append({"id": doc_id, "duplicate_of": of, "similarity": round(float(shard_sim[i]), 3)})
-                name = info.shard.rstrip("/").rsplit("/", 1)[-1]
-                write_shard(join_path(self.config.output_path, f"attributes/{name}"), out)
+                write_shard(attribute_file(self.config, info.shard), out)  # mirrored, as Marin
         return {
             "documents_in": self.documents,
             "paragraphs": int(self.para_offsets[-1]),

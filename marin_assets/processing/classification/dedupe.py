@@ -1,7 +1,18 @@
-"""Stage 4: exact paragraph dedup + fuzzy (MinHash-LSH) document dedup, incremental over drops.
+"""Stage 4, Marin's ``marin.processing.classification.dedupe``: duplicate attributes.
 
-For drop N the step reads the text docs of N and the *indices* of every earlier drop (drops
-ordered by :func:`~marin_assets.landing.zone.drop_sort_key`), never their documents:
+``dedupe(DedupeConfig(input_path, output_path, ...))`` writes, for every ``**/*.<input_filetype>``
+file below ``input_path``, an attribute file at the same relative path below ``output_path``
+(Marin's layout, which ``consolidate`` reads by that path), one record per document::
+
+    {"id": ..., "attributes": {<attribute_name>: [[start, end, score], ...]}}   # duplicate spans
+
+Two modes, chosen by Marin's ``decontaminate`` flag:
+
+**Deduplication** (default): exact paragraph dedup plus fuzzy (MinHash-LSH) document dedup. The
+records also carry ``fuzzy_duplicate`` (0/1), ``fuzzy_duplicate_of`` (an id) and
+``fuzzy_similarity``. With ``drop_id`` set (our curation pipeline) it is incremental over data
+drops: for drop N it reads the documents of N and the *indices* of every earlier drop (ordered by
+:func:`~marin_assets.landing.zone.drop_sort_key`), never their documents:
 
 * a paragraph (a non-empty line, normalised: lower case, alphanumerics only) is a duplicate when
   its hash is in an earlier drop's paragraph index or occurs earlier in drop N;
@@ -12,19 +23,27 @@ Earlier drops' indices are found next to this drop's output (``<step output>/<dr
 since every drop of a partitioned step shares the parent folder. An index is usable once its
 ``_COMPLETE`` marker exists. With ``landing_dir`` set, every valid earlier drop of the landing
 zone must have a complete index, else the step fails (so drops processed out of order fail loudly
-instead of silently missing duplicates; rerun once the earlier drop is done).
+instead of silently missing duplicates; rerun once the earlier drop is done). Without ``drop_id``
+the input is deduplicated on its own.
 
 Memory is bounded by ``memory_budget_mb``, not by the drop: the shard tasks spill their hashes to
 ``index/_shards/``, and the drop-wide passes (``dedup_passes.py``) work one hash range, then one
 group of shards, at a time, reading earlier indices by key range (``dedup_index.py``).
+``index/`` (``ids.npy``, ``sigs.npy``, ``bands.npy``, ``paragraphs.npy``, ``_COMPLETE`` last) is
+this input's index.
 
-Outputs (co-sharded with the text docs)::
+**Decontamination** (``decontaminate=True``): every paragraph of ``decontaminate_path``'s documents
+is indexed; a paragraph of the input is marked when it occurs there (``ngram=None``: the whole
+normalised paragraph; span score 1.0) or when at least ``ngram.overlap_threshold`` of its word
+n-grams (``ngram.ngram_length`` words, every ``stride``-th n-gram; a shorter paragraph is one
+n-gram) occur there (span score: the overlapping share). A list of n-gram lengths writes one
+attribute tree per length, ``<output_path>/<n>/...`` with attribute ``<attribute_name>_<n>``.
+Marin runs dolma's Bloom filter; here the set is exact (no false positives), so
+``bloom_filter_size``, ``estimated_doc_count``, ``false_positive_rate`` and ``bloom_filter_path``
+are accepted and change nothing; the source's n-grams are held in memory.
 
-    attributes/<shard>.jsonl.gz   {id, attributes: {dedup_paragraph_spans: [[start, end, 1.0]...],
-                                   dedup_fuzzy_duplicate: 0|1, dedup_fuzzy_duplicate_of: id|null,
-                                   dedup_fuzzy_similarity: float}}
-    index/ids.npy, sigs.npy, bands.npy, paragraphs.npy   this drop's index (see dedup_index.py)
-    index/_COMPLETE               written last
+``min_length`` / ``min_words``: paragraphs with fewer characters / words are never marked (dolma's
+options); ``min_paragraph_chars`` is ours (normalised characters, for the pipeline's dedup).
 """
 
 from __future__ import annotations
@@ -43,8 +62,9 @@ from marin_assets.core.shard_stage import (
     Quarantine,
     ShardResult,
     ShardStage,
+    find_shards,
     read_shard,
-    shard_stem,
+    write_shard,
 )
 from marin_assets.execution.storage import atomic_write_bytes, exists, filesystem, join_path
 from marin_assets.landing.zone import drop_sort_key, valid_drops_in
@@ -52,18 +72,44 @@ from marin_assets.processing.classification.dedup_index import INDEX_COMPLETE
 from marin_assets.processing.classification.minhash import MinHashParams, band_keys, signatures
 
 _NORMALISE = re.compile(r"[^0-9a-z]+")
+FUZZY_DUPLICATE = "fuzzy_duplicate"
 
 
 @dataclass(frozen=True)
-class DedupConfig:
-    """Config of the dedup stage.
+class NGramConfig:
+    """Marin's n-gram matching options (decontamination).
 
     Attributes:
-        input_path: the text stage's output for this drop (reads ``docs/*.jsonl.gz``).
-        output_path: this drop's output (``<step output>/<drop>``); siblings are earlier drops.
-        drop_id: this drop (partition key).
+        ngram_length: words per n-gram (a list: one attribute tree per length).
+        stride: use every ``stride``-th n-gram of an input paragraph (0 or None: every one).
+        overlap_threshold: share of a paragraph's n-grams found in the source that marks it.
+    """
+
+    ngram_length: int | list[int] = 8
+    stride: int | None = None
+    overlap_threshold: float = 0.7
+
+
+@dataclass(frozen=True)
+class DedupeConfig:
+    """Marin's dedupe config, plus ours for the incremental pipeline (from ``drop_id`` on).
+
+    Attributes:
+        input_path: folder of documents (any depth; our text stage's output for a drop).
+        output_path: where the attribute files (mirrored), ``index/`` and ``quarantine/`` go; for a
+            drop, ``<step output>/<drop>`` -- siblings are earlier drops.
+        attribute_name: key of the duplicate spans in each record's ``attributes``.
+        min_length, min_words: shorter paragraphs (characters, words) are never marked.
+        bloom_filter_size, estimated_doc_count, false_positive_rate, bloom_filter_path: Marin's
+            Bloom filter sizing; accepted, no effect (the set here is exact).
+        ngram: n-gram matching of decontamination (None: whole paragraphs).
+        processes: Marin's worker count; shards run on the engine's pool here.
+        decontaminate: mark paragraphs of the input found in ``decontaminate_path``.
+        decontaminate_path: the documents to decontaminate against.
+        input_filetype: extension of the input (and source) files.
+        drop_id: this drop (partition key); None: no earlier drops.
         landing_dir: when set, every valid earlier drop there must have a complete index.
-        ngram, num_perm, bands, seed: MinHash/LSH parameters.
+        minhash_ngram, num_perm, bands, seed: MinHash/LSH parameters of the fuzzy document dedup.
         threshold: minimum estimated Jaccard of a candidate pair (0: any shared bucket counts).
         min_paragraph_chars: shorter normalised paragraphs are never deduplicated (menus,
             "Login", page numbers -- too short to mean anything).
@@ -74,9 +120,21 @@ class DedupConfig:
 
     input_path: str
     output_path: str
-    drop_id: str
+    attribute_name: str = "duplicate_text"
+    min_length: int = 0
+    min_words: int = 0
+    bloom_filter_size: int | None = None
+    estimated_doc_count: int = 1_000_000
+    false_positive_rate: float = 0.001
+    ngram: NGramConfig | None = None
+    processes: int = 1
+    decontaminate: bool = False
+    decontaminate_path: str | None = None
+    input_filetype: str = "jsonl.gz"
+    bloom_filter_path: str | None = None
+    drop_id: str | None = None
     landing_dir: str | None = None
-    ngram: int = 5
+    minhash_ngram: int = 5
     num_perm: int = 112
     bands: int = 14
     seed: int = 42
@@ -86,7 +144,14 @@ class DedupConfig:
 
     @property
     def params(self) -> MinHashParams:
-        return MinHashParams(ngram=self.ngram, num_perm=self.num_perm, bands=self.bands, seed=self.seed)
+        return MinHashParams(ngram=self.minhash_ngram, num_perm=self.num_perm, bands=self.bands, seed=self.seed)
+
+
+def attribute_file(config: DedupeConfig, shard: str, output_path: str | None = None) -> str:
+    """The attribute file of input ``shard``: its path relative to the input, below the output."""
+    base = config.input_path.rstrip("/") + "/"
+    rel = shard[len(base) :] if shard.startswith(base) else shard.rstrip("/").rsplit("/", 1)[-1]
+    return join_path(output_path or config.output_path, rel)
 
 
 def paragraph_spans(text: str) -> list[tuple[int, int]]:
@@ -113,7 +178,14 @@ def _normalised_len(paragraph: str) -> int:
     return len(_NORMALISE.sub("", paragraph.lower()))
 
 
-def hash_shard(path: str, params: MinHashParams, min_paragraph_chars: int) -> dict[str, Any]:
+def _too_short(paragraph: str, min_length: int, min_words: int) -> bool:
+    """dolma's ``min_length`` / ``min_words``: such a paragraph is never marked."""
+    return len(paragraph) < min_length or (min_words > 0 and len(paragraph.split()) < min_words)
+
+
+def hash_shard(
+    path: str, params: MinHashParams, min_paragraph_chars: int, min_length: int = 0, min_words: int = 0
+) -> dict[str, Any]:
     """Ids, MinHash signatures and paragraph hashes of one shard (a Ray task)."""
     ids: list[str] = []
     texts: list[str] = []
@@ -127,7 +199,7 @@ def hash_shard(path: str, params: MinHashParams, min_paragraph_chars: int) -> di
         texts.append(text)
         for start, end in paragraph_spans(text):
             para = text[start:end]
-            if _normalised_len(para) < min_paragraph_chars:
+            if _normalised_len(para) < min_paragraph_chars or _too_short(para, min_length, min_words):
                 continue
             h = paragraph_hash(para)
             if h is None:
@@ -156,8 +228,13 @@ def _save_npz(path: str, **arrays: np.ndarray) -> None:
 
 
 def spill_path(output_path: str, shard: str) -> str:
-    """Where the hashing pass leaves one shard's arrays (``index/_shards/<stem>.npz``, removed at the end)."""
-    return join_path(output_path, f"index/_shards/{shard_stem(shard)}.npz")
+    """Where the hashing pass leaves one shard's arrays (``index/_shards/<stem>.npz``, removed at the end).
+
+    ``shard`` is the shard's path relative to the input (folders become ``__``, so equally named
+    shards of different folders do not collide).
+    """
+    rel = shard[: -len(".jsonl.gz")] if shard.endswith(".jsonl.gz") else shard.split(".", 1)[0]
+    return join_path(output_path, f"index/_shards/{rel.replace('/', '__')}.npz")
 
 
 def earlier_drops(output_path: str, drop_id: str) -> tuple[list[tuple[str, str]], list[str]]:
@@ -182,11 +259,29 @@ def earlier_drops(output_path: str, drop_id: str) -> tuple[list[tuple[str, str]]
     return done, sorted(n for n, _ in pending)
 
 
-def run_dedup(config: DedupConfig) -> dict[str, Any]:
-    """Step function of the dedup stage; returns materialization metadata."""
+def dedupe(config: DedupeConfig) -> dict[str, Any]:
+    """Step function (Marin's name): write the duplicate attributes; returns materialization metadata.
+
+    Raises:
+        ValueError: ``decontaminate`` without ``decontaminate_path``, or ``ngram`` without
+            ``decontaminate`` (n-gram matching is a decontamination option here).
+        RuntimeError: ``landing_dir`` names earlier drops whose index is not complete yet.
+    """
     start = time.monotonic()
-    done, pending = earlier_drops(config.output_path, config.drop_id)
-    if config.landing_dir:
+    if config.decontaminate:
+        if not config.decontaminate_path:
+            raise ValueError("DedupeConfig.decontaminate=True needs decontaminate_path (the documents to match)")
+        return _decontaminate(config, start)
+    if config.ngram is not None:
+        raise ValueError(
+            "DedupeConfig.ngram applies to decontamination here (decontaminate=True); deduplication matches "
+            "whole paragraphs and MinHash document signatures (minhash_ngram)"
+        )
+    if config.drop_id is None:
+        done, pending = [], []
+    else:
+        done, pending = earlier_drops(config.output_path, config.drop_id)
+    if config.landing_dir and config.drop_id is not None:
         have = {n for n, _ in done}
         me = drop_sort_key(config.drop_id)
         needed = [d for d in valid_drops_in(config.landing_dir) if drop_sort_key(d) < me]
@@ -196,8 +291,8 @@ def run_dedup(config: DedupConfig) -> dict[str, Any]:
                 f"dedup of {config.drop_id} needs the indices of earlier drops {missing}, which are not "
                 "complete yet; materialize them first (drops are deduplicated in id order)"
             )
-    # The base clears attributes/ and index/ (leftovers of a crashed attempt, _COMPLETE included)
-    # and hashes the shards in parallel; _DedupStage.summarize runs the drop-wide passes.
+    # The base clears the attribute trees and index/ (leftovers of a crashed attempt, _COMPLETE
+    # included) and hashes the shards in parallel; _DedupStage.summarize runs the drop-wide passes.
     return _DedupStage(config, done, pending, start).run()
 
 
@@ -206,21 +301,33 @@ class _DedupStage(ShardStage):
     drop-wide passes of :class:`~marin_assets.processing.classification.dedup_passes.DropDedup`."""
 
     stage = "dedup"
-    output_dirs = ("attributes", "index", "quarantine")
+    mirror = True
+    output_dirs = ("index", "quarantine")
 
-    def __init__(self, config: DedupConfig, done: list[tuple[str, str]], pending: list[str], start: float) -> None:
+    def __init__(self, config: DedupeConfig, done: list[tuple[str, str]], pending: list[str], start: float) -> None:
         super().__init__(config.input_path, config.output_path)
         self.config = config
         self.done = done
         self.pending = pending
         self.start = start
 
+    def shards(self) -> list[str]:
+        return find_shards(self.input_path, f".{self.config.input_filetype}")
+
     def process_shard(self, shard: str, counters: Counters, quarantine: Quarantine) -> Any:
         with counters.timer("hash"):
-            hashed = hash_shard(shard, self.config.params, self.config.min_paragraph_chars)
+            hashed = hash_shard(
+                shard,
+                self.config.params,
+                self.config.min_paragraph_chars,
+                self.config.min_length,
+                self.config.min_words,
+            )
         ids = hashed.pop("ids")
         with counters.timer("spill"):
-            _save_npz(spill_path(self.config.output_path, shard), ids=np.array(ids, dtype=str), **hashed)
+            _save_npz(
+                spill_path(self.config.output_path, self.relative_path(shard)), ids=np.array(ids, dtype=str), **hashed
+            )
         counters.add("documents_in", len(ids))
         # Small: the arrays stay on disk, so the driver never holds the whole drop.
         return {
@@ -232,8 +339,123 @@ class _DedupStage(ShardStage):
     def summarize(self, shard_results: list[ShardResult]) -> dict[str, Any]:
         from marin_assets.processing.classification.dedup_passes import DropDedup, ShardInfo
 
-        shards = [ShardInfo(r.shard, spill_path(self.config.output_path, r.shard), **r.extra) for r in shard_results]
+        shards = [
+            ShardInfo(r.shard, spill_path(self.config.output_path, self.relative_path(r.shard)), **r.extra)
+            for r in shard_results
+        ]
         meta = DropDedup(self.config, shards, self.done).run()
         meta["earlier_drops_without_index"] = self.pending
         meta["seconds"] = round(time.monotonic() - self.start, 3)
         return meta
+
+
+# ------------------------------------------------------------------------------------------
+# Decontamination
+
+
+def _words(paragraph: str) -> list[str]:
+    return _NORMALISE.sub(" ", paragraph.lower()).split()
+
+
+def _ngram_hashes(words: list[str], n: int, stride: int) -> list[int]:
+    """64-bit hashes of the ``n``-word n-grams of ``words``, every ``stride``-th (a short paragraph: one)."""
+    if not words:
+        return []
+    grams = [words] if len(words) <= n else [words[i : i + n] for i in range(0, len(words) - n + 1, stride)]
+    return [
+        int.from_bytes(hashlib.blake2b(" ".join(g).encode("utf-8"), digest_size=8).digest(), "little") for g in grams
+    ]
+
+
+def _source_keys(config: DedupeConfig, n: int | None) -> set[int]:
+    """Every paragraph hash (``n`` None) or every word n-gram hash of the source documents."""
+    keys: set[int] = set()
+    sources = find_shards(config.decontaminate_path or "", f".{config.input_filetype}")
+    if not sources:
+        raise FileNotFoundError(f"no *.{config.input_filetype} documents below {config.decontaminate_path}")
+    for path in sources:
+        for rec in read_shard(path):
+            text = rec.get("text")
+            if not isinstance(text, str):
+                continue
+            for start, end in paragraph_spans(text):
+                para = text[start:end]
+                if n is None:
+                    h = paragraph_hash(para)
+                    if h is not None:
+                        keys.add(h)
+                else:
+                    keys.update(_ngram_hashes(_words(para), n, 1))
+    return keys
+
+
+class _DecontaminateStage(ShardStage):
+    """Per shard: spans of the paragraphs found in the source, mirrored attribute files."""
+
+    stage = "decontaminate"
+    mirror = True
+    output_dirs = ("quarantine",)
+
+    def __init__(self, config: DedupeConfig, n: int | None, keys: set[int], output_path: str, attribute: str) -> None:
+        super().__init__(config.input_path, output_path)
+        self.config = config
+        self.n = n
+        self.keys = keys
+        self.attribute = attribute
+
+    def shards(self) -> list[str]:
+        return find_shards(self.input_path, f".{self.config.input_filetype}")
+
+    def process_shard(self, shard: str, counters: Counters, quarantine: Quarantine) -> Any:
+        ngram = self.config.ngram
+        stride = max(1, ngram.stride or 1) if ngram else 1
+        out = []
+        for i, rec in enumerate(read_shard(shard)):
+            text = rec.get("text")
+            if not isinstance(text, str):
+                quarantine.add("no_text", f"text is {type(text).__name__}", line=i + 1, doc_id=rec.get("id"))
+                continue
+            spans: list[list[float]] = []
+            for start, end in paragraph_spans(text):
+                para = text[start:end]
+                if _too_short(para, self.config.min_length, self.config.min_words):
+                    continue
+                if self.n is None or ngram is None:
+                    h = paragraph_hash(para)
+                    if h is not None and h in self.keys:
+                        spans.append([start, end, 1.0])
+                    continue
+                grams = _ngram_hashes(_words(para), self.n, stride)
+                if not grams:
+                    continue
+                share = sum(g in self.keys for g in grams) / len(grams)
+                if share >= ngram.overlap_threshold:
+                    spans.append([start, end, round(share, 4)])
+            counters.add("documents_in")
+            counters.add("paragraphs_marked", len(spans))
+            counters.add("documents_with_overlap", 1 if spans else 0)
+            out.append({"id": rec.get("id"), "attributes": {self.attribute: spans}})
+        write_shard(join_path(self.output_path, self.relative_path(shard)), out)
+        return None
+
+
+def _decontaminate(config: DedupeConfig, start: float) -> dict[str, Any]:
+    lengths: list[int | None]
+    if config.ngram is None:
+        lengths = [None]
+    elif isinstance(config.ngram.ngram_length, int):
+        lengths = [config.ngram.ngram_length]
+    else:
+        lengths = list(config.ngram.ngram_length)
+    several = len(lengths) > 1
+    meta: dict[str, Any] = {}
+    for n in lengths:
+        keys = _source_keys(config, n)
+        output = join_path(config.output_path, str(n)) if several else config.output_path
+        attribute = f"{config.attribute_name}_{n}" if several else config.attribute_name
+        result = _DecontaminateStage(config, n, keys, output, attribute).run()
+        prefix = f"ngram_{n}/" if several else ""
+        meta.update({f"{prefix}{k}": v for k, v in result.items()})
+        meta[f"{prefix}source_keys"] = len(keys)
+    meta["seconds"] = round(time.monotonic() - start, 3)
+    return meta

@@ -1,64 +1,70 @@
-"""Stage 2: HTML -> plain text with resiliparse main-content extraction (boilerplate removed).
+"""Stage 2, Marin's ``marin.transform.simple_html_to_md.process``: HTML -> text or markdown.
 
-A :class:`~marin_assets.core.shard_stage.DocumentStage`: output co-sharded with the raw docs
-(same shard names). Paragraph breaks are kept as blank lines, which the paragraph-level dedup
-relies on. A record whose ``metadata.content_type`` is ``text/plain`` (WET conversions) is
-already text and passes through unchanged. A record whose ``text`` is not a string, whose
-extraction raises, or that yields no text goes to ``quarantine/<shard>.jsonl`` with the reason
-and its line in the input shard. Every other field of a record is passed on as it was
-(``metadata`` gains ``html_chars``).
+``html_to_md(SimpleHtmlToMdConfig(input_path, output_path, extract_method, config))`` converts every
+record of every ``**/*.jsonl.gz`` below ``input_path`` with :func:`marin_assets.web.convert.convert_page`
+and writes it to the same relative path below ``output_path`` (Marin's layout; our raw stage's
+``docs/<shard>`` becomes ``docs/<shard>``). The page URL is ``metadata.fineweb_metadata.url`` (Marin)
+or ``metadata.url``. The curation pipeline uses ``extract_method="resiliparse"`` with
+``ResiliparseConfig(preserve_formatting=True)``: main-content plain text, paragraph breaks kept as
+blank lines, which the paragraph-level dedup relies on.
+
+A :class:`~marin_assets.core.shard_stage.DocumentStage`. A record whose ``metadata.content_type``
+is ``text/plain`` (WET conversions) is already text and passes through unchanged. Where Marin writes
+a record with an ``error`` field instead of ``text``, a record whose ``text`` is not a string, whose
+conversion raises, or that yields fewer than ``min_chars`` characters goes to
+``quarantine/<shard>.jsonl`` with the reason and its line in the input shard. Every other field of
+a record is passed on as it was; ``format`` becomes ``"md"`` (as in Marin) and ``metadata`` gains
+``html_chars``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from resiliparse.extract.html2text import extract_plain_text
-
 from marin_assets.core.shard_stage import Counters, DocumentStage, Quarantine
+from marin_assets.schemas.web.convert import ExtractionConfig, HtmlToMarkdownConfig
+from marin_assets.web.convert import convert_page
 
 
 @dataclass(frozen=True)
-class HtmlToTextConfig:
-    """Config of the HTML->text stage.
+class SimpleHtmlToMdConfig:
+    """Marin's config of the HTML -> markdown transform.
 
     Attributes:
-        input_path: the raw stage's output for this drop (reads its ``docs/`` shards).
-        output_path: where ``docs/`` and ``quarantine/`` go.
-        main_content: resiliparse's main-content heuristics (drops nav, footers, ads, banners).
-        min_chars: extracted text shorter than this is quarantined as ``no_text``.
+        input_path: folder of ``.jsonl.gz`` documents whose ``text`` is HTML (any depth).
+        output_path: where the converted documents (same relative paths) and ``quarantine/`` go.
+        extract_method: ``"readability"`` (Marin's default), ``"resiliparse"`` or ``"trafilatura"``.
+        config: the method's options (:mod:`marin_assets.schemas.web.convert`).
+        min_chars: ours -- converted text shorter than this is quarantined as ``no_text``.
     """
 
     input_path: str
     output_path: str
-    main_content: bool = True
+    extract_method: str = "readability"
+    config: ExtractionConfig = field(default_factory=HtmlToMarkdownConfig.default_config)
     min_chars: int = 1
 
 
-def extract_text(html: str, main_content: bool = True) -> str:
-    """Main-content plain text of ``html`` with blank lines between blocks."""
-    text = extract_plain_text(
-        html,
-        preserve_formatting=True,
-        main_content=main_content,
-        list_bullets=True,
-        alt_texts=False,
-        links=False,
-        form_fields=False,
-        noscript=False,
-    )
-    return text.strip()
+def _url(metadata: dict[str, Any]) -> str | None:
+    fineweb = metadata.get("fineweb_metadata")
+    url = fineweb.get("url") if isinstance(fineweb, dict) else None
+    url = url or metadata.get("url")
+    return url if isinstance(url, str) and url else None
 
 
-class HtmlToTextStage(DocumentStage):
-    """Per document: extract the main-content text of the HTML."""
+class SimpleHtmlToMdStage(DocumentStage):
+    """Per document: ``convert_page(html, url, extract_method, config)["content"]``."""
 
     stage = "text"
+    mirror = True
 
-    def __init__(self, config: HtmlToTextConfig) -> None:
+    def __init__(self, config: SimpleHtmlToMdConfig) -> None:
         super().__init__(config.input_path, config.output_path)
         self.config = config
+        # An unknown method, a config of the wrong kind or a missing package fails the step here,
+        # once, instead of quarantining every record.
+        convert_page("<html><body><p>probe</p></body></html>", None, config.extract_method, config.config)
 
     def process(
         self, record: dict[str, Any], state: Any, counters: Counters, quarantine: Quarantine, line: int
@@ -78,7 +84,8 @@ class HtmlToTextStage(DocumentStage):
             counts["plain_text_passthrough"] += 1
         else:
             try:
-                text = extract_text(html, self.config.main_content)
+                text = convert_page(html, _url(metadata), self.config.extract_method, self.config.config)["content"]
+                text = text.strip()
             except Exception as exc:  # resiliparse is lenient; anything it still rejects is quarantined
                 quarantine.add(
                     "extract_error", f"{type(exc).__name__}: {exc}"[:300], line=line, doc_id=record.get("id")
@@ -93,8 +100,9 @@ class HtmlToTextStage(DocumentStage):
             )
             return None
         counts["text_chars_out"] += len(text)
-        out = record.copy()  # same fields, in the same order; only text and metadata change
+        out = record.copy()  # same fields, in the same order; only text, format and metadata change
         out["text"] = text
+        out["format"] = "md"
         out["metadata"] = {**metadata, "html_chars": len(html)}
         return out
 
@@ -107,6 +115,6 @@ class HtmlToTextStage(DocumentStage):
         return {"kept_char_ratio": round(text / html, 4) if html else 0.0}
 
 
-def run_html_to_text(config: HtmlToTextConfig) -> dict[str, Any]:
-    """Step function of the HTML->text stage; returns materialization metadata."""
-    return HtmlToTextStage(config).run()
+def html_to_md(cfg: SimpleHtmlToMdConfig) -> dict[str, Any]:
+    """Step function (Marin's name): convert every document; returns materialization metadata."""
+    return SimpleHtmlToMdStage(cfg).run()

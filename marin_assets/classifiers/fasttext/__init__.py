@@ -1,0 +1,1 @@
+"""Marin's ``marin.classifiers.fasttext``: the fastText training core."""

@@ -1,0 +1,137 @@
+"""Marin's ``marin.download.huggingface.download_hf``: ``download_hf(DownloadConfig)``, from the local HF cache.
+
+Copies ``hf_dataset_id@revision`` from the local HF hub cache (``$HF_HUB_CACHE`` / ``$HF_HOME/hub``,
+or ``cache_dir``) to ``gcs_output_path`` -- never the network, exactly as with ``HF_HUB_OFFLINE=1``
+(see :mod:`.download` for the output layout).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import time
+from typing import Any
+
+from marin_assets.core.io import write_json
+from marin_assets.download.huggingface.download import PROVENANCE, DownloadConfig, HfDatasetNotCachedError
+from marin_assets.execution.storage import filesystem, join_path
+from marin_assets.landing.zone import MANIFEST
+
+_COPY = 4 << 20
+
+
+def _cache_dir(config: DownloadConfig) -> str:
+    if config.cache_dir:
+        return config.cache_dir
+    from huggingface_hub import constants
+
+    return constants.HF_HUB_CACHE
+
+
+def cached_snapshot(config: DownloadConfig) -> str:
+    """The local snapshot folder of ``hf_dataset_id@revision`` (never downloads).
+
+    Raises:
+        HfDatasetNotCachedError: naming the dataset, the revision, the cache folder, and how to
+            fill it.
+    """
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    cache = _cache_dir(config)
+    try:
+        return snapshot_download(
+            config.hf_dataset_id,
+            repo_type="dataset",
+            revision=config.revision,
+            cache_dir=cache,
+            local_files_only=True,
+        )
+    except (LocalEntryNotFoundError, FileNotFoundError) as exc:
+        repo_folder = os.path.join(cache, "datasets--" + config.hf_dataset_id.replace("/", "--"))
+        what = (
+            f"revision {config.revision!r} of it"
+            if os.path.isdir(repo_folder)
+            else f"no folder {os.path.basename(repo_folder)!r} at all"
+        )
+        raise HfDatasetNotCachedError(
+            f"HF dataset {config.hf_dataset_id!r} at revision {config.revision!r} is not in the local "
+            f"Hugging Face cache {cache!r} ({what} is missing). Nothing is downloaded here (offline, "
+            f"as with HF_HUB_OFFLINE=1). Make it available: on a machine with network run "
+            f"`huggingface-cli download --repo-type dataset {config.hf_dataset_id} --revision {config.revision}` "
+            "and copy its HF cache here (set HF_HOME or HF_HUB_CACHE to it), or give the step cache_dir="
+        ) from exc
+
+
+def _files(snapshot: str, globs: list[str]) -> list[str]:
+    """Relative paths of the snapshot's files (the cache links them to blobs; those are followed)."""
+    out = []
+    for directory, dirs, names in os.walk(snapshot):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            rel = os.path.relpath(os.path.join(directory, name), snapshot).replace(os.sep, "/")
+            if name.startswith(".") or rel in (MANIFEST, PROVENANCE):
+                continue
+            if not globs or any(fnmatch.fnmatch(rel, g) for g in globs):
+                out.append(rel)
+    return out
+
+
+def _copy(source: str, target: str) -> tuple[int, str]:
+    """Stream ``source`` (local) to ``target`` via a temporary name; return (bytes, sha256)."""
+    fs, t = filesystem(target)
+    tmp = f"{t.rsplit('/', 1)[0]}/.tmp-{os.getpid()}-{t.rsplit('/', 1)[-1]}"
+    fs.makedirs(t.rsplit("/", 1)[0], exist_ok=True)
+    digest = hashlib.sha256()
+    size = 0
+    with open(source, "rb") as src, fs.open(tmp, "wb") as dst:
+        for chunk in iter(lambda: src.read(_COPY), b""):
+            digest.update(chunk)
+            dst.write(chunk)
+            size += len(chunk)
+    fs.mv(tmp, t)
+    return size, digest.hexdigest()
+
+
+def download_hf(config: DownloadConfig) -> dict[str, Any]:
+    """Step function: copy ``hf_dataset_id@revision`` from the local HF cache; returns metadata."""
+    start = time.monotonic()
+    snapshot = cached_snapshot(config)
+    commit = os.path.basename(os.path.normpath(snapshot))
+    names = _files(snapshot, list(config.hf_urls_glob))
+    if not names:
+        raise HfDatasetNotCachedError(
+            f"HF dataset {config.hf_dataset_id!r}@{config.revision!r} (commit {commit}) in {snapshot!r} has no "
+            f"files matching {list(config.hf_urls_glob) or '*'}"
+        )
+    fs, out = filesystem(config.gcs_output_path)
+    if fs.exists(join_path(config.gcs_output_path, MANIFEST)):
+        fs.rm(join_path(config.gcs_output_path, MANIFEST))  # an old attempt's drop is not complete any more
+    files = []
+    for rel in names:
+        size, sha = _copy(os.path.join(snapshot, rel), join_path(config.gcs_output_path, rel))
+        files.append({"path": rel, "bytes": size, "sha256": sha})
+    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    provenance = {
+        "hf_dataset_id": config.hf_dataset_id,
+        "revision": config.revision,
+        "commit": commit,
+        "snapshot": snapshot,
+        "files": files,
+        "created_at": created,
+    }
+    write_json(join_path(config.gcs_output_path, PROVENANCE), provenance)
+    # The manifest last: the output becomes a complete drop in one step.
+    write_json(
+        join_path(config.gcs_output_path, MANIFEST),
+        {"source": config.hf_dataset_id, "revision": commit, "created_at": created, "files": files},
+    )
+    return {
+        "hf_dataset_id": config.hf_dataset_id,
+        "revision": config.revision,
+        "commit": commit,
+        "files": len(files),
+        "bytes": sum(f["bytes"] for f in files),
+        "seconds": round(time.monotonic() - start, 3),
+    }

@@ -1,0 +1,1 @@
+"""Marin's ``marin.processing.classification.fasttext``: the fastText training step."""

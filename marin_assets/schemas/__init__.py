@@ -1,0 +1,1 @@
+"""Marin's ``marin.schemas``: config schemas shared by stages."""

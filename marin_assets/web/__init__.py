@@ -1,0 +1,1 @@
+"""Marin's ``marin.web``: turning a web page into text."""
