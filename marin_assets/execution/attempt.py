@@ -1,8 +1,10 @@
 """Attempt staging: what a runner writes is published only while it still holds the step's lease.
 
-Each attempt at a unit (a step, or one partition) gets a *staging folder* inside its output,
-``<output>/.marin_attempts/<attempt id>/<output's last name>`` (the same last name, so code that
-derives a run name from its output path keeps doing so); the step function's ``output_path`` (``this_output_path()``)
+Each attempt at a unit (a step, or one partition) gets a *staging folder* beside its output,
+``<parent>/.marin_attempts/<name>/<attempt id>/<name>`` for the output ``<parent>/<name>`` -- outside
+the output folder, so nothing a stopped attempt leaves behind ever sits inside a published output,
+and with the same last name, so code that derives a run name from its output path keeps doing so;
+on the same filesystem or bucket, so publishing never moves bytes between stores. The step function's ``output_path`` (``this_output_path()``)
 resolves there, so everything it writes -- with fsspec, plain files, a subprocess, a Ray task --
 lands in the staging folder. When the function returns, the runner *publishes* the staging folder
 (:func:`publish`) and only then records SUCCESS:
@@ -45,10 +47,20 @@ TRASH_DIR = ".marin_trash"
 _EXECUTOR_FILE_PREFIX = ".executor_"
 
 
+def _split(output_path: str) -> tuple[str, str]:
+    parent, _, name = output_path.rstrip("/").rpartition("/")
+    return parent, name
+
+
+def attempts_root(output_path: str) -> str:
+    """The folder holding the attempts' staging folders of ``output_path``."""
+    parent, name = _split(output_path)
+    return join_path(parent, f"{ATTEMPTS_DIR}/{name}")
+
+
 def staging_path(output_path: str, attempt_id: str) -> str:
-    """The staging folder of attempt ``attempt_id`` at ``output_path`` (ends in the output's last name)."""
-    name = output_path.rstrip("/").rsplit("/", 1)[-1]
-    return join_path(output_path, f"{ATTEMPTS_DIR}/{attempt_id}/{name}")
+    """The staging folder of attempt ``attempt_id`` of ``output_path`` (ends in the output's last name)."""
+    return join_path(attempts_root(output_path), f"{attempt_id}/{_split(output_path)[1]}")
 
 
 def published_path(path: str) -> str:
@@ -60,12 +72,12 @@ def published_path(path: str) -> str:
     if marker not in path:
         return path
     head, _, tail = path.partition(marker)
-    rest = tail.split("/", 2)  # attempt id, the output's last name, the rest
-    return join_path(head, rest[2]) if len(rest) > 2 else head
+    rest = tail.split("/", 2)  # the output's name, the attempt id, the output's name + the rest
+    return join_path(head, rest[2]) if len(rest) > 2 else path
 
 
 def _is_executor_entry(name: str) -> bool:
-    return name.startswith(_EXECUTOR_FILE_PREFIX) or name == ATTEMPTS_DIR
+    return name.startswith(_EXECUTOR_FILE_PREFIX)
 
 
 def _rel(full: str, root: str) -> str:
@@ -78,7 +90,7 @@ def discard_attempts(output_path: str, keep: str | None = None) -> list[str]:
     Local: each is renamed to a hidden ``.discarded-*`` name (one atomic rename: its old writer's
     later renames fail) and then deleted; object stores: its objects are deleted.
     """
-    fs, root = filesystem(join_path(output_path, ATTEMPTS_DIR))
+    fs, root = filesystem(attempts_root(output_path))
     discarded: list[str] = []
     if is_local(output_path):
         try:
@@ -121,15 +133,6 @@ def prepare_staging(staging: str) -> None:
     fs.makedirs(p, exist_ok=True)
 
 
-def attempt_exists(output_path: str, attempt_id: str) -> bool:
-    """Whether the staging folder of ``attempt_id`` holds anything."""
-    fs, p = filesystem(staging_path(output_path, attempt_id))
-    try:
-        return bool(fs.find(p)) if not is_local(output_path) else os.path.isdir(p)
-    except FileNotFoundError:
-        return False
-
-
 def publish(staging: str, output_path: str, fence: Fence) -> int:
     """Move the staged output into ``output_path`` (replacing its earlier content); returns entries moved.
 
@@ -158,9 +161,10 @@ def _publish_local(staging: str, output: str, fence: Fence) -> int:
         fence.check()
         os.rename(os.path.join(staging, name), os.path.join(output, name))
     shutil.rmtree(attempt_dir, ignore_errors=True)
-    attempts = os.path.dirname(attempt_dir)
-    with contextlib.suppress(OSError):
-        os.rmdir(attempts)  # fails while other (discarded) attempts are still there: fine
+    root = os.path.dirname(attempt_dir)
+    with contextlib.suppress(OSError):  # fails while other attempts are still there: fine
+        os.rmdir(root)
+        os.rmdir(os.path.dirname(root))
     return len(staged)
 
 
