@@ -496,7 +496,8 @@ class Executor:
         metadata = scrub_values(result, hidden) if isinstance(result, dict) else {}
         metadata = rewrite_paths(metadata, staging, output_path)  # paths name the published output
         if metadata:
-            write_json(join_path(output_path, METADATA_FILE), metadata)
+            # As read back (status.read_metadata): secret-named fields and URL credentials hidden.
+            write_json(join_path(output_path, METADATA_FILE), redact_secrets(metadata))
         self._fenced_status(lease, label, output_path, STATUS_SUCCESS, token, run_id=run_id)
         seconds = time.monotonic() - start
         logger.info("%s: SUCCESS in %.1fs", label, seconds)
