@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 ATTEMPTS_DIR = ".marin_attempts"
 TRASH_DIR = ".marin_trash"
 _EXECUTOR_FILE_PREFIX = ".executor_"
+_COPY_BATCH = 128  # objects copied concurrently between two lease checks
 
 
 def _split(output_path: str) -> tuple[str, str]:
@@ -192,9 +193,12 @@ def _publish_object_store(staging: str, output_path: str, fence: Fence) -> int:
         if rel not in staged:
             fence.check()
             _delete_if_generation(fs, path, info)
-    for rel, src in staged.items():
+    items = sorted(staged.items())
+    for start in range(0, len(items), _COPY_BATCH):
         fence.check()
-        fs.cp_file(src, f"{oroot.rstrip('/')}/{rel}")  # server-side copy (GCS rewrite); fails if src was discarded
+        batch = items[start : start + _COPY_BATCH]
+        # Server-side copies (GCS rewrite), issued concurrently; each fails if its source was discarded.
+        fs.copy([src for _, src in batch], [f"{oroot.rstrip('/')}/{rel}" for rel, _ in batch], on_error="raise")
     if staged:
         with contextlib.suppress(FileNotFoundError):
             fs.rm(list(staged.values()))
