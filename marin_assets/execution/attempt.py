@@ -78,7 +78,9 @@ def published_path(path: str) -> str:
 
 
 def _is_executor_entry(name: str) -> bool:
-    return name.startswith(_EXECUTOR_FILE_PREFIX)
+    # The runner's own files (status, info, metadata, lease and its mutex / temporary files that a
+    # heartbeat may be writing at this moment) stay where they are.
+    return name.startswith((_EXECUTOR_FILE_PREFIX, ".tmp-lease-"))
 
 
 def _rel(full: str, root: str) -> str:

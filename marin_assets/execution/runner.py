@@ -26,6 +26,7 @@ staging folder, which the runner that took over discarded: never published.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import logging
 import re
@@ -499,6 +500,8 @@ class Executor:
             # As read back (status.read_metadata): secret-named fields and URL credentials hidden.
             write_json(join_path(output_path, METADATA_FILE), redact_secrets(metadata))
         self._fenced_status(lease, label, output_path, STATUS_SUCCESS, token, run_id=run_id)
+        with contextlib.suppress(OSError):  # leftovers of stopped attempts: nobody will adopt them now
+            discard_attempts(output_path)
         seconds = time.monotonic() - start
         logger.info("%s: SUCCESS in %.1fs", label, seconds)
         return StepOutcome(node.name, output_path, partition, "ran", seconds, metadata=metadata)
