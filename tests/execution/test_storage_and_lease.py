@@ -158,3 +158,13 @@ def test_credentials_inside_urls_are_redacted_in_executor_info(prefix):
     )
     assert "s3cr3t-pw" not in stored and "hunter2" not in stored and "alice:" not in stored
     assert json.loads(read_bytes(join_path(out, ".executor_metadata.json")))["used"].startswith("https://***@")
+
+
+@pytest.mark.parametrize("where", ["local", "gcs"])
+def test_a_run_without_competitor_never_loses_its_leases_at_a_fast_heartbeat(where, prefix, request):
+    from bench.lease import generate_dag
+
+    base = prefix if where == "local" else request.getfixturevalue("gcs_prefix")
+    steps = generate_dag(30)
+    report = Executor(ExecutorOptions(heartbeat_s=0.05, stale_s=1.0)).run(StepGraph(steps, base))
+    assert [o.action for o in report.outcomes].count("ran") == 30
