@@ -154,7 +154,7 @@ def _publish_local(staging: str, output: str, fence: Fence) -> int:
     # holder has discarded it since, this fails rather than re-creating it.
     with contextlib.suppress(FileExistsError):
         os.mkdir(trash)
-    staged = os.listdir(staging)
+    staged = os.listdir(staging) if os.path.isdir(staging) else []  # a step may remove its own folder
     for name in os.listdir(output):
         if _is_executor_entry(name):
             continue
