@@ -24,6 +24,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Protocol
 
 import fsspec
@@ -78,12 +79,13 @@ class LocalLeaseBackend:
         self.mutex_stale_s = mutex_stale_s
         self.tmp_stale_s = tmp_stale_s
 
-    def remove_leftover_tmp(self, path: str) -> int:
-        """Delete ``.tmp-lease-*`` files beside ``path`` older than ``tmp_stale_s`` (a process killed
-        between writing and linking/renaming one leaves it); returns how many were removed.
+    def remove_leftover_tmp(self, path: str, written_by_dead: Callable[[bytes], bool] | None = None) -> int:
+        """Delete the ``.tmp-lease-*`` files beside ``path`` that a killed process left (it died
+        between writing one and linking/renaming it); returns how many were removed.
 
-        A live writer links or renames its temporary file within milliseconds, so only files far
-        older than that are touched.
+        A file goes when ``written_by_dead(content)`` says its writer is provably dead (at once), or
+        when it is older than ``tmp_stale_s`` -- a live writer links or renames its temporary file
+        within milliseconds.
         """
         directory = os.path.dirname(path) or "."
         removed = 0
@@ -97,7 +99,11 @@ class LocalLeaseBackend:
                 continue
             full = os.path.join(directory, name)
             with contextlib.suppress(FileNotFoundError):
-                if now - os.stat(full).st_mtime > self.tmp_stale_s:
+                old = now - os.stat(full).st_mtime > self.tmp_stale_s
+                if not old and written_by_dead is not None:
+                    with open(full, "rb") as handle:
+                        old = written_by_dead(handle.read(65536))
+                if old:
                     os.unlink(full)
                     removed += 1
         return removed

@@ -196,6 +196,12 @@ class StepLease:
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
+    @classmethod
+    def _written_by_dead(cls, data: bytes) -> bool:
+        """Whether lease content names a provably dead holder (its leftover temporary file may go)."""
+        holder = cls._parse(data)
+        return holder is not None and holder.is_provably_dead()
+
     def holder(self) -> LeaseHolder | None:
         """The current holder, or None when nobody holds the lease."""
         current = self.backend.read(self.path)
@@ -239,7 +245,7 @@ class StepLease:
             cleanup = getattr(self.backend, "remove_leftover_tmp", None)
             if cleanup is not None:  # a SIGKILLed writer's temporary lease file, left beside it
                 with contextlib.suppress(OSError):
-                    cleanup(self.path)
+                    cleanup(self.path, self._written_by_dead)
             for _ in range(3):
                 data = self._content()
                 token = self.backend.create_exclusive(self.path, data)

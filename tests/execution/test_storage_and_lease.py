@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -118,9 +120,17 @@ def test_leftover_tmp_lease_files_are_removed_on_the_next_acquire(prefix):
         with open(path, "wb") as handle:
             handle.write(b'{"owner": "killed"}')
     os.utime(old, (time.time() - 3600, time.time() - 3600))
+    # Written a moment ago by a runner that was then SIGKILLed: its content names a dead holder.
+    killed = os.path.join(folder, ".tmp-lease-00000000deadbeef")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    content = json.loads(lease._content())
+    content.update(pid=dead.pid)
+    with open(killed, "w") as handle:
+        json.dump(content, handle)
     assert lease.try_acquire()
     lease.release()
-    assert not os.path.exists(old)
+    assert not os.path.exists(old) and not os.path.exists(killed)
     assert os.path.exists(fresh)
     assert [n for n in os.listdir(folder) if n.startswith(".tmp-lease-")] == [os.path.basename(fresh)]
 
