@@ -42,7 +42,9 @@ def train_like(config: CheckpointConfig) -> dict[str, object]:
 
 
 def _step(**kwargs) -> ExecutorStep:
-    return ExecutorStep("attempts/train", train_like, CheckpointConfig(this_output_path(), **kwargs, steps=versioned(3)))
+    return ExecutorStep(
+        "attempts/train", train_like, CheckpointConfig(this_output_path(), **kwargs, steps=versioned(3))
+    )
 
 
 def test_a_failed_attempt_is_resumed_by_the_retry_and_paths_name_the_output(prefix, monkeypatch):
@@ -147,8 +149,51 @@ def test_publishing_replaces_the_earlier_content_of_an_output(where, prefix, req
     monkeypatch.setenv("NAMES", "a,c")
     monkeypatch.setenv("TAG", "second")
     Executor(ExecutorOptions()).run(graph)
-    files = sorted(f[len(p.rstrip("/")) + 1 :] for f in fs.find(p) if "/.executor_" not in f and "/." not in f[len(p):])
+    files = sorted(
+        f[len(p.rstrip("/")) + 1 :] for f in fs.find(p) if "/.executor_" not in f and "/." not in f[len(p) :]
+    )
     assert files == ["a/part.txt", "c/part.txt"]
     assert read_bytes(join_path(out, "a/part.txt")) == b"a second"
     parent_fs, parent = filesystem(out.rsplit("/", 1)[0])
     assert not [f for f in parent_fs.find(parent) if "/.marin_attempts/" in f]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_sigkilled_training_step_resumes_from_its_staged_checkpoints(prefix):
+    """Through the runner: the killed attempt's checkpoints are in its staging folder; the next
+    runner (the holder is provably dead) adopts the folder and Levanter resumes there."""
+    import glob
+    import signal
+
+    from marin_assets.training.training_log import list_step_dirs
+    from tests.execution import resume_steps
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    cmd = [sys.executable, "-m", "tests.execution.resume_steps", "--prefix", prefix, "--no_record"]
+    env = {**os.environ, "PYTHONPATH": repo}
+    runner = subprocess.Popen(cmd, cwd=repo, env=env, start_new_session=True)
+    pattern = os.path.join(prefix, "checkpoints", ".marin_attempts", "*", "*", "*", "checkpoints")
+    deadline = time.monotonic() + 400
+    try:
+        while not any(list_step_dirs(d) for d in glob.glob(pattern)):
+            assert runner.poll() is None, "the run ended before its first checkpoint"
+            assert time.monotonic() < deadline, "no checkpoint within 400 s"
+            time.sleep(0.5)
+        time.sleep(1.0)  # let the checkpoint's metadata land
+    finally:
+        os.killpg(runner.pid, signal.SIGKILL)
+        runner.wait()
+    (staged,) = glob.glob(pattern)
+    killed_at = list_step_dirs(staged)[-1][0]
+    train = resume_steps.steps()[-1]
+    out = StepGraph(resume_steps.steps(), prefix).resolved(train).output_path
+    assert read_status(out).status == "RUNNING" and not os.path.exists(join_path(out, "checkpoints"))
+
+    second = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=500)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert read_status(out).status == "SUCCESS"
+    metadata = read_metadata(out)
+    assert metadata["resumed_from_step"] > 0 and metadata["resumed_from_step"] >= killed_at - 5
+    assert list_step_dirs(join_path(out, "checkpoints"))[-1][0] >= 115
+    assert str(metadata["hf_export"]).startswith(out) and ".marin_attempts" not in json.dumps(metadata)

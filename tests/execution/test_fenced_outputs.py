@@ -98,9 +98,7 @@ def _probe(prefix: str, markers: Path, pause_at: tuple[int, int]) -> None:
     files = {name: data for name, data in _all_files(gen_out).items() if not name.startswith(".executor_")}
     assert sorted(files) == [f"file{f}.txt" for f in range(FILES)], sorted(files)
     for f in range(FILES):
-        expected = "".join(
-            f"B file{f} chunk{c} line{k}\n" for c in range(CHUNKS) for k in range(LINES)
-        ).encode()
+        expected = "".join(f"B file{f} chunk{c} line{k}\n" for c in range(CHUNKS) for k in range(LINES)).encode()
         assert files[f"file{f}.txt"] == expected, f"file{f}.txt holds A's bytes or is truncated"
     consumed = read_text(join_path(use_out, "consumed.txt"))
     assert consumed.count("\n") == FILES * CHUNKS * LINES and "A file" not in consumed
