@@ -186,8 +186,8 @@ def test_a_sigkilled_training_step_resumes_from_its_staged_checkpoints(prefix):
         runner.wait()
     (staged,) = glob.glob(pattern)
     killed_at = list_step_dirs(staged)[-1][0]
-    train = resume_steps.steps()[-1]
-    out = StepGraph(resume_steps.steps(), prefix).resolved(train).output_path
+    graph_steps = resume_steps.steps()
+    out = StepGraph(graph_steps, prefix).resolved(graph_steps[-1]).output_path
     assert read_status(out).status == "RUNNING" and not os.path.exists(join_path(out, "checkpoints"))
 
     second = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=500)
