@@ -6,15 +6,20 @@ Prints, as JSON:
   as ratios against a plain one-object write and read in the same process (the baseline: what one
   request costs here), and the same on a local folder;
 * a cached re-run of a ``--steps``-step DAG on gs:// through ``executor_main`` (goal <= 2 s; the
-  statuses are read in one concurrent batch), as a ratio against reading every status one by one.
+  statuses are read in one concurrent batch), as a ratio against reading every status one by one;
+* the cost of fenced outputs (attempt staging + publish under the lease, ``execution.attempt``):
+  one step writing ``--output_mb`` MB in ``--output_files`` files through the runner, against the
+  same function writing straight to a folder (the unfenced baseline), local and gs://; with the
+  publish step timed alone.
 
-    python -m bench.lease [--steps 200] [--rounds 50]
+    python -m bench.lease [--steps 200] [--rounds 50] [--output_mb 1024] [--output_files 16]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import tempfile
@@ -121,10 +126,74 @@ def cached_rerun(prefix: str, n: int) -> dict[str, float]:
     }
 
 
+@dataclass(frozen=True)
+class BigConfig:
+    """Write ``mb`` MB of incompressible bytes in ``files`` files below ``output_path``."""
+
+    output_path: str
+    mb: int
+    files: int
+
+
+_BLOCK = os.urandom(1 << 20)
+
+
+def write_big(config: BigConfig) -> dict[str, int]:
+    """The payload of the fenced-write benchmark (plain fsspec writes, 1 MiB at a time)."""
+    import fsspec
+
+    per_file = config.mb // config.files
+    for f in range(config.files):
+        with fsspec.open(join_path(config.output_path, f"part-{f:03d}.bin"), "wb") as handle:
+            for _ in range(per_file):
+                handle.write(_BLOCK)
+    return {"mb": per_file * config.files}
+
+
+def fenced_write(prefix: str, mb: int, files: int) -> dict[str, float]:
+    """Seconds to write ``mb`` MB unfenced (straight to a folder) and through the runner (staged,
+    then published under the lease); publish timed alone."""
+    from marin_assets.execution import runner
+
+    start = time.perf_counter()
+    write_big(BigConfig(join_path(prefix, "unfenced"), mb, files))
+    unfenced = time.perf_counter() - start
+
+    published: list[float] = []
+    original = runner.publish
+
+    def timed_publish(*args, **kwargs):  # noqa: ANN002, ANN003 - passes through
+        t = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            published.append(time.perf_counter() - t)
+
+    runner.publish = timed_publish
+    try:
+        step = ExecutorStep("bench/big", write_big, BigConfig(this_output_path(), versioned(mb), versioned(files)))
+        start = time.perf_counter()
+        report = runner.Executor(runner.ExecutorOptions()).run(StepGraph([step], prefix))
+        fenced = time.perf_counter() - start
+    finally:
+        runner.publish = original
+    assert [o.action for o in report.outcomes] == ["ran"]
+    return {
+        "mb": mb,
+        "files": files,
+        "unfenced_write_s": round(unfenced, 2),
+        "fenced_step_s": round(fenced, 2),
+        "publish_s": round(published[0], 3),
+        "fenced_x_unfenced": round(fenced / unfenced, 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=50)
+    parser.add_argument("--output_mb", type=int, default=1024)
+    parser.add_argument("--output_files", type=int, default=16)
     args = parser.parse_args()
     import logging
 
@@ -140,6 +209,10 @@ def main() -> None:
                 "gcs_lease": lease_latency(gcs, args.rounds),
                 "local_lease": lease_latency(f"{tmp}/local", args.rounds),
                 "gcs_cached_rerun": cached_rerun(f"gs://{server.create_bucket()}/dag", args.steps),
+                "local_fenced_write": fenced_write(f"{tmp}/big", args.output_mb, args.output_files),
+                "gcs_fenced_write": fenced_write(
+                    f"gs://{server.create_bucket()}/big", args.output_mb, args.output_files
+                ),
             }
         finally:
             server.stop()

@@ -24,6 +24,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Protocol
 
 import fsspec
@@ -74,8 +75,38 @@ class LocalLeaseBackend:
     milliseconds of the section) is broken.
     """
 
-    def __init__(self, mutex_stale_s: float = 10.0) -> None:
+    def __init__(self, mutex_stale_s: float = 10.0, tmp_stale_s: float = 60.0) -> None:
         self.mutex_stale_s = mutex_stale_s
+        self.tmp_stale_s = tmp_stale_s
+
+    def remove_leftover_tmp(self, path: str, written_by_dead: Callable[[bytes], bool] | None = None) -> int:
+        """Delete the ``.tmp-lease-*`` files beside ``path`` that a killed process left (it died
+        between writing one and linking/renaming it); returns how many were removed.
+
+        A file goes when ``written_by_dead(content)`` says its writer is provably dead (at once), or
+        when it is older than ``tmp_stale_s`` -- a live writer links or renames its temporary file
+        within milliseconds.
+        """
+        directory = os.path.dirname(path) or "."
+        removed = 0
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return 0
+        now = time.time()
+        for name in names:
+            if not name.startswith(".tmp-lease-"):
+                continue
+            full = os.path.join(directory, name)
+            with contextlib.suppress(FileNotFoundError):
+                old = now - os.stat(full).st_mtime > self.tmp_stale_s
+                if not old and written_by_dead is not None:
+                    with open(full, "rb") as handle:
+                        old = written_by_dead(handle.read(65536))
+                if old:
+                    os.unlink(full)
+                    removed += 1
+        return removed
 
     @staticmethod
     def _write_tmp(path: str, data: bytes) -> str:

@@ -54,7 +54,6 @@ class GCSLeaseBackend:
             )
         except FileExistsError:  # 412 Precondition Failed
             return None
-        self.fs.invalidate_cache(self.fs._parent(path))
         return str(result["generation"])
 
     def create_exclusive(self, path: str, data: bytes) -> str | None:
@@ -85,5 +84,4 @@ class GCSLeaseBackend:
             self.fs.call("DELETE", "b/{}/o/{}", bucket, key, ifGenerationMatch=token)
         except (FileExistsError, FileNotFoundError):
             return False
-        self.fs.invalidate_cache(self.fs._parent(path))
         return True

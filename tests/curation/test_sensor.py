@@ -218,3 +218,49 @@ def test_cursor_without_checksum_cache_still_loads(zone):
     broken = json.dumps({"seen": [], "rejected": None, "checksum_rejected": {"x": "not an object"}})
     new, cursor, _ = evaluate_landing(zone, SOURCE, broken, lambda key: False, _Log())
     assert [key for key, _, _ in new] == ["drop-001"]
+
+
+def _in_other_thread(fn) -> None:
+    """Writes from another thread: fsspec gives each thread its own gcsfs instance (and cache)."""
+    import threading
+
+    thread = threading.Thread(target=fn)
+    thread.start()
+    thread.join()
+
+
+def test_long_lived_thread_keeps_seeing_new_gs_drops_and_rejections(gcs_prefix, instance):
+    """One thread ticks the sensor on a gs:// landing zone (as the code server's reused threads do):
+    drops that arrive later are seen on the next tick, and a rejected drop is reported on every tick."""
+    from marin_assets.execution.storage import atomic_write_bytes, join_path, read_bytes
+
+    sensor = _sensor(gcs_prefix)
+    _in_other_thread(lambda: _drop(gcs_prefix, "drop-001"))
+    first = _tick(sensor, instance)
+    assert [r.partition_key for r in first.run_requests] == ["drop-001"]
+    cursor = first.cursor
+    empty = _tick(sensor, instance, cursor)
+    assert not empty.run_requests
+    _in_other_thread(lambda: _drop(gcs_prefix, "drop-002"))
+    second = _tick(sensor, instance, empty.cursor)
+    assert [r.partition_key for r in second.run_requests] == ["drop-002"]
+
+    def bad_drop() -> None:
+        _drop(gcs_prefix, "drop-003")
+        manifest_path = join_path(gcs_prefix, f"landing/{SOURCE}/drop-003/manifest.json")
+        manifest = json.loads(read_bytes(manifest_path))
+        manifest["files"][0]["sha256"] = "0" * 64
+        atomic_write_bytes(manifest_path, json.dumps(manifest).encode())
+
+    _in_other_thread(bad_drop)
+    _in_other_thread(lambda: _drop(gcs_prefix, "drop-004"))
+    third = _tick(sensor, instance, second.cursor)
+    assert [r.partition_key for r in third.run_requests] == ["drop-004"]
+    cursor = third.cursor
+    for _ in range(3):  # every later tick still names the rejected drop and why
+        tick = _tick(sensor, instance, cursor)
+        assert not tick.run_requests
+        assert "drop-003" in (tick.skip_reason.skip_message or "") and "sha256" in tick.skip_reason.skip_message
+        assert "drop-003" in json.loads(tick.cursor)["rejected"]
+        cursor = tick.cursor
+    assert instance.get_dynamic_partitions("drops") == ["drop-001", "drop-002", "drop-004"]
