@@ -81,10 +81,17 @@ class StorageConfig:
         return self.protocol == "file"
 
     def filesystem(self) -> Any:
-        """The fsspec filesystem of the root (``LocalFileSystem``, ``GCSFileSystem``, ...)."""
+        """The fsspec filesystem of the root (``LocalFileSystem``, ``GCSFileSystem``, ...).
+
+        Object stores come without a directory-listing cache: fsspec keeps one instance per thread
+        and a cached listing would hide objects other processes wrote since (a new drop).
+        """
         import fsspec
 
-        return fsspec.filesystem(self.protocol, **(self.storage_options or {}))
+        options = dict(self.storage_options or {})
+        if not self.is_local:
+            options.setdefault("use_listings_cache", False)
+        return fsspec.filesystem(self.protocol, **options)
 
     def url(self, *parts: str) -> str:
         """``<root>/<part>/<part>`` (parts may themselves contain slashes)."""

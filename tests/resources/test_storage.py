@@ -1,9 +1,10 @@
-"""StorageConfig: prefix resolution, validation, fsspec access (local and memory://)."""
+"""StorageConfig: prefix resolution, validation, fsspec access (local, memory:// and gs://)."""
 
 from __future__ import annotations
 
 import os
 
+import fsspec
 import pytest
 
 from marin_resources.storage import StorageConfig, normalize_prefix
@@ -50,3 +51,16 @@ def test_memory_filesystem_round_trip():
     assert storage.url("a", "b.json") == "memory://marin-test/a/b.json"
     assert not storage.is_local
     assert not os.path.exists("marin-test")
+
+
+def test_object_store_listing_is_never_stale(gcs_prefix):
+    """The resource's filesystem lists what the store holds now, even in a thread that listed before."""
+    storage = StorageConfig(prefix=gcs_prefix)
+    fs = storage.filesystem()
+    folder = storage.url("landing/web")
+    fs.pipe_file(f"{folder}/drop-001/manifest.json", b"{}")
+    assert [p.rsplit("/", 1)[-1] for p in fs.ls(folder)] == ["drop-001"]
+    # Another writer (a new fsspec instance would not share this one's cache either way).
+    other = fsspec.filesystem("gs", skip_instance_cache=True)
+    other.pipe_file(f"{folder}/drop-002/manifest.json", b"{}")
+    assert [p.rsplit("/", 1)[-1] for p in storage.filesystem().ls(folder)] == ["drop-001", "drop-002"]
