@@ -67,7 +67,11 @@ def test_near_duplicates_are_the_small_edit_they_claim():
     """A near duplicate changes only the words its edit rate says: the title is its original's,
     and the word-5-gram Jaccard of the extracted texts stays >= 0.85 (a retitled copy of a short
     page fell to 0.81, which MinHash-LSH misses now and then: drop-002-000329)."""
-    from marin_assets.transform.simple_html_to_md.process import extract_text
+    from marin_assets.experiments.curation_pipeline import CURATION_EXTRACTION
+    from marin_assets.web.convert import convert_page
+
+    def extract_text(html: str) -> str:  # the curation pipeline's text step, page by page
+        return convert_page(html, None, "resiliparse", CURATION_EXTRACTION)["content"]
 
     texts: dict[str, str] = {}
     near: list[dict] = []
