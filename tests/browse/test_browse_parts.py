@@ -221,6 +221,7 @@ def test_gs_listing_is_never_served_from_a_stale_cache(gcs_prefix):
     fs.pipe_file(f"{gcs_prefix}/step-abc/docs/shard-00000.jsonl", b'{"id": "a", "text": "x"}\n')
     app = BrowserApp(gcs_prefix)
     assert "shard-00000.jsonl" in app.get("/browse/step-abc/docs").body
+    assert len(fs.ls(f"{gcs_prefix}/step-abc/docs")) == 1  # fsspec's default instance caches this listing
     other = gcsfs.GCSFileSystem(token="anon", skip_instance_cache=True)  # another process, in effect
     other.pipe_file(f"{gcs_prefix}/step-abc/docs/shard-00001.jsonl".removeprefix("gs://"), b'{"id": "b"}\n')
     assert fs.ls(f"{gcs_prefix}/step-abc/docs") == [f"{gcs_prefix}/step-abc/docs/shard-00000.jsonl"[5:]]  # stale
