@@ -261,6 +261,8 @@ class Script:
     experiment: Experiment | None = None
     error: str | None = None
     """Traceback or hint when the script failed to import or declares no step."""
+    imports: frozenset[str] = frozenset()
+    """Modules the script's globals come from (to list a script before the scripts building on it)."""
 
 
 def project_root() -> str:
@@ -407,7 +409,40 @@ def _load(name: str, module_name: str, path: str | None, importer: Callable[[], 
         if _has_main_block(module):
             return Script(name, module_name, getattr(module, "__file__", path), error=MAIN_ONLY_HINT)
         return None
-    return Script(name, module_name, getattr(module, "__file__", path), experiment=experiment)
+    where = getattr(module, "__file__", path)
+    return Script(name, module.__name__, where, experiment=experiment, imports=_imports(module))
+
+
+def _imports(module: Any) -> frozenset[str]:
+    found = set()
+    for value in vars(module).values():
+        name = value.__name__ if isinstance(value, type(sys)) else getattr(value, "__module__", None)
+        if isinstance(name, str) and name != module.__name__:
+            found.add(name)
+    return frozenset(found)
+
+
+def _builders_last(scripts: list[Script]) -> list[Script]:
+    """Scripts in list order, except that a script comes after the listed scripts it imports from
+    (a sweep after the training script it varies): a step they share is then shown in the group
+    of the script that defines it."""
+    by_module = {s.module: s for s in scripts}
+    ordered: list[Script] = []
+    state: dict[int, int] = {}
+
+    def visit(script: Script) -> None:
+        if state.get(id(script)):
+            return  # done, or being visited (an import cycle keeps list order)
+        state[id(script)] = 1
+        for name in sorted(script.imports):
+            if name in by_module:
+                visit(by_module[name])
+        ordered.append(script)
+        state[id(script)] = 2
+
+    for script in scripts:
+        visit(script)
+    return ordered
 
 
 def discover(entries: Sequence[str] | None = None, root: str | None = None) -> list[Script]:
@@ -471,7 +506,7 @@ def discover(entries: Sequence[str] | None = None, root: str | None = None) -> l
                 continue
             seen_modules.add(module_name)
             add(_load(_group_name(module_name), module_name, None, lambda m=module_name: importlib.import_module(m)))
-    return scripts
+    return _builders_last(scripts)
 
 
 def discovered_experiments() -> list[Experiment]:
