@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.data_version import extract_data_version_from_entry
 
 from marin_assets.dagster_bridge.assets import (
     RUN_ID_TAG,
@@ -33,6 +34,7 @@ from marin_assets.dagster_bridge.assets import (
     build_step_assets,
     definition_graph,
 )
+from marin_assets.dagster_bridge.partition_sets import observation, partition_set_key, partition_set_version
 from marin_assets.execution.experiment import Script, discover, script_of_file
 from marin_assets.execution.runner import Executor
 from marin_assets.execution.versioning import StepGraph
@@ -52,6 +54,24 @@ def location_keys(prefix: str, scripts: Sequence[Script]) -> AssetKeys:
         except Exception:  # noqa: BLE001 - the location shows that script as an error
             continue
     return AssetKeys(graphs)
+
+
+def observe_partition_sets(instance: dg.DagsterInstance, nodes: Sequence[Any]) -> None:
+    """Observe the partition sets the recorded steps read every partition of, before recording them.
+
+    A materialization stores the data version its inputs had when it ran; the drop set's is its
+    latest observation. Without one the recorded training would read "no version", and the first
+    observation of the drop set (the ``partition_sets`` sensor, seconds later) would mark the
+    model *Upstream data* changed although nothing changed.
+    """
+    names = sorted({d.partitioned_by for n in nodes for d in n.all_partition_inputs if d.partitioned_by})
+    for name in names:
+        keys = sorted(instance.get_dynamic_partitions(name))
+        latest = instance.get_latest_data_version_record(partition_set_key(name), is_source=True)
+        version = extract_data_version_from_entry(latest.event_log_entry) if latest is not None else None
+        if version is not None and version.value == partition_set_version(keys):
+            continue
+        instance.report_runless_asset_event(observation(name, keys))
 
 
 def record_cli_run(
@@ -114,6 +134,7 @@ def record_cli_run(
             partitioned.setdefault((node.partitioned_by or "", partition), []).append(keys.key_for(node))
     for partition_set, key in partitioned:
         instance.add_dynamic_partitions(partition_set, [key])
+    observe_partition_sets(instance, [n for n in selected_nodes.values()])
     # Partitioned assets first (one run per partition key), then the unpartitioned ones.
     for (_, key), asset_keys in sorted(partitioned.items()):
         result = dg.materialize(
