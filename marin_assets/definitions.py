@@ -13,6 +13,7 @@ storage root (``$MARIN_PREFIX`` or ``./data``) and Ray (``$RAY_ADDRESS`` or an e
 from __future__ import annotations
 
 import logging
+import traceback
 from collections.abc import Sequence
 
 import dagster as dg
@@ -22,7 +23,7 @@ from marin_assets.dagster_bridge.assets import (
     AssetKeys,
     asset_key_for,
     build_step_assets,
-    definition_graph,
+    location_graphs,
     partition_local_steps,
 )
 from marin_assets.dagster_bridge.landing_assets import build_landing_status_sensor, landing_zone_asset
@@ -71,15 +72,17 @@ def _experiment_definitions(
     if len(partition_sets) > 1:
         raise ValueError(f"experiment {experiment.name} mixes partition sets {sorted(partition_sets)}")
     partitions_def = partitions_defs[partition_sets.pop()] if partition_sets else None
-    jobs: list = [
-        dg.define_asset_job(
-            f"{experiment.name}_job",
-            selection=dg.AssetSelection.groups(experiment.name),
-            partitions_def=partitions_def,
-            description=experiment.description,
-            tags={SOURCE_TAG: "dagster", "marin/experiment": experiment.name},
+    jobs: list = []
+    if experiment.job:
+        jobs.append(
+            dg.define_asset_job(
+                f"{experiment.name}_job",
+                selection=dg.AssetSelection.groups(experiment.name),
+                partitions_def=partitions_def,
+                description=experiment.description,
+                tags={SOURCE_TAG: "dagster", "marin/experiment": experiment.name},
+            )
         )
-    ]
     schedules: list = []
     sensors: list = []
     landing: list = []
@@ -108,7 +111,8 @@ def _experiment_definitions(
     # in one run; partition-free inputs (the classifier) come along with the first run that finds
     # them missing. Steps that read every drop (training) are not in it: a schedule or an explicit
     # request runs them.
-    for set_name, landing_dir in landing_dirs(experiment.steps).items():
+    partitioned = [n.step for n in graph.topological() if n.partitioned_by is not None]
+    for set_name, landing_dir in (landing_dirs(partitioned) if partitioned else {}).items():
         source = landing_source(landing_dir)
         definition = partitions_defs.get(set_name)
         if source is None or source in claimed_sources or not isinstance(definition, dg.DynamicPartitionsDefinition):
@@ -142,16 +146,13 @@ def build_definitions(
         experiment_list = [s.experiment for s in scripts if s.experiment is not None]
         errors = [(s.name, s.path or s.module, s.error or "") for s in scripts if s.experiment is None]
     prefix = default_prefix()
-    graphs = []
-    for experiment in experiment_list:
-        try:
-            graphs.append(definition_graph(experiment, prefix))
-        except Exception as exc:  # noqa: BLE001 - a script whose steps do not resolve is its group's error
-            import traceback
-
-            errors.append((experiment.name, experiment.name, traceback.format_exc()))
-            logger.error("experiment %s does not build: %s", experiment.name, exc)
-            graphs.append(None)
+    graphs = location_graphs(experiment_list, prefix)
+    for experiment, graph in zip(experiment_list, graphs, strict=True):
+        if isinstance(graph, Exception):  # a script whose steps do not resolve is its group's error
+            error = "".join(traceback.format_exception(graph))
+            errors.append((experiment.name, experiment.name, error))
+            logger.error("experiment %s does not build: %s", experiment.name, graph)
+    graphs = [None if isinstance(g, Exception) else g for g in graphs]
     keys = AssetKeys([g for g in graphs if g is not None])
     partitions_defs: dict[str, dg.PartitionsDefinition] = {}
     emitted: dict[dg.AssetKey, str] = {}
@@ -170,8 +171,6 @@ def build_definitions(
         except Exception:  # noqa: BLE001 - isolate: every other group still loads
             if scripts is None:
                 raise  # an explicit list (tests, custom locations): fail loudly as before
-            import traceback
-
             emitted.clear()
             emitted.update(before)
             errors.append((experiment.name, experiment.name, traceback.format_exc()))

@@ -46,7 +46,7 @@ from marin_assets.execution.runner import (
 )
 from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.status import read_metadata, read_status
-from marin_assets.execution.step import ExecutorStep
+from marin_assets.execution.step import ExecutorStep, InputName
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, version_json
 
 RUN_ID_TAG = "marin/run_id"
@@ -425,12 +425,12 @@ class AssetKeys:
     ``<name>-<code version>``, so they stay distinct assets instead of one overwriting the other.
     """
 
-    def __init__(self, graphs: Sequence[StepGraph] = ()) -> None:
+    def __init__(self, graphs: Sequence["StepGraph | GraphView"] = ()) -> None:
         self._versions: dict[str, set[str]] = {}
         for graph in graphs:
             self.add(graph)
 
-    def add(self, graph: StepGraph) -> None:
+    def add(self, graph: "StepGraph | GraphView") -> None:
         """Count the code versions of ``graph``'s steps."""
         for node in graph.topological():
             self._versions.setdefault(node.name, set()).add(code_version_of(node))
@@ -445,6 +445,74 @@ class AssetKeys:
     def known(self, node: ResolvedStep) -> bool:
         """True when the location defines an asset for this step (same name and code version)."""
         return code_version_of(node) in self._versions.get(node.name, ())
+
+
+class GraphView:
+    """The part of a shared :class:`StepGraph` one experiment reaches (its steps and their inputs).
+
+    Resolving each script's steps in a graph of its own resolves every shared upstream step once per
+    script -- quadratic for 100 scripts over one 10,000-step DAG; a view resolves each step once.
+    """
+
+    def __init__(self, graph: StepGraph, steps: Sequence[ExecutorStep]) -> None:
+        self.graph = graph
+        self.prefix = graph.prefix
+        self.partitions = graph.partitions
+        self.roots = [graph.resolved(s.step if isinstance(s, InputName) else s) for s in steps]
+        self._order: list[ResolvedStep] | None = None
+
+    def resolved(self, step: ExecutorStep) -> ResolvedStep:
+        return self.graph.resolved(step)
+
+    def partition_keys(self, partition_set: str) -> list[str]:
+        return self.graph.partition_keys(partition_set)
+
+    def topological(self) -> list[ResolvedStep]:
+        """The experiment's distinct steps, dependencies first (stable order)."""
+        if self._order is None:
+            order: list[ResolvedStep] = []
+            seen: set[int] = set()
+            stack: list[tuple[ResolvedStep, bool]] = [(r, False) for r in reversed(self.roots)]
+            while stack:  # iterative: a deep chain must not hit the recursion limit
+                node, expanded = stack.pop()
+                if expanded:
+                    order.append(node)
+                    continue
+                if id(node) in seen:
+                    continue
+                seen.add(id(node))
+                stack.append((node, True))
+                stack.extend((d, False) for d in reversed((*node.dependencies, *node.pseudo_dependencies)))
+            self._order = order
+        return self._order
+
+
+def location_graphs(experiments: Sequence[Experiment], prefix: str) -> list["StepGraph | GraphView | Exception"]:
+    """One graph per experiment as the definitions show them, sharing one resolution when they can.
+
+    Experiments whose static partition keys agree share a :class:`StepGraph`; an experiment whose
+    steps do not resolve gets its exception (its group shows the error).
+    """
+    partitions: dict[str, list[str]] = {}
+    shared_ok = True
+    for experiment in experiments:
+        for name, src in experiment.partitions.items():
+            keys = [] if callable(src) else sorted(src)
+            if partitions.setdefault(name, keys) != keys:
+                shared_ok = False
+    graphs: list[StepGraph | GraphView | Exception] = []
+    if shared_ok:
+        try:
+            shared = StepGraph([s for e in experiments for s in e.steps], prefix, partitions)
+            return [GraphView(shared, e.steps) for e in experiments]
+        except Exception:  # noqa: BLE001 - find which experiment fails, one by one below
+            pass
+    for experiment in experiments:
+        try:
+            graphs.append(definition_graph(experiment, prefix))
+        except Exception as exc:  # noqa: BLE001
+            graphs.append(exc)
+    return graphs
 
 
 def definition_graph(experiment: Experiment, prefix: str) -> StepGraph:
@@ -478,7 +546,11 @@ def build_step_assets(
     keys = keys if keys is not None else AssetKeys([graph])
     try:  # partition sets without a source: the landing zone's drops, or an error at run time
         sources: tuple[Mapping[str, PartitionSource], str | None] = (
-            landing_partition_sources(experiment.steps, experiment.partitions),
+            landing_partition_sources(
+                experiment.steps,
+                experiment.partitions,
+                [n.step for n in graph.topological() if n.partitioned_by is not None],
+            ),
             None,
         )
     except ValueError as exc:

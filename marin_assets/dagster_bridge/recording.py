@@ -32,7 +32,7 @@ from marin_assets.dagster_bridge.assets import (
     AssetKeys,
     Experiment,
     build_step_assets,
-    definition_graph,
+    location_graphs,
 )
 from marin_assets.dagster_bridge.partition_sets import observation, partition_set_key, partition_set_version
 from marin_assets.execution.experiment import Script, discover, script_of_file
@@ -45,14 +45,9 @@ UNDEFINED_TAG = "marin/undefined_steps"
 
 def location_keys(prefix: str, scripts: Sequence[Script]) -> AssetKeys:
     """The code location's asset keys (the same naming as ``definitions.build_definitions``)."""
-    graphs = []
-    for script in scripts:
-        if script.experiment is None:
-            continue
-        try:
-            graphs.append(definition_graph(script.experiment, prefix))
-        except Exception:  # noqa: BLE001 - the location shows that script as an error
-            continue
+    experiments = [s.experiment for s in scripts if s.experiment is not None]
+    # A script whose steps do not resolve is an error group in the location: it defines nothing.
+    graphs = [g for g in location_graphs(experiments, prefix) if not isinstance(g, Exception)]
     return AssetKeys(graphs)
 
 

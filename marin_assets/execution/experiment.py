@@ -100,6 +100,9 @@ class Experiment:
         schedules: cron schedules over some of the steps.
         eager_steps: steps materialized by declarative automation as soon as their inputs update.
         heartbeat_s / stale_s: lease settings for materializations.
+        job: also define an asset job ``<name>_job`` over the group. A script that declares no
+            ``EXPERIMENT`` gets none: each job costs Dagster a pass over the whole asset graph at
+            load (100 scripts, 100 passes), and the group's *Materialize all* needs no job.
     """
 
     name: str = ""
@@ -111,6 +114,7 @@ class Experiment:
     schedules: Sequence[StepSchedule] = ()
     heartbeat_s: float = 30.0
     stale_s: float = 90.0
+    job: bool = True
 
 
 # --- partitions from the landing zone --------------------------------------------------------------
@@ -121,10 +125,11 @@ def landing_dirs(steps: Sequence[ExecutorStep]) -> dict[str, str]:
 
     The raw step of a curation pipeline names its landing zone (``RawConfig.landing_dir``, a
     hardcoded path, relative to the prefix or absolute); that folder's drops are the set's keys.
-    Only the given steps and what they depend on are looked at.
+    The given steps and what they depend on are looked at (only the given ones when every one of
+    them is partitioned: a resolved graph's partitioned steps, inputs included).
     """
     found: dict[str, str] = {}
-    for step in walk_steps(steps):
+    for step in steps if all(s.partitioned_by for s in steps) else walk_steps(steps):
         landing = getattr(step.config, "landing_dir", None)
         if step.partitioned_by is None or step.partitioned_by in found:
             continue
@@ -155,25 +160,26 @@ def landing_drops(landing_dir: str) -> Callable[[str], list[str]]:
     return source
 
 
-def partitioned_sets(steps: Sequence[ExecutorStep]) -> list[str]:
-    """The partition sets any of ``steps`` (or what they depend on) is partitioned by."""
-    return sorted({s.partitioned_by for s in walk_steps(steps) if s.partitioned_by is not None})
-
-
 def landing_partition_sources(
-    steps: Sequence[ExecutorStep], given: Mapping[str, PartitionSource] | None = None
+    steps: Sequence[ExecutorStep],
+    given: Mapping[str, PartitionSource] | None = None,
+    partitioned: Sequence[ExecutorStep] | None = None,
 ) -> dict[str, PartitionSource]:
     """``given`` plus, for each partition set without a source, the drops of its landing zone.
+
+    ``partitioned``: the partitioned steps among ``steps`` and their inputs, when the caller has them
+    resolved already (else the steps' configs are walked).
 
     Raises:
         ValueError: a partition set has no source and no step of it names a landing zone; the
             message says what to pass.
     """
     sources = dict(given or {})
-    missing = [name for name in partitioned_sets(steps) if name not in sources]
+    partitioned = [s for s in walk_steps(steps) if s.partitioned_by] if partitioned is None else partitioned
+    missing = sorted({s.partitioned_by for s in partitioned if s.partitioned_by not in sources})
     if not missing:
         return sources
-    dirs = landing_dirs(steps)
+    dirs = landing_dirs(partitioned)
     for name in missing:
         if name not in dirs:
             raise ValueError(
@@ -392,7 +398,7 @@ def experiment_of_module(module: Any, name: str) -> Experiment | None:
             collected.setdefault(id(step), step)
     if not collected:
         return None
-    return Experiment(name=name, steps=root_steps(list(collected.values())), description=description)
+    return Experiment(name=name, steps=root_steps(list(collected.values())), description=description, job=False)
 
 
 def _load(name: str, module_name: str, path: str | None, importer: Callable[[], Any]) -> Script | None:

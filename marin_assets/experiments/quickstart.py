@@ -106,7 +106,6 @@ def schedules(steps: dict[str, ExecutorStep]) -> list[StepSchedule]:
     ]
 
 
-
 # What the code location shows (group "quickstart"): the evaluation and what it needs; the
 # curation steps it shares are the curation group's assets.
 EXPERIMENT = Experiment(
@@ -115,6 +114,7 @@ EXPERIMENT = Experiment(
     partitions=PARTITIONS,
     schedules=schedules(STEPS),
 )
+
 
 def start_ray_in_background() -> threading.Thread | None:
     """Start the embedded Ray head now, in a thread, so that its start overlaps writing the sample

@@ -44,6 +44,7 @@ def test_scripts_are_found_imported_as_modules_and_a_broken_one_is_an_error(proj
     train = scripts["train_small"].experiment
     # Module-level steps; the roots are those no other collected step depends on.
     assert [s.name for s in train.steps] == ["evaluation/small"]
+    assert not train.job  # no EXPERIMENT: no job per script (each costs a pass over the graph at load)
     assert {s.name for s in scripts["sweep_small"].experiment.steps} == {"checkpoints/small"}
     assert not project["marker"].exists(), "a script's main block ran during discovery"
 
@@ -56,7 +57,8 @@ def test_environment_overrides_the_project_list_and_main_only_scripts_get_a_hint
     scripts = {s.name: s for s in discover()}
     assert sorted(scripts) == ["exp_main_only", "hello_world"]
     assert scripts["exp_main_only"].error == MAIN_ONLY_HINT
-    assert [s.name for s in scripts["hello_world"].experiment.steps] == ["hello_world/stats"]
+    assert [s.name for s in scripts["hello_world"].experiment.steps] == ["hello_world/numbers", "hello_world/stats"]
+    assert scripts["hello_world"].experiment.job  # it declares EXPERIMENT: a job hello_world_job
 
 
 def _location(project):
