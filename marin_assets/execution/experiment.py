@@ -271,10 +271,15 @@ class Script:
     """Modules the script's globals come from (to list a script before the scripts building on it)."""
 
 
+FALLBACK_ROOT: str | None = None
+"""Where the code location's entry file lives (``definitions.py`` sets it): the project when the
+working directory is elsewhere (a code server started from ``/``, an installed package)."""
+
+
 def project_root() -> str:
     """The folder of the project's ``pyproject.toml``: ``$MARIN_PROJECT_ROOT``, else the nearest
-    ``pyproject.toml`` with a ``[tool.marin]`` table at or above the working directory, else this
-    package's repository."""
+    ``pyproject.toml`` with a ``[tool.marin]`` table at or above the working directory, else
+    :data:`FALLBACK_ROOT`, else this package's repository."""
     if os.environ.get("MARIN_PROJECT_ROOT"):
         return os.path.abspath(os.environ["MARIN_PROJECT_ROOT"])
     here = os.path.abspath(os.getcwd())
@@ -286,6 +291,8 @@ def project_root() -> str:
         if parent == here:
             break
         here = parent
+    if FALLBACK_ROOT is not None:
+        return FALLBACK_ROOT
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
