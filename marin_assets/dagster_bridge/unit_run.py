@@ -44,16 +44,33 @@ def _without_partition_sets(version: Any) -> Any:
     return version
 
 
+_CACHE_ATTR = "_marin_code_version"
+
+
+def _code_version(node: ResolvedStep) -> tuple[bool, str]:
+    """(whether the version holds a ``consumed_partitions`` list, the code version), cached on the node.
+
+    Computed once per resolved step: a dependency's version is nested in every dependent's, so
+    walking it again for each asset, key and dep was quadratic in a deep graph.
+    """
+    cached = node.__dict__.get(_CACHE_ATTR)
+    if cached is None:
+        depends = "consumed_partitions" in node.version or any(
+            _code_version(d)[0] for d in (*node.dependencies, *node.pseudo_dependencies)
+        )
+        cached = (depends, hash_version(_without_partition_sets(node.version)) if depends else node.hash)
+        node.__dict__[_CACHE_ATTR] = cached
+    return cached
+
+
 def depends_on_partition_set(node: ResolvedStep) -> bool:
     """True when the step's version (or a dependency's) holds the list of partitions it consumed."""
-    return _without_partition_sets(node.version) != node.version
+    return _code_version(node)[0]
 
 
 def code_version_of(node: ResolvedStep) -> str:
     """The step's hash with every ``consumed_partitions`` left out (its hash when it consumes none)."""
-    if not depends_on_partition_set(node):
-        return node.hash
-    return hash_version(_without_partition_sets(node.version))
+    return _code_version(node)[1]
 
 
 def unit_label(unit: Unit) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import fsspec
 
 from marin_assets.execution import ExecutorStep, executor_main, output_path_of, this_output_path, versioned
+from marin_assets.execution.experiment import Experiment
 from marin_assets.execution.metadata import markdown
 from marin_assets.execution.storage import atomic_write_text
 
@@ -76,6 +77,8 @@ def build_steps(n: int = 1000, seed: int = 0) -> list[ExecutorStep]:
 
 
 STEPS = build_steps()
+# Group "hello_world" in the code location, with a job hello_world_job.
+EXPERIMENT = Experiment(steps=STEPS, description="Numbers and their statistics")
 
 if __name__ == "__main__":
     executor_main(STEPS, description="Hello world: numbers and their statistics")

@@ -152,7 +152,10 @@ def summary(
     lines.append(f"  outputs: {prefix}")
     if train_path and eval_path:
         lines.append(f"    model {train_path}/hf, evaluation {eval_path}/results.json")
-    if dagster_home:
+    ui_url = os.environ.get("MARIN_UI_URL")
+    if ui_url:  # a deployed webserver (scripts/local_deploy.sh env, Kubernetes): it already shows this run
+        lines.append(f"  UI: {ui_url}  (recorded in the instance at DAGSTER_HOME={dagster_home})")
+    elif dagster_home:
         lines.append(
             f"  UI: DAGSTER_HOME={dagster_home} .venv/bin/dagster dev -w workspace.yaml  (http://127.0.0.1:3000)"
         )

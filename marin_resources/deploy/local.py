@@ -73,6 +73,7 @@ _SHELL_ENV = (
     "DAGSTER_HOME",
     "MARIN_PREFIX",
     "MARIN_BROWSER_URL",
+    "MARIN_UI_URL",
     "RAY_ADDRESS",
     "STORAGE_EMULATOR_HOST",
     "FSSPEC_GCS_TOKEN",
@@ -121,6 +122,8 @@ def topology_env(state_dir: str, ports: dict[str, int], bucket: str, pg_password
             "MARIN_PREFIX": f"gs://{bucket}/marin",
             # Where every asset's `marin/browser` metadata link points (the local data browser).
             "MARIN_BROWSER_URL": f"http://127.0.0.1:{ports['browser']}",
+            # The deployed webserver: what the quickstart's summary names as "UI".
+            "MARIN_UI_URL": f"http://127.0.0.1:{ports['webserver']}",
             "RAY_ADDRESS": f"ray://127.0.0.1:{ports['ray_client']}",
             # The Jobs API (ray_run) and the dashboard links of step metadata.
             "RAY_API_SERVER_ADDRESS": f"http://127.0.0.1:{ports['ray_dashboard']}",

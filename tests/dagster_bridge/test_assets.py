@@ -33,15 +33,22 @@ def test_each_step_becomes_an_asset_with_hash_code_version_and_deps(prefix):
     steps = hello_world.build_steps()
     assets = build_step_assets(Experiment("hello_world", steps), prefix=prefix)
     graph = StepGraph(steps, prefix)
-    by_key = {a.key: a for a in assets}
+    # One subsettable op per partition set holds the group's steps as specs (hello_world: one op).
+    (op,) = assets
     numbers, stats = (graph.resolved(s) for s in steps)
-    stats_asset = by_key[asset_key_for("hello_world/stats")]
-    assert stats_asset.code_versions_by_key[stats_asset.key] == stats.hash
-    assert set(stats_asset.asset_deps[stats_asset.key]) == {asset_key_for("hello_world/numbers")}
-    assert stats_asset.group_names_by_key[stats_asset.key] == "hello_world"
-    spec_meta = stats_asset.specs_by_key[stats_asset.key].metadata
+    key = asset_key_for("hello_world/stats")
+    assert op.code_versions_by_key[key] == stats.hash and op.can_subset
+    assert set(op.asset_deps[key]) == {asset_key_for("hello_world/numbers")}
+    assert op.group_names_by_key[key] == "hello_world"
+    spec_meta = op.specs_by_key[key].metadata
     assert spec_meta["dagster/uri"].value == stats.output_path
-    assert spec_meta["marin/version"].data == stats.version
+    # The definition shows the step's own config and its dependencies as name-hash (the full
+    # nested version goes with each materialization: it would make a large location's snapshot huge).
+    assert spec_meta["marin/version"].data == {
+        "name": "hello_world/stats",
+        "config": stats.version["config"],
+        "dependencies": [f"hello_world/numbers-{numbers.hash}"],
+    }
     assert numbers.output_path != stats.output_path
 
 
@@ -173,11 +180,15 @@ def test_partition_mappings_follow_how_a_step_reads_partitions(prefix):
         "p/scored", write_value, WriteConfig(this_output_path(), inputs=[clean, model]), partitioned_by="drops"
     )
     experiment = Experiment("p", [scored, tokenizer])
-    assets = {a.key.to_user_string(): a for a in build_step_assets(experiment, prefix=prefix)}
+    resources = {"marin_storage": MarinStorageResource(prefix=prefix), "ray": RayResource()}
+    defs = dg.Definitions(assets=build_step_assets(experiment, prefix=prefix), resources=resources)
+    asset_graph = defs.resolve_asset_graph()
 
     def mapping(asset: str, dep: str):
-        a = assets[asset]
-        return a.get_partition_mapping(asset_key_for(dep)) if asset_key_for(dep) in a.asset_deps[a.key] else "no dep"
+        key, parent = asset_key_for(asset), asset_key_for(dep)
+        if parent not in asset_graph.get(key).parent_keys:
+            return "no dep"
+        return asset_graph.get_partition_mapping(key, parent)
 
     assert isinstance(mapping("p/model", "p/clean"), dg.AllPartitionMapping)
     specific = mapping("p/tokenizer", "p/clean")
@@ -187,13 +198,23 @@ def test_partition_mappings_follow_how_a_step_reads_partitions(prefix):
     assert [n.name for n in partition_local_steps(graph, "drops")] == ["p/docs", "p/clean"]
 
 
-def test_experiments_sharing_steps_get_one_asset_and_conflicts_are_rejected(prefix):
+def test_experiments_sharing_steps_get_one_asset_and_other_versions_stay_distinct(prefix):
     from marin_assets.definitions import build_definitions
 
     base = hello_world.build_steps()
     extended = hello_world.build_steps()  # same versions: merged into the first experiment's assets
     defs = build_definitions([Experiment("first", base), Experiment("second", extended)])
-    keys = [a.key for a in defs.assets]
+    keys = [k for a in defs.assets for k in a.keys]
     assert sorted(k.to_user_string() for k in keys) == ["hello_world/numbers", "hello_world/stats"]
-    with pytest.raises(ValueError, match="earlier experiment defines it with version"):
-        build_definitions([Experiment("first", base), Experiment("third", hello_world.build_steps(n=7))])
+    # Same names, other versions (n=7): one asset per version, as a sweep's, keyed <name>-<hash>.
+    other = hello_world.build_steps(n=7)
+    defs = build_definitions([Experiment("first", base), Experiment("third", other)])
+    graph_a, graph_b = StepGraph(base, prefix), StepGraph(other, prefix)
+    expected = {
+        f"hello_world/{role}_{graph.resolved(step).hash}"
+        for graph, steps in ((graph_a, base), (graph_b, other))
+        for role, step in zip(("numbers", "stats"), steps, strict=True)
+    }
+    by_group = {k.to_user_string(): a.group_names_by_key[k] for a in defs.assets for k in a.keys}
+    assert set(by_group) == expected
+    assert sorted(by_group.values()) == ["first", "first", "third", "third"]

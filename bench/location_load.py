@@ -1,0 +1,192 @@
+"""Code-location load benchmark: our discovered experiments vs plain Dagster ``AssetSpec``s, same graph.
+
+For each size (steps) and spread (scripts) it writes a project whose ``experiments/`` folder holds
+the scripts (a random DAG, each step depending on up to two earlier steps, possibly of another
+script), then starts ``dagster-webserver -f <file>`` twice, side by side in one run:
+
+* **ours**: this repository's ``definitions.py`` discovering the scripts (``MARIN_PROJECT_ROOT``);
+* **plain**: a file building one plain ``dg.AssetSpec`` per step with the same keys, deps and groups.
+
+Each is timed from process start until the webserver answers and GraphQL ``assetNodes`` lists
+every step's asset. Prints seconds, the ratio ours/plain and the load average beside them.
+
+    python -m bench.location_load [--steps 1000 10000] [--scripts 1 100] [--timeout 600]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import urllib.error
+import urllib.request
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+DAG_MODULE = '''
+"""The benchmark DAG: {steps} steps over {scripts} scripts (seed 1), built once per process."""
+import functools
+import random
+
+from bench.engine import TrivialConfig, trivial
+from marin_assets.execution import ExecutorStep, output_path_of, this_output_path, versioned
+
+STEPS, SCRIPTS = {steps}, {scripts}
+
+
+@functools.cache
+def dag():
+    rng = random.Random(1)
+    steps, parents_of = [], []
+    for i in range(STEPS):
+        parents = rng.sample(range(len(steps)), k=min(len(steps), rng.randint(0, 2))) if steps else []
+        step = ExecutorStep(
+            f"bench{{i % SCRIPTS:03d}}/s{{i:05d}}",
+            trivial,
+            TrivialConfig(this_output_path(), versioned(i), [output_path_of(steps[p]) for p in parents]),
+        )
+        steps.append(step)
+        parents_of.append(parents)
+    return steps, parents_of
+
+
+def steps_of(script):
+    return [s for i, s in enumerate(dag()[0]) if i % SCRIPTS == script]
+'''
+
+SCRIPT = '''
+"""Benchmark script {index}."""
+from benchdag import steps_of
+
+STEPS = steps_of({index})
+'''
+
+PLAIN = '''
+"""Plain Dagster: one AssetSpec per step of the benchmark DAG (same keys, deps and groups)."""
+import sys
+
+sys.path.insert(0, {root!r})
+import dagster as dg
+from benchdag import SCRIPTS, dag
+
+
+def key(step):
+    return dg.AssetKey(step.name.split("/"))
+
+
+steps, parents_of = dag()
+defs = dg.Definitions(
+    assets=[
+        dg.AssetSpec(
+            key(step),
+            deps=[key(steps[p]) for p in parents],
+            group_name=f"exp_{{i % SCRIPTS:03d}}",
+            code_version=str(i),
+        )
+        for i, (step, parents) in enumerate(zip(steps, parents_of))
+    ]
+)
+'''
+
+
+def write_project(root: str, steps: int, scripts: int) -> None:
+    """The benchmark project: pyproject, the DAG module, the scripts, the plain-Dagster file."""
+    os.makedirs(os.path.join(root, "experiments"))
+    with open(os.path.join(root, "pyproject.toml"), "w") as handle:
+        handle.write('[tool.marin]\nexperiments = ["experiments/*.py"]\n')
+    with open(os.path.join(root, "benchdag.py"), "w") as handle:
+        handle.write(textwrap.dedent(DAG_MODULE.format(steps=steps, scripts=scripts)))
+    for index in range(scripts):
+        with open(os.path.join(root, "experiments", f"exp_{index:03d}.py"), "w") as handle:
+            handle.write(SCRIPT.format(index=index))
+    with open(os.path.join(root, "plain_defs.py"), "w") as handle:
+        handle.write(PLAIN.format(root=root))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _asset_count(url: str) -> int:
+    body = json.dumps({"query": "{ assetNodes { id } }"}).encode()
+    request = urllib.request.Request(f"{url}/graphql", data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            payload = json.loads(response.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return -1
+    nodes = (payload.get("data") or {}).get("assetNodes") or []
+    return len(nodes)
+
+
+def time_load(file: str, env: dict[str, str], expected: int, timeout: float) -> float:
+    """Seconds from starting ``dagster-webserver -f file`` until ``assetNodes`` lists ``expected`` assets."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory() as home:
+        with open(os.path.join(home, "dagster.yaml"), "w") as handle:
+            handle.write("telemetry:\n  enabled: false\n")
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "dagster_webserver", "-f", file, "-h", "127.0.0.1", "-p", str(port)],
+            cwd=REPO_ROOT,
+            env={**env, "DAGSTER_HOME": home},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"webserver for {file} exited with {process.returncode}")
+                if time.perf_counter() - start > timeout:
+                    raise TimeoutError(f"{file}: not every asset listed after {timeout} s")
+                if _asset_count(url) >= expected:
+                    return time.perf_counter() - start
+                time.sleep(0.25)
+        finally:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--scripts", type=int, nargs="+", default=[1, 100])
+    parser.add_argument("--timeout", type=float, default=600)
+    args = parser.parse_args()
+    print(f"location load: ours (discovered scripts) vs plain Dagster AssetSpecs, {os.cpu_count()} cores")
+    for steps in args.steps:
+        for scripts in args.scripts:
+            with tempfile.TemporaryDirectory() as root:
+                write_project(root, steps, scripts)
+                pythonpath = os.pathsep.join([root, REPO_ROOT, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+                env = {**os.environ, "PYTHONPATH": pythonpath, "MARIN_PROJECT_ROOT": root}
+                env.pop("MARIN_EXPERIMENTS", None)
+                env["MARIN_PREFIX"] = os.path.join(root, "prefix")
+                load_before = os.getloadavg()[0]
+                plain = time_load(os.path.join(root, "plain_defs.py"), env, steps, args.timeout)
+                ours = time_load(os.path.join(REPO_ROOT, "definitions.py"), env, steps, args.timeout)
+                load_after = os.getloadavg()[0]
+            print(
+                f"  {steps:>6} steps / {scripts:>3} script(s): ours {ours:7.1f} s  plain {plain:7.1f} s  "
+                f"ratio {ours / plain:4.2f}  (goal <= 1.5; load avg {load_before:.1f} -> {load_after:.1f})",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
