@@ -31,7 +31,14 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Literal
 
 from marin_assets.execution.fence import check_fence
-from marin_assets.execution.storage import atomic_write_bytes, filesystem, is_local, join_path, read_bytes
+from marin_assets.execution.storage import (
+    atomic_write_bytes,
+    discard_upload,
+    filesystem,
+    is_local,
+    join_path,
+    read_bytes,
+)
 
 Compression = Literal["gzip", "zstd", "none"]
 
@@ -494,11 +501,17 @@ class JsonlShardWriter:
             if os.path.exists(self._tmp):
                 os.unlink(self._tmp)
         else:
-            self._file.discard()  # cancels a started multi-part upload
-            self._file.closed = True  # fsspec files upload on close/__del__ unless marked closed
+            discard_upload(self._file)
 
     def __enter__(self) -> JsonlShardWriter:
         return self
+
+    def __del__(self) -> None:
+        # A writer dropped without close() (an exception outside a ``with``): fsspec's own file
+        # would upload its buffer when collected; discard it instead.
+        file = getattr(self, "_file", None)
+        if file is not None and self._tmp is None and not file.closed:
+            discard_upload(file)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:

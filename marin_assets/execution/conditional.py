@@ -74,8 +74,33 @@ class LocalLeaseBackend:
     milliseconds of the section) is broken.
     """
 
-    def __init__(self, mutex_stale_s: float = 10.0) -> None:
+    def __init__(self, mutex_stale_s: float = 10.0, tmp_stale_s: float = 60.0) -> None:
         self.mutex_stale_s = mutex_stale_s
+        self.tmp_stale_s = tmp_stale_s
+
+    def remove_leftover_tmp(self, path: str) -> int:
+        """Delete ``.tmp-lease-*`` files beside ``path`` older than ``tmp_stale_s`` (a process killed
+        between writing and linking/renaming one leaves it); returns how many were removed.
+
+        A live writer links or renames its temporary file within milliseconds, so only files far
+        older than that are touched.
+        """
+        directory = os.path.dirname(path) or "."
+        removed = 0
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return 0
+        now = time.time()
+        for name in names:
+            if not name.startswith(".tmp-lease-"):
+                continue
+            full = os.path.join(directory, name)
+            with contextlib.suppress(FileNotFoundError):
+                if now - os.stat(full).st_mtime > self.tmp_stale_s:
+                    os.unlink(full)
+                    removed += 1
+        return removed
 
     @staticmethod
     def _write_tmp(path: str, data: bytes) -> str:

@@ -158,6 +158,8 @@ class StepLease:
         # token -> monotonic time we first saw it; a token unchanged for stale_s is stale even if
         # the writer's clock runs ahead of ours.
         self._first_seen: dict[str, float] = {}
+        self.previous_holder: LeaseHolder | None = None
+        self.took_over_live_holder = False
 
     # ------------------------------------------------------------------ content
     def _content(self) -> bytes:
@@ -221,7 +223,11 @@ class StepLease:
         return not self._is_stale(*current)
 
     # ------------------------------------------------------------------ acquire / renew / release
-    def _held(self, token: str) -> bool:
+    def _held(self, token: str, previous: LeaseHolder | None = None, stale_holder: bool = False) -> bool:
+        # Whether the previous holder may still be writing: it lost the lease to staleness while
+        # alive (paused, cut off). Its attempt's staged output must then never be adopted.
+        self.took_over_live_holder = stale_holder
+        self.previous_holder = previous
         self._token = token
         self._renewed_at = time.monotonic()
         self._start_heartbeat()
@@ -230,6 +236,10 @@ class StepLease:
     def try_acquire(self) -> bool:
         """Take the lease if it is free, stale or its holder is dead; never blocks on a live holder."""
         with self._lock:
+            cleanup = getattr(self.backend, "remove_leftover_tmp", None)
+            if cleanup is not None:  # a SIGKILLed writer's temporary lease file, left beside it
+                with contextlib.suppress(OSError):
+                    cleanup(self.path)
             for _ in range(3):
                 data = self._content()
                 token = self.backend.create_exclusive(self.path, data)
@@ -245,15 +255,16 @@ class StepLease:
                     return False
                 token = self.backend.replace_if(self.path, current[1], data)
                 if token is not None:
+                    dead = previous is not None and previous.is_provably_dead()
                     logger.warning(
                         "took over %s lease %s (holder %s pid %s on %s)",
-                        "dead holder's" if previous is not None and previous.is_provably_dead() else "stale",
+                        "dead holder's" if dead else "stale",
                         self.path,
                         previous.owner if previous else "?",
                         previous.pid if previous else "?",
                         previous.host if previous else "?",
                     )
-                    return self._held(token)
+                    return self._held(token, previous, stale_holder=not dead)
             return False
 
     def _start_heartbeat(self) -> None:
@@ -331,10 +342,14 @@ class StepLease:
             raise LeaseLostError(f"lease {self.path} was lost: another runner took over")
 
     def verify(self) -> None:
-        """Read the lease back; raise LeaseLostError unless we still hold it (before status writes)."""
+        """Read the lease back; raise LeaseLostError unless we still hold it (before status writes).
+
+        The read and the comparison with our token happen under the lock the heartbeat renews
+        under: a renewal between them would otherwise change the token and look like a takeover.
+        """
         self.check()
-        current = self.backend.read(self.path)
         with self._lock:
+            current = self.backend.read(self.path)
             held = current is not None and self._token is not None and current[1] == self._token
         if not held:
             self._mark_lost("the lease object changed under us")

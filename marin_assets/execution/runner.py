@@ -7,8 +7,10 @@ Unit of work: a step, or one partition of a partitioned step. For each unit the 
 3. takes its lease -- when another runner holds a live lease it waits for that runner to finish
    (or for the lease to go stale, or its holder to be provably dead, then takes over);
 4. writes RUNNING and ``.executor_info``, calls the step function (in process, or on Ray when
-   the function is a Ray remote function or the step declares ``resources``), writes the
-   returned metadata and finally SUCCESS -- or FAILED with the traceback.
+   the function is a Ray remote function or the step declares ``resources``) with its
+   ``output_path`` pointing at the attempt's staging folder (:mod:`marin_assets.execution.attempt`),
+   publishes that folder into the output while still holding the lease, writes the returned
+   metadata and finally SUCCESS -- or FAILED with the traceback.
 
 Dependents of a failed unit are marked DEP_FAILED and not run; the run ends with an
 :class:`ExecutorError` that lists the failed steps.
@@ -17,7 +19,8 @@ Fencing: status writes are conditional (compare-and-swap on the status the runne
 checking the lease is still ours). A runner whose lease is lost while the step runs cancels it
 (in-process: an asynchronous ``StepCancelled`` in the step's thread; Ray task: ``ray.cancel``;
 train/eval subprocesses: their process group is killed), records nothing -- neither SUCCESS nor
-FAILED -- and ends with an :class:`ExecutorError` naming the step.
+FAILED -- and ends with an :class:`ExecutorError` naming the step. Whatever it wrote is in its own
+staging folder, which the runner that took over discarded: never published.
 """
 
 from __future__ import annotations
@@ -33,6 +36,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from marin_assets.execution.attempt import (
+    discard_attempts,
+    prepare_staging,
+    publish,
+    rewrite_paths,
+    staging_path,
+)
 from marin_assets.execution.conditional import backend_for
 from marin_assets.execution.fence import LeaseLostError, StepCancelled, active_fence, on_lease_lost
 from marin_assets.execution.lease import (
@@ -335,7 +345,7 @@ class Executor:
             if status is not None and status.status == STATUS_SUCCESS:
                 return StepOutcome(node.name, output_path, partition, "cached" if not announced else "waited")
             self._check_not_failed(label, output_path, status)
-            return self._run_locked(node, partition, output_path, graph, label, start, lease, token)
+            return self._run_locked(node, partition, output_path, graph, label, start, lease, token, status)
         finally:
             lease.release()
 
@@ -370,6 +380,17 @@ class Executor:
             )
 
     @staticmethod
+    def _attempt_for(lease: StepLease, label: str, status: StatusRecord | None) -> str:
+        """The staging folder this attempt writes to: the previous attempt's when that one is known
+        to have stopped (it recorded FAILED, released the lease, or its holder is provably dead) --
+        so a retried training step resumes from its checkpoints -- else a fresh one."""
+        previous = status.attempt if status is not None else None
+        if previous and not lease.took_over_live_holder:
+            logger.info("%s: resuming in the staging folder of attempt %s", label, previous)
+            return previous
+        return lease.owner[:16]
+
+    @staticmethod
     def _fenced_status(
         lease: StepLease, label: str, output_path: str, status: str, token: str | None, **fields: Any
     ) -> str:
@@ -398,10 +419,16 @@ class Executor:
         start: float,
         lease: StepLease,
         token: str | None,
+        status: StatusRecord | None,
     ) -> StepOutcome:
         run_id = self.options.run_id
-        token = self._fenced_status(lease, label, output_path, STATUS_RUNNING, token, run_id=run_id)
-        config = instantiate_config(node.step.config, node, partition, graph)
+        attempt = self._attempt_for(lease, label, status)
+        token = self._fenced_status(lease, label, output_path, STATUS_RUNNING, token, run_id=run_id, attempt=attempt)
+        # Every attempt but ours is made unpublishable before our step writes anything.
+        discard_attempts(output_path, keep=attempt)
+        staging = staging_path(output_path, attempt)
+        prepare_staging(staging)
+        config = instantiate_config(node.step.config, node, partition, graph, output_path=staging)
         write_json(
             join_path(output_path, INFO_FILE),
             redact_secrets(
@@ -416,6 +443,7 @@ class Executor:
                     "version": node.version,
                     "hash": node.hash,
                     "output_path": output_path,
+                    "attempt": attempt,
                     "dependencies": [d.output_path for d in node.dependencies],
                     "pseudo_dependencies": [d.output_path for d in node.pseudo_dependencies],
                     "pip_dependency_groups": node.step.pip_dependency_groups,
@@ -424,11 +452,16 @@ class Executor:
                 }
             ),
         )
-        logger.info("%s: running %s -> %s", label, function_name(node.step.fn), output_path)
+        logger.info("%s: running %s -> %s (staged in %s)", label, function_name(node.step.fn), output_path, staging)
+        publishing = False
         try:
             with lease.fencing():
                 result = self.launch(node, resolve_secrets(config))
             lease.check()
+            # From here the staging folder is half-moved: no later attempt may adopt it.
+            token = self._fenced_status(lease, label, output_path, STATUS_RUNNING, token, run_id=run_id)
+            publishing = True
+            publish(staging, output_path, lease)
         except BaseException as exc:  # noqa: BLE001 - also KeyboardInterrupt: record, then re-raise
             if lease.lost.is_set() or isinstance(exc, (StepCancelled, LeaseLostError)):
                 logger.error("%s: lease lost while running; stopped, nothing recorded", label)
@@ -440,7 +473,17 @@ class Executor:
             hidden = secret_values(config) | environment_secrets()
             raw_error = traceback.format_exc()
             error = scrub(raw_error, hidden)
-            self._fenced_status(lease, label, output_path, STATUS_FAILED, token, run_id=run_id, error=error)
+            # A failed attempt's staging folder (checkpoints...) is what the next attempt resumes from.
+            self._fenced_status(
+                lease,
+                label,
+                output_path,
+                STATUS_FAILED,
+                token,
+                run_id=run_id,
+                error=error,
+                attempt=None if publishing else attempt,
+            )
             logger.error("%s: FAILED after %.1fs: %s", label, time.monotonic() - start, scrub(str(exc), hidden))
             if not isinstance(exc, Exception):
                 raise
@@ -451,6 +494,7 @@ class Executor:
         # What a step returns may quote a secret it was given, under any key: scrubbed like errors.
         hidden = secret_values(config) | environment_secrets()
         metadata = scrub_values(result, hidden) if isinstance(result, dict) else {}
+        metadata = rewrite_paths(metadata, staging, output_path)  # paths name the published output
         if metadata:
             write_json(join_path(output_path, METADATA_FILE), metadata)
         self._fenced_status(lease, label, output_path, STATUS_SUCCESS, token, run_id=run_id)

@@ -13,7 +13,9 @@ message naming the variable.
 
 Everything the engine writes down also goes through :func:`redact_secrets`: the values of fields
 whose names look secret (``api_key``, ``token``, ``password``, ``secret``, ``credentials`` ...) are
-replaced by ``"***"``, so a plain string put in such a field by mistake is not stored either.
+replaced by ``"***"``, so a plain string put in such a field by mistake is not stored either; and
+the credentials inside any URL (``https://user:password@host`` becomes ``https://***@host``) are
+hidden in every string field, whatever its name.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ _NOT_SECRET = re.compile(r"(^|_)(bos|eos|pad|unk|sep|cls|mask|start|end|special)
 _REPR_FIELD = re.compile(r"""\b([A-Za-z_]\w*)=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 # ``'KEY': 'value'`` inside a dict repr (a resource config's ``runtime_env={'env_vars': {...}}``).
 _REPR_ITEM = re.compile(r"""(['"])([A-Za-z_][\w.-]*)\1(\s*:\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+# ``scheme://user:password@host`` (or ``scheme://token@host``): the userinfo of a URL is a credential
+# wherever the URL sits (``endpoint="https://user:pw@host"``), whatever the field is called.
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/@'\"]+)@")
 
 
 class MissingSecretError(RuntimeError):
@@ -91,6 +98,8 @@ def _redact_repr_fields(text: str) -> str:
         quote, key, colon = match.group(1), match.group(2), match.group(3)
         return f"{quote}{key}{quote}{colon}'{REDACTED}'" if is_secret_name(key) else match.group(0)
 
+    if "@" in text and "://" in text:
+        text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
     if "=" in text:
         text = _REPR_FIELD.sub(hide, text)
     return _REPR_ITEM.sub(hide_item, text) if ":" in text else text

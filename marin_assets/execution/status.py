@@ -54,6 +54,7 @@ class StatusRecord:
     host: str | None = None
     pid: int | None = None
     error: str | None = None
+    attempt: str | None = None  # the staging folder of the attempt that wrote it (execution.attempt)
 
 
 def status_path(output_path: str) -> str:
@@ -88,6 +89,7 @@ def parse_status(text: str | bytes | None) -> StatusRecord | None:
         host=data.get("host"),
         pid=data.get("pid"),
         error=data.get("error"),
+        attempt=data.get("attempt"),
     )
 
 
@@ -131,7 +133,7 @@ def read_statuses(output_paths: list[str]) -> dict[str, StatusRecord | None]:
     return {p: parse_status(contents.get(status_path(p))) for p in output_paths}
 
 
-def _status_bytes(status: str, run_id: str | None, error: str | None) -> bytes:
+def _status_bytes(status: str, run_id: str | None, error: str | None, attempt: str | None = None) -> bytes:
     if status not in ALL_STATUSES:
         raise ValueError(f"unknown status {status!r}")
     record: dict[str, Any] = {
@@ -143,6 +145,8 @@ def _status_bytes(status: str, run_id: str | None, error: str | None) -> bytes:
     }
     if error is not None:
         record["error"] = error[-4000:]
+    if attempt is not None:
+        record["attempt"] = attempt
     return json.dumps(record).encode("utf-8")
 
 
@@ -166,6 +170,7 @@ def write_status_if(
     backend: LeaseBackend,
     run_id: str | None = None,
     error: str | None = None,
+    attempt: str | None = None,
 ) -> str | None:
     """Record ``status`` only if the status file is still at ``token`` (None: still absent).
 
@@ -173,7 +178,7 @@ def write_status_if(
     a filesystem. Returns the new token, or None when someone else changed the file meanwhile.
     """
     path = status_path(output_path)
-    data = _status_bytes(status, run_id, error)
+    data = _status_bytes(status, run_id, error, attempt)
     if token is None:
         return backend.create_exclusive(path, data)
     return backend.replace_if(path, token, data)

@@ -1,10 +1,24 @@
-"""Small, storage-agnostic file helpers over fsspec (local folders, gs://, memory://)."""
+"""Small, storage-agnostic file helpers over fsspec (local folders, gs://, memory://).
+
+Listings are never cached: :func:`filesystem` hands out object-store instances created with
+``use_listings_cache=False``. fsspec keeps one gcsfs instance per thread and, by default, that
+instance caches every directory listing forever -- a long-lived thread (a Dagster sensor tick, a
+runner) that listed a folder once would keep seeing the old listing after another process added
+objects. Every ``ls``/``find``/``glob``/``exists``/``isdir`` that goes through :func:`filesystem`
+asks the store anew, so no stale listing decides what to do (landing zone, status, leases, dedup).
+
+Writes to an object store through :func:`open_for_write` are discarded when the block raises
+(any ``BaseException``): fsspec's own ``with fs.open(path, "wb")`` uploads the partial buffer on an
+exception, which would publish a truncated object.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
-from typing import Any
+from collections.abc import Iterator
+from typing import IO, Any
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -27,9 +41,15 @@ def local_prefix(prefix: str) -> str:
 
 
 def filesystem(path: str) -> tuple[fsspec.AbstractFileSystem, str]:
-    """The fsspec filesystem serving ``path`` and the path as that filesystem names it."""
-    fs, fs_path = fsspec.core.url_to_fs(path)
-    return fs, fs_path
+    """The fsspec filesystem serving ``path`` and the path as that filesystem names it.
+
+    Object stores come without a directory-listing cache (see the module docstring): what a listing
+    or existence check answers is what the store holds now, in every thread.
+    """
+    protocol = fsspec.core.split_protocol(path)[0]
+    if protocol in (None, "file", "local"):
+        return fsspec.core.url_to_fs(path)
+    return fsspec.core.url_to_fs(path, use_listings_cache=False)
 
 
 def is_local(path: str) -> bool:
@@ -101,6 +121,48 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
                 os.unlink(tmp)
     else:
         fs.pipe_file(p, data)
+
+
+@contextlib.contextmanager
+def open_for_write(path: str) -> Iterator[IO[bytes]]:
+    """A binary file handle whose content appears at ``path`` only if the block ends normally.
+
+    Local files are written to a hidden temporary sibling and renamed; on an object store the
+    upload is committed on a normal exit and discarded (never uploaded) when the block raises any
+    ``BaseException`` -- also a step cancellation -- so no partial object appears. The running
+    step's fence is checked before the commit.
+    """
+    fs, p = filesystem(path)
+    if isinstance(fs, LocalFileSystem):
+        directory = os.path.dirname(p)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}-{os.path.basename(p)}")
+        try:
+            with open(tmp, "wb") as handle:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+            check_fence()
+            os.replace(tmp, p)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return
+    handle = fs.open(p, "wb")
+    try:
+        yield handle
+        check_fence()
+    except BaseException:
+        discard_upload(handle)
+        raise
+    handle.close()
+
+
+def discard_upload(handle: Any) -> None:
+    """Drop an object-store upload in progress: nothing appears at its path (not even on ``__del__``)."""
+    with contextlib.suppress(Exception):
+        handle.discard()  # cancels a started multi-part / resumable upload
+    handle.closed = True  # fsspec files upload on close()/__del__ unless marked closed
 
 
 def atomic_write_text(path: str, text: str) -> None:

@@ -333,8 +333,14 @@ class StepGraph:
         return order
 
 
-def instantiate_config(config: Any, node: ResolvedStep, partition: str | None, graph: StepGraph) -> Any:
-    """Replace every placeholder in ``config`` by a concrete value for ``node`` (and ``partition``)."""
+def instantiate_config(
+    config: Any, node: ResolvedStep, partition: str | None, graph: StepGraph, output_path: str | None = None
+) -> Any:
+    """Replace every placeholder in ``config`` by a concrete value for ``node`` (and ``partition``).
+
+    ``output_path`` is where this step's own output placeholders point (the runner passes the
+    attempt's staging folder); by default the unit's output path.
+    """
 
     def input_path(inp: InputName) -> Any:
         if inp.step is None:
@@ -366,7 +372,8 @@ def instantiate_config(config: Any, node: ResolvedStep, partition: str | None, g
         if isinstance(obj, InputName):
             return input_path(obj)
         if isinstance(obj, OutputName):
-            return join_path(node.partition_output_path(partition), obj.name)
+            own = output_path if output_path is not None else node.partition_output_path(partition)
+            return join_path(own, obj.name)
         if isinstance(obj, PartitionKeyName):
             if partition is None:
                 raise ValueError(f"step {node.name} uses this_partition() but runs without a partition")

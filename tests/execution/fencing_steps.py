@@ -2,6 +2,9 @@
 
 * ``chain``: six steps; each appends numbered lines to ``parts.txt`` one by one (read, append,
   write back), so a second writer on the same output shows up as a different file content.
+* ``gen``: a step that writes ``$GEN_FILES`` files in ``$GEN_CHUNKS`` chunks each with plain fsspec
+  (``with fsspec.open(path, "wb")``, no engine helper), every line tagged with ``$RUNNER_NAME``;
+  and ``use``, a downstream step that copies what it read (the paused-holder probe).
 * ``train``: one step that runs a stand-in "trainer" subprocess through the models' subprocess
   runner and waits for it (``$FAKE_TRAIN_S`` seconds; it writes its pid to ``$MARKER_DIR``).
 
@@ -98,9 +101,59 @@ def train() -> list[ExecutorStep]:
     return [ExecutorStep("fence/train", fake_train, FakeTrainConfig(this_output_path(), versioned(10)))]
 
 
+@dataclass(frozen=True)
+class GenConfig:
+    output_path: str
+    lines_per_chunk: int = 50
+
+
+def gen_files(config: GenConfig) -> dict[str, str]:
+    """Write tagged lines chunk by chunk (an event per chunk, so a test can pause the writer there)."""
+    import fsspec
+
+    runner = os.environ.get("RUNNER_NAME", "?")
+    files, chunks = int(os.environ.get("GEN_FILES", "4")), int(os.environ.get("GEN_CHUNKS", "4"))
+    delay = float(os.environ.get("CHUNK_DELAY_S", "0.05"))
+    for f in range(files):
+        with fsspec.open(join_path(config.output_path, f"file{f}.txt"), "wb") as handle:
+            for c in range(chunks):
+                lines = "".join(f"{runner} file{f} chunk{c} line{k}\n" for k in range(config.lines_per_chunk))
+                handle.write(lines.encode())
+                handle.flush()
+                _mark(f"gen {runner} {f} {c}")
+                time.sleep(delay)
+    return {"written_by": runner, "first_file": join_path(config.output_path, "file0.txt")}
+
+
+@dataclass(frozen=True)
+class UseConfig:
+    output_path: str
+    input_path: str
+
+
+def use_files(config: UseConfig) -> dict[str, int]:
+    """Copy every line ``gen`` published (what a downstream step consumes)."""
+    import fsspec
+
+    files = int(os.environ.get("GEN_FILES", "4"))
+    lines = []
+    for f in range(files):
+        with fsspec.open(join_path(config.input_path, f"file{f}.txt"), "rb") as handle:
+            lines.append(handle.read())
+    atomic_write_text(join_path(config.output_path, "consumed.txt"), b"".join(lines).decode())
+    return {"lines": sum(chunk.count(b"\n") for chunk in lines)}
+
+
+def gen() -> list[ExecutorStep]:
+    g = ExecutorStep("probe/gen", gen_files, GenConfig(this_output_path(), versioned(50)))
+    return [g, ExecutorStep("probe/use", use_files, UseConfig(this_output_path(), output_path_of(g)))]
+
+
+EXPERIMENTS = {"chain": chain, "train": train, "gen": gen}
+
 if __name__ == "__main__":
     which, argv = sys.argv[1], sys.argv[2:]
-    executor_main(chain() if which == "chain" else train(), argv=argv)
+    executor_main(EXPERIMENTS[which](), argv=argv)
 
 
 @dataclass(frozen=True)

@@ -184,7 +184,9 @@ def test_sigkill_mid_write_never_leaves_success_and_rerun_completes(prefix, tmp_
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     (out_dir,) = Path(prefix, "test").glob("slow-*")
-    parts_before = len(list(out_dir.glob("part-*.txt")))
+    # Everything the killed attempt wrote is in its staging folder; nothing reached the output.
+    assert list(out_dir.glob("part-*.txt")) == []
+    parts_before = len(list(out_dir.parent.glob(f".marin_attempts/{out_dir.name}/*/*/part-*.txt")))
     assert 0 < parts_before < 40
     assert read_status(str(out_dir)).status == "RUNNING"
     assert not (out_dir / "manifest.json").exists()
@@ -195,6 +197,7 @@ def test_sigkill_mid_write_never_leaves_success_and_rerun_completes(prefix, tmp_
     assert read_status(str(out_dir)).status == "SUCCESS"
     assert json.loads((out_dir / "manifest.json").read_text()) == {"parts": 40}
     assert len(list(out_dir.glob("part-*.txt"))) == 40
+    assert not (out_dir.parent / ".marin_attempts").exists()  # published and cleaned up
 
 
 def test_four_processes_racing_compute_each_step_exactly_once(prefix, tmp_path):

@@ -46,6 +46,7 @@ from marin_assets.core.shard_stage import (
     read_shard,
     shard_stem,
 )
+from marin_assets.execution.attempt import published_path
 from marin_assets.execution.storage import atomic_write_bytes, exists, filesystem, join_path
 from marin_assets.landing.zone import drop_sort_key, valid_drops_in
 from marin_assets.processing.classification.dedup_index import INDEX_COMPLETE
@@ -162,7 +163,8 @@ def spill_path(output_path: str, shard: str) -> str:
 
 def earlier_drops(output_path: str, drop_id: str) -> tuple[list[tuple[str, str]], list[str]]:
     """((drop, path) of earlier drops with a complete index, earlier drops without one)."""
-    parent = output_path.rstrip("/").rsplit("/", 1)[0]
+    # The step writes into its attempt's staging folder; earlier drops sit beside the published output.
+    parent = published_path(output_path).rstrip("/").rsplit("/", 1)[0]
     fs, p = filesystem(parent)
     try:
         entries = fs.ls(p, detail=True)

@@ -1,0 +1,218 @@
+"""Attempt staging: what a runner writes is published only while it still holds the step's lease.
+
+Each attempt at a unit (a step, or one partition) gets a *staging folder* beside its output,
+``<parent>/.marin_attempts/<name>/<attempt id>/<name>`` for the output ``<parent>/<name>`` -- outside
+the output folder, so nothing a stopped attempt leaves behind ever sits inside a published output,
+and with the same last name, so code that derives a run name from its output path keeps doing so;
+on the same filesystem or bucket, so publishing never moves bytes between stores. The step function's ``output_path`` (``this_output_path()``)
+resolves there, so everything it writes -- with fsspec, plain files, a subprocess, a Ray task --
+lands in the staging folder. When the function returns, the runner *publishes* the staging folder
+(:func:`publish`) and only then records SUCCESS:
+
+* local / POSIX: the old entries of the output are renamed into the attempt's ``.marin_trash`` and each
+  top-level staged entry is renamed into the output -- O(1) per top-level entry, whatever its size;
+* object stores (gs://): each staged object is copied server-side (GCS ``rewrite``, no bytes pass
+  through the runner) to its final name, old objects are deleted with a generation precondition.
+
+Why this fences a paused runner: a runner that takes the lease over from a holder that may still
+be alive (stale, not provably dead) first *discards* that holder's staging folder
+(:func:`discard_attempts`: one rename on a filesystem, deletes on an object store). Every write of the
+old holder goes into its own staging folder, and every publishing operation it could still make
+has its source (a staged entry) or its destination (its trash folder) inside that folder -- gone,
+so the operation fails instead of touching the new holder's output. What a resumed runner writes
+after the takeover ends up only in a discarded folder, never in an output that is or becomes SUCCESS.
+
+Resume (Levanter checkpoints): a new attempt *adopts* the previous attempt's staging folder -- the
+step function sees the same path and finds its checkpoints -- when that attempt is known to have
+stopped: it recorded FAILED, released the lease, or its holder is provably dead (same host, pid
+gone). A holder that only went stale (paused, cut off, on another machine) is never adopted from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import uuid
+from typing import Any
+
+from marin_assets.execution.fence import Fence
+from marin_assets.execution.storage import filesystem, is_local, join_path
+
+logger = logging.getLogger(__name__)
+
+ATTEMPTS_DIR = ".marin_attempts"
+TRASH_DIR = ".marin_trash"
+_EXECUTOR_FILE_PREFIX = ".executor_"
+
+
+def _split(output_path: str) -> tuple[str, str]:
+    parent, _, name = output_path.rstrip("/").rpartition("/")
+    return parent, name
+
+
+def attempts_root(output_path: str) -> str:
+    """The folder holding the attempts' staging folders of ``output_path``."""
+    parent, name = _split(output_path)
+    return join_path(parent, f"{ATTEMPTS_DIR}/{name}")
+
+
+def staging_path(output_path: str, attempt_id: str) -> str:
+    """The staging folder of attempt ``attempt_id`` of ``output_path`` (ends in the output's last name)."""
+    return join_path(attempts_root(output_path), f"{attempt_id}/{_split(output_path)[1]}")
+
+
+def published_path(path: str) -> str:
+    """``path`` with a staging folder replaced by the output it is published to (other paths as given).
+
+    For step code that looks *beside* its output (e.g. the earlier partitions of a partitioned step).
+    """
+    marker = f"/{ATTEMPTS_DIR}/"
+    if marker not in path:
+        return path
+    head, _, tail = path.partition(marker)
+    rest = tail.split("/", 2)  # the output's name, the attempt id, the output's name + the rest
+    return join_path(head, rest[2]) if len(rest) > 2 else path
+
+
+def _is_executor_entry(name: str) -> bool:
+    return name.startswith(_EXECUTOR_FILE_PREFIX)
+
+
+def _rel(full: str, root: str) -> str:
+    return full[len(root.rstrip("/")) + 1 :]
+
+
+def discard_attempts(output_path: str, keep: str | None = None) -> list[str]:
+    """Make every staging folder at ``output_path`` except ``keep`` unpublishable; returns their ids.
+
+    Local: each is renamed to a hidden ``.discarded-*`` name (one atomic rename: its old writer's
+    later renames fail) and then deleted; object stores: its objects are deleted.
+    """
+    fs, root = filesystem(attempts_root(output_path))
+    discarded: list[str] = []
+    if is_local(output_path):
+        try:
+            names = os.listdir(root)
+        except FileNotFoundError:
+            return []
+        for name in names:
+            if name == keep:
+                continue
+            full = os.path.join(root, name)
+            if not name.startswith(".discarded-"):
+                gone = os.path.join(root, f".discarded-{uuid.uuid4().hex}")
+                try:
+                    os.rename(full, gone)
+                except FileNotFoundError:
+                    continue
+                discarded.append(name)
+                full = gone
+            shutil.rmtree(full, ignore_errors=True)  # a resumed old writer may still add files: harmless
+        return discarded
+    try:
+        objects = fs.find(root)
+    except FileNotFoundError:
+        return []
+    by_attempt: dict[str, list[str]] = {}
+    for full in objects:
+        by_attempt.setdefault(_rel(full, root).split("/", 1)[0], []).append(full)
+    for name, paths in by_attempt.items():
+        if name == keep:
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm(paths)
+        discarded.append(name)
+    return discarded
+
+
+def prepare_staging(staging: str) -> None:
+    """Create the staging folder of an attempt (a no-op on object stores, which have no folders)."""
+    fs, p = filesystem(staging)
+    fs.makedirs(p, exist_ok=True)
+
+
+def publish(staging: str, output_path: str, fence: Fence) -> int:
+    """Move the staged output into ``output_path`` (replacing its earlier content); returns entries moved.
+
+    ``fence.check()`` runs before every operation: a runner that lost its lease stops publishing,
+    and one paused between a check and an operation finds its staging folder discarded.
+    """
+    if is_local(output_path):
+        return _publish_local(filesystem(staging)[1], filesystem(output_path)[1], fence)
+    return _publish_object_store(staging, output_path, fence)
+
+
+def _publish_local(staging: str, output: str, fence: Fence) -> int:
+    attempt_dir = os.path.dirname(staging)
+    trash = os.path.join(attempt_dir, TRASH_DIR)
+    # mkdir, not makedirs: the attempt's folder was created when the attempt started; if a new
+    # holder has discarded it since, this fails rather than re-creating it.
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(trash)
+    staged = os.listdir(staging)
+    for name in os.listdir(output):
+        if _is_executor_entry(name):
+            continue
+        fence.check()
+        os.rename(os.path.join(output, name), os.path.join(trash, name))
+    for name in staged:
+        fence.check()
+        os.rename(os.path.join(staging, name), os.path.join(output, name))
+    shutil.rmtree(attempt_dir, ignore_errors=True)
+    root = os.path.dirname(attempt_dir)
+    with contextlib.suppress(OSError):  # fails while other attempts are still there: fine
+        os.rmdir(root)
+        os.rmdir(os.path.dirname(root))
+    return len(staged)
+
+
+def _delete_if_generation(fs: Any, path: str, info: dict[str, Any]) -> None:
+    generation = info.get("generation")
+    if generation is None or not hasattr(fs, "split_path"):
+        fs.rm_file(path)
+        return
+    bucket, key, _ = fs.split_path(path)
+    # Only the object we listed: if a new holder has republished it since, this delete fails (412).
+    with contextlib.suppress(FileNotFoundError, FileExistsError):
+        fs.call("DELETE", "b/{}/o/{}", bucket, key, ifGenerationMatch=generation)
+
+
+def _publish_object_store(staging: str, output_path: str, fence: Fence) -> int:
+    fs, sroot = filesystem(staging)
+    _, oroot = filesystem(output_path)
+    staged = {_rel(p, sroot): p for p in fs.find(sroot)}
+    old = {
+        _rel(p, oroot): (p, info)
+        for p, info in fs.find(oroot, detail=True).items()
+        if not _is_executor_entry(_rel(p, oroot).split("/", 1)[0])
+    }
+    for rel, (path, info) in old.items():
+        if rel not in staged:
+            fence.check()
+            _delete_if_generation(fs, path, info)
+    for rel, src in staged.items():
+        fence.check()
+        fs.cp_file(src, f"{oroot.rstrip('/')}/{rel}")  # server-side copy (GCS rewrite); fails if src was discarded
+    if staged:
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm(list(staged.values()))
+    return len(staged)
+
+
+def rewrite_paths(value: Any, staging: str, output_path: str) -> Any:
+    """``value`` (JSON-like) with the staging folder replaced by the output path in every string."""
+    forms = [(staging, output_path)]
+    stripped_staging, stripped_output = filesystem(staging)[1], filesystem(output_path)[1]
+    if stripped_staging != staging:
+        forms.append((stripped_staging, stripped_output))
+    if isinstance(value, str):
+        for old, new in forms:
+            value = value.replace(old, new)
+        return value
+    if isinstance(value, dict):
+        return {k: rewrite_paths(v, staging, output_path) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rewrite_paths(v, staging, output_path) for v in value]
+    return value
