@@ -1,122 +1,194 @@
 """The Dagster ``Definitions`` of the marin-dagster code location.
 
-Every experiment registered in :data:`EXPERIMENTS` becomes an asset group (one asset per step)
-and an asset job ``<experiment>_job``. Resources come from ``marin_resources``: the storage root
-(``$MARIN_PREFIX`` or ``./data``) and Ray (``$RAY_ADDRESS`` or an embedded local Ray).
+Every experiment script the project lists (``[tool.marin] experiments`` in ``pyproject.toml``, or
+``$MARIN_EXPERIMENTS``; see :mod:`marin_assets.execution.experiment`) becomes an asset group named
+after it (one asset per step) and an asset job ``<script>_job``. A script that fails to import or
+to build shows as its group's error (an asset ``experiment_errors/<script>`` whose description
+holds the traceback) while every other group loads. An experiment whose partitioned steps read a
+landing zone (``landing/<source>``) gets a drop job and a landing sensor for that source, and the
+landing zone an observable asset listing its drops. Resources come from ``marin_resources``: the
+storage root (``$MARIN_PREFIX`` or ``./data``) and Ray (``$RAY_ADDRESS`` or an embedded local Ray).
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
 
 import dagster as dg
 
 from marin_assets.dagster_bridge.assets import (
     SOURCE_TAG,
-    Experiment,
+    AssetKeys,
     asset_key_for,
     build_step_assets,
+    definition_graph,
     partition_local_steps,
 )
+from marin_assets.dagster_bridge.landing_assets import build_landing_status_sensor, landing_zone_asset
 from marin_assets.dagster_bridge.maintenance_jobs import MAINTENANCE_JOBS
 from marin_assets.dagster_bridge.partition_sets import build_partition_set_sensor, partition_set_assets
 from marin_assets.execution.executor_main import default_prefix
-from marin_assets.execution.versioning import StepGraph
-from marin_assets.experiments import curation, hello_world, quickstart
+from marin_assets.execution.experiment import Experiment, Script, discover, landing_dirs, landing_source
 from marin_assets.landing.sensor import build_landing_sensor
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
-
-def experiments() -> list[Experiment]:
-    """The experiments this code location shows."""
-    return [
-        Experiment(name="hello_world", steps=hello_world.STEPS, description="Numbers and their statistics"),
-        Experiment(
-            name="curation",
-            steps=list(curation.STEPS.values()),
-            description="Sample HTML drops: raw -> text -> quality -> dedup -> consolidated",
-            partitions=curation.PARTITIONS,
-            checks=curation.build_checks(curation.STEPS),
-        ),
-        Experiment(
-            name="quickstart",
-            steps=[quickstart.STEPS["evaluation"]],
-            description="Curated drops -> tokenizer -> Levanter caches -> tiny Llama -> evaluation",
-            partitions=quickstart.PARTITIONS,
-            schedules=quickstart.schedules(quickstart.STEPS),
-        ),
-    ]
+logger = logging.getLogger("marin.definitions")
+ERROR_PREFIX = "experiment_errors"
 
 
-def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Definitions:
-    """Assets, jobs and resources for ``experiment_list`` (default: :func:`experiments`)."""
-    partitions_defs: dict[str, dg.PartitionsDefinition] = {}
-    assets: list[dg.AssetsDefinition] = []
-    jobs = []
-    experiment_list = experiment_list if experiment_list is not None else experiments()
-    emitted: dict[dg.AssetKey, str] = {}
-    sensors: list[dg.SensorDefinition] = []
-    schedules: list[dg.ScheduleDefinition] = []
-    for experiment in experiment_list:
-        group_assets = build_step_assets(experiment, partitions_defs, emitted=emitted)
-        assets.extend(group_assets)
-        partition_sets = {
-            a.partitions_def.name for a in group_assets if isinstance(a.partitions_def, dg.DynamicPartitionsDefinition)
-        }
-        if len(partition_sets) > 1:
-            raise ValueError(f"experiment {experiment.name} mixes partition sets {sorted(partition_sets)}")
-        partitions_def = partitions_defs[partition_sets.pop()] if partition_sets else None
-        job = dg.define_asset_job(
+def load_error_asset(name: str, where: str, error: str) -> dg.AssetsDefinition:
+    """The asset standing for a script that failed to load: its group's error, traceback included."""
+    last = next((line for line in reversed(error.strip().splitlines()) if line.strip()), "failed to load")
+    description = f"Experiment script {where} failed to load: {last.strip()}\n\n```\n{error[-20000:]}\n```"
+
+    @dg.asset(
+        key=dg.AssetKey([ERROR_PREFIX, name]),
+        group_name=name,
+        description=description,
+        metadata={"marin/load_error": dg.MetadataValue.md(f"```\n{error[-20000:]}\n```"), "marin/script": where},
+    )
+    def _error() -> None:
+        raise dg.Failure(description=f"{where} failed to load: {last.strip()} (fix it, then Reload definitions)")
+
+    return _error
+
+
+def _experiment_definitions(
+    experiment: Experiment,
+    graph,
+    keys: AssetKeys,
+    partitions_defs: dict[str, dg.PartitionsDefinition],
+    emitted: dict[dg.AssetKey, str],
+    claimed_sources: dict[str, str],
+    prefix: str,
+) -> tuple[list, list, list, list, list]:
+    """Assets, jobs, schedules, sensors and landing assets of one experiment (raises on a bad one)."""
+    group_assets = build_step_assets(experiment, partitions_defs, prefix, emitted=emitted, keys=keys, graph=graph)
+    partition_sets = {
+        a.partitions_def.name for a in group_assets if isinstance(a.partitions_def, dg.DynamicPartitionsDefinition)
+    }
+    if len(partition_sets) > 1:
+        raise ValueError(f"experiment {experiment.name} mixes partition sets {sorted(partition_sets)}")
+    partitions_def = partitions_defs[partition_sets.pop()] if partition_sets else None
+    jobs: list = [
+        dg.define_asset_job(
             f"{experiment.name}_job",
             selection=dg.AssetSelection.groups(experiment.name),
             partitions_def=partitions_def,
             description=experiment.description,
             tags={SOURCE_TAG: "dagster", "marin/experiment": experiment.name},
         )
-        jobs.append(job)
-        for step_schedule in experiment.schedules:
-            # Only the listed steps; inputs that are not materialized (the caches of drops that
-            # arrived since the last run) are brought along by the run itself (unit_run.bring_inputs).
-            keys = [asset_key_for(s.name) for s in step_schedule.steps if s.partitioned_by is None]
-            scheduled_job = dg.define_asset_job(
-                f"{step_schedule.name}_job",
-                selection=dg.AssetSelection.assets(*keys),
+    ]
+    schedules: list = []
+    sensors: list = []
+    landing: list = []
+    for step_schedule in experiment.schedules:
+        # Only the listed steps; inputs that are not materialized (the caches of drops that
+        # arrived since the last run) are brought along by the run itself (unit_run.bring_inputs).
+        scheduled = [keys.key_for(graph.resolved(s)) for s in step_schedule.steps if s.partitioned_by is None]
+        scheduled_job = dg.define_asset_job(
+            f"{step_schedule.name}_job",
+            selection=dg.AssetSelection.assets(*scheduled),
+            description=step_schedule.description,
+            tags={SOURCE_TAG: "schedule", "marin/experiment": experiment.name},
+        )
+        jobs.append(scheduled_job)
+        schedules.append(
+            dg.ScheduleDefinition(
+                name=step_schedule.name,
+                job=scheduled_job,
+                cron_schedule=step_schedule.cron,
                 description=step_schedule.description,
-                tags={SOURCE_TAG: "schedule", "marin/experiment": experiment.name},
+                default_status=dg.DefaultScheduleStatus.STOPPED,
             )
-            jobs.append(scheduled_job)
-            schedules.append(
-                dg.ScheduleDefinition(
-                    name=step_schedule.name,
-                    job=scheduled_job,
-                    cron_schedule=step_schedule.cron,
-                    description=step_schedule.description,
-                    default_status=dg.DefaultScheduleStatus.STOPPED,
-                )
-            )
-        if experiment.name == "curation" and isinstance(partitions_def, dg.DynamicPartitionsDefinition):
-            # A new drop: the sensor adds the partition and runs every asset of that drop (raw ->
-            # text -> quality -> dedup -> consolidated) in one run; the partition-free classifier
-            # they need is brought along by the first run that finds it missing. Steps that read
-            # every drop (training) are not in it: a schedule or an explicit request runs them.
-            graph = StepGraph(experiment.steps, "/")
-            local_keys = [asset_key_for(n.asset_name) for n in partition_local_steps(graph, partitions_def.name)]
-            drop_job = dg.define_asset_job(
-                f"{experiment.name}_drop_job",
-                selection=dg.AssetSelection.assets(*local_keys),
-                partitions_def=partitions_def,
-                description="Every curation asset of one new drop (started by the landing sensor)",
-                tags={
-                    "marin/curation": curation.SOURCE,
-                    SOURCE_TAG: "landing_sensor",
-                    "marin/experiment": experiment.name,
-                },
-            )
-            jobs.append(drop_job)
-            sensors.append(build_landing_sensor(drop_job, partitions_def, default_prefix, source=curation.SOURCE))
+        )
+    # A landing zone the experiment's raw step reads (and no earlier experiment watches): a new
+    # drop there adds a partition and runs every asset of that drop (raw -> ... -> consolidated)
+    # in one run; partition-free inputs (the classifier) come along with the first run that finds
+    # them missing. Steps that read every drop (training) are not in it: a schedule or an explicit
+    # request runs them.
+    for set_name, landing_dir in landing_dirs(experiment.steps).items():
+        source = landing_source(landing_dir)
+        definition = partitions_defs.get(set_name)
+        if source is None or source in claimed_sources or not isinstance(definition, dg.DynamicPartitionsDefinition):
+            continue
+        local_keys = [keys.key_for(n) for n in partition_local_steps(graph, set_name)]
+        drop_job = dg.define_asset_job(
+            f"{experiment.name}_drop_job",
+            selection=dg.AssetSelection.assets(*local_keys),
+            partitions_def=definition,
+            description=f"Every {experiment.name} asset of one drop of landing/{source} (the landing sensor "
+            "starts it for each new drop)",
+            # No marin/source here: a run the UI launches is not the sensor's (its runs carry
+            # dagster/sensor_name).
+            tags={"marin/curation": source, "marin/experiment": experiment.name},
+        )
+        jobs.append(drop_job)
+        sensors.append(build_landing_sensor(drop_job, definition, default_prefix, source=source))
+        claimed_sources[source] = experiment.name
+        landing.append((source, set_name, local_keys))
+    return group_assets, jobs, schedules, sensors, landing
+
+
+def build_definitions(
+    experiment_list: Sequence[Experiment] | None = None, scripts: Sequence[Script] | None = None
+) -> dg.Definitions:
+    """Assets, jobs and resources of ``experiment_list``, or of the discovered ``scripts``
+    (default: :func:`~marin_assets.execution.experiment.discover`)."""
+    errors: list[tuple[str, str, str]] = []  # (group, where, traceback or hint)
+    if experiment_list is None:
+        scripts = discover() if scripts is None else scripts
+        experiment_list = [s.experiment for s in scripts if s.experiment is not None]
+        errors = [(s.name, s.path or s.module, s.error or "") for s in scripts if s.experiment is None]
+    prefix = default_prefix()
+    graphs = []
+    for experiment in experiment_list:
+        try:
+            graphs.append(definition_graph(experiment, prefix))
+        except Exception as exc:  # noqa: BLE001 - a script whose steps do not resolve is its group's error
+            import traceback
+
+            errors.append((experiment.name, experiment.name, traceback.format_exc()))
+            logger.error("experiment %s does not build: %s", experiment.name, exc)
+            graphs.append(None)
+    keys = AssetKeys([g for g in graphs if g is not None])
+    partitions_defs: dict[str, dg.PartitionsDefinition] = {}
+    emitted: dict[dg.AssetKey, str] = {}
+    claimed_sources: dict[str, str] = {}
+    assets: list = []
+    jobs: list = []
+    schedules: list = []
+    sensors: list = []
+    landing: list = []
+    for experiment, graph in zip(experiment_list, graphs, strict=True):
+        if graph is None:
+            continue
+        before = dict(emitted)
+        try:
+            parts = _experiment_definitions(experiment, graph, keys, partitions_defs, emitted, claimed_sources, prefix)
+        except Exception:  # noqa: BLE001 - isolate: every other group still loads
+            if scripts is None:
+                raise  # an explicit list (tests, custom locations): fail loudly as before
+            import traceback
+
+            emitted.clear()
+            emitted.update(before)
+            errors.append((experiment.name, experiment.name, traceback.format_exc()))
+            continue
+        for total, part in zip((assets, jobs, schedules, sensors, landing), parts, strict=True):
+            total.extend(part)
+    for name, where, error in errors:
+        assets.append(load_error_asset(name, where, error))
     jobs.extend(MAINTENANCE_JOBS)  # invalidate / gc: dry runs unless configured with apply: true
     set_names = [name for name, d in partitions_defs.items() if isinstance(d, dg.DynamicPartitionsDefinition)]
     if set_names:
         # What a new drop changes shows without a reload: see dagster_bridge/partition_sets.py.
         sensors.append(build_partition_set_sensor(set_names))
+    if landing:
+        # The drops of each watched landing zone, with their status, as an observable asset.
+        assets.extend(landing_zone_asset(source, set_name, local) for source, set_name, local in landing)
+        sensors.append(build_landing_status_sensor(landing))
     return dg.Definitions(
         assets=[*assets, *partition_set_assets(set_names)],
         jobs=jobs,
@@ -127,3 +199,6 @@ def build_definitions(experiment_list: list[Experiment] | None = None) -> dg.Def
             "ray": RayResource(),
         },
     )
+
+
+__all__ = ["asset_key_for", "build_definitions", "load_error_asset"]

@@ -13,7 +13,6 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
@@ -31,6 +30,10 @@ from marin_assets.dagster_bridge.unit_run import (
     unit_label,
 )
 from marin_assets.execution.executor_main import PartitionSource, default_prefix, resolve_partitions
+from marin_assets.execution.experiment import Experiment as Experiment  # re-exported (declared Dagster-free)
+from marin_assets.execution.experiment import StepCheck as StepCheck
+from marin_assets.execution.experiment import StepSchedule as StepSchedule
+from marin_assets.execution.experiment import landing_partition_sources
 from marin_assets.execution.metadata import TYPE_KEY
 from marin_assets.execution.runner import (
     Executor,
@@ -49,6 +52,7 @@ from marin_assets.execution.versioning import ResolvedStep, StepGraph, version_j
 RUN_ID_TAG = "marin/run_id"
 _INVALID_KEY_CHARS = re.compile(r"[^A-Za-z0-9_]")
 # Folder of a model step -> what its asset is (appended to the key's last part, see asset_key_for).
+_QUALIFIER = re.compile(r"^(.*?)((?:_heldout|_validation|_val|_test_set)?)$")
 _KIND_OF_FOLDER = {"tokenizers": "tokenizer", "tokenized": "tokens", "checkpoints": "model", "evaluation": "eval"}
 
 
@@ -66,8 +70,11 @@ def asset_key_for(step_name: str) -> dg.AssetKey:
     """
     parts = [_INVALID_KEY_CHARS.sub("_", part) for part in step_name.split("/")]
     kind = _KIND_OF_FOLDER.get(parts[0]) if len(parts) > 1 else None
-    if kind and not parts[-1].endswith(f"_{kind}"):
-        parts[-1] = f"{parts[-1]}_{kind}"
+    if kind and not parts[-1].endswith(f"_{kind}") and f"_{kind}_" not in parts[-1]:
+        # A qualifier (``-heldout``) stays last, after the kind: the UI middle-truncates long labels
+        # to their start and end, and "quickstart…_tokens" twice would not tell the caches apart.
+        stem, qualifier = _QUALIFIER.match(parts[-1]).groups()
+        parts[-1] = f"{stem}_{kind}{qualifier}" if stem else f"{parts[-1]}_{kind}"
     return dg.AssetKey(parts)
 
 
@@ -93,63 +100,6 @@ def step_failure(label: str, output_path: str, error: Exception) -> dg.Failure:
         },
         allow_retries=False,
     )
-
-
-@dataclass(frozen=True)
-class StepCheck:
-    """A data-quality check on a step's output, shown as a Dagster asset check.
-
-    ``fn(output_path, partition, prefix) -> (passed, metadata)`` is plain Python (stage packages
-    own the logic); it runs right after every materialization, cached ones included.
-    """
-
-    step: ExecutorStep
-    name: str
-    fn: Callable[[str, str | None, str], tuple[bool, dict[str, Any]]]
-    description: str | None = None
-    blocking: bool = False
-
-
-@dataclass(frozen=True)
-class StepSchedule:
-    """Re-materialize some steps on a cron schedule (e.g. re-train and re-evaluate nightly).
-
-    Unchanged steps are recorded as cached, so a tick without new data costs seconds; a step whose
-    version changed (a new drop reached the training mixture) is recomputed into its new path.
-    """
-
-    name: str
-    cron: str
-    steps: Sequence[ExecutorStep]
-    description: str | None = None
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """A named list of steps shown as one asset group.
-
-    Attributes:
-        name: group name in the UI (letters, digits, underscores).
-        steps: the experiment's final steps; everything they depend on is included.
-        description: shown on the job.
-        partitions: partition-set name -> keys, or a callable ``prefix -> keys`` (e.g. drops
-            discovered in the landing zone) used for versions of steps that read all partitions.
-        checks: asset checks on some of the steps.
-        schedules: cron schedules over some of the steps.
-        eager_steps: steps whose assets materialize by declarative automation
-            (``AutomationCondition.eager()``) as soon as their upstream assets are updated.
-        heartbeat_s / stale_s: lease settings for materializations.
-    """
-
-    name: str
-    steps: Sequence[ExecutorStep]
-    description: str | None = None
-    partitions: Mapping[str, PartitionSource] = field(default_factory=dict)
-    checks: Sequence[StepCheck] = ()
-    eager_steps: Sequence[ExecutorStep] = ()
-    schedules: Sequence[StepSchedule] = ()
-    heartbeat_s: float = 30.0
-    stale_s: float = 90.0
 
 
 def to_dagster_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -222,12 +172,20 @@ def _make_compute(
     cache: GraphCache,
     partitions_defs: Mapping[str, dg.PartitionsDefinition],
     checks: Sequence[StepCheck] = (),
+    keys: "AssetKeys | None" = None,
+    sources: tuple[Mapping[str, PartitionSource], str | None] = ({}, None),
 ) -> Callable[..., dg.MaterializeResult]:
+    partition_sources, source_error = sources
+
     def compute(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         prefix = _resource_prefix(context.resources.marin_storage)
-        partition_keys = _partition_keys_at_runtime(context, experiment.partitions, list(partitions_defs), prefix)
+        partition_keys = _partition_keys_at_runtime(context, partition_sources, list(partitions_defs), prefix)
         graph = cache.get(prefix, partition_keys)
         node = graph.resolved(step)
+        empty = [name for name in _consumed_sets(node) if not partition_keys.get(name)]
+        if empty and source_error is not None:  # never zero partitions without a word
+            raise dg.Failure(description=f"{node.name}: {source_error}", allow_retries=False)
+        key_of = keys.key_for if keys is not None else (lambda n: asset_key_for(n.asset_name))
         partition = context.partition_key if step.partitioned_by else None
         run_tag = context.run.tags.get(RUN_ID_TAG)
         explicit = is_explicit_request(context.run.tags)
@@ -241,7 +199,9 @@ def _make_compute(
         label = unit_label((node, partition))
         try:
             if explicit:
-                bring_inputs(executor, (node, partition), graph, lambda u, o, r: _record_input(context, u, o, r))
+                bring_inputs(
+                    executor, (node, partition), graph, lambda u, o, r: _record_input(context, u, o, r, key_of)
+                )
             reason = reason_for((node, partition))
             outcome = executor.execute_unit((node, partition), graph)
         except InputFailedError as exc:  # the input's own cause first, then which input of what
@@ -262,7 +222,13 @@ def _make_compute(
                 "marin/action": dg.MetadataValue.text(
                     outcome.action if not computed_here or outcome.action == "ran" else "ran (executor_main)"
                 ),
-                "marin/reason": dg.MetadataValue.text(reason if outcome.action == "ran" else f"{outcome.action}"),
+                # A recording of a command-line run finds the step SUCCESS ("cached" to this run):
+                # the reason is then that the command line computed it, not "cached".
+                "marin/reason": dg.MetadataValue.text(
+                    reason
+                    if outcome.action == "ran"
+                    else (f"computed by command-line run {run_tag}" if computed_here else outcome.action)
+                ),
                 "marin/hash": dg.MetadataValue.text(node.hash),
                 "marin/code_version": dg.MetadataValue.text(code_version_of(node)),
                 "marin/version": dg.MetadataValue.json(_plain_version(node)),
@@ -295,14 +261,20 @@ def _make_compute(
     return compute
 
 
-def _record_input(context: dg.AssetExecutionContext, unit: Unit, outcome: StepOutcome, reason: str) -> None:
+def _record_input(
+    context: dg.AssetExecutionContext,
+    unit: Unit,
+    outcome: StepOutcome,
+    reason: str,
+    key_of: Callable[[ResolvedStep], dg.AssetKey],
+) -> None:
     """Record an input this run brought along as a materialization of its own asset."""
     node, partition = unit
     if outcome.action == "ran":
         context.log.info(f"{unit_label(unit)}: input computed first ({reason})")
     context.log_event(
         dg.AssetMaterialization(
-            asset_key=asset_key_for(node.asset_name),
+            asset_key=key_of(node),
             partition=partition,
             metadata={
                 "dagster/uri": uri_metadata(outcome.output_path),
@@ -334,6 +306,17 @@ def _plain_version(node: ResolvedStep) -> Any:
     return redact_secrets(json.loads(version_json(node.version)))
 
 
+def _compact_version(node: ResolvedStep) -> Any:
+    """The version as the definition shows it: the step's own config, each dependency as its
+    ``name-hash`` (the full dict nests every ancestor's version -- megabytes of snapshot for a
+    large graph; each materialization's ``marin/version`` carries it in full)."""
+    version = {"name": node.name, "config": node.version.get("config", {})}
+    version["dependencies"] = [f"{d.name}-{d.hash}" for d in node.dependencies]
+    if node.pseudo_dependencies:
+        version["pseudo_dependencies"] = [f"{d.name}-{d.hash}" for d in node.pseudo_dependencies]
+    return redact_secrets(json.loads(version_json(version)))
+
+
 def _browser_link(output_path: str, prefix: str) -> dict[str, Any]:
     """``marin/browser``: the data browser's page of an output (``$MARIN_BROWSER_URL``), if below the prefix."""
     url = browser_url(output_path, prefix)
@@ -362,7 +345,7 @@ def _static_metadata(node: ResolvedStep, prefix: str) -> dict[str, Any]:
         meta["dagster/uri"] = uri_metadata(f"{base}/{stem}-*")
         return _optional_metadata(node, meta)
     meta["marin/hash"] = node.hash
-    meta["marin/version"] = dg.MetadataValue.json(_plain_version(node))
+    meta["marin/version"] = dg.MetadataValue.json(_compact_version(node))
     # Where the output lives, on the asset page (Storage) before any run: the step's folder, which
     # for a partitioned step holds one subfolder per partition.
     meta["dagster/uri"] = uri_metadata(node.output_path)
@@ -425,51 +408,96 @@ def partition_local_steps(graph: StepGraph, partition_set: str) -> list[Resolved
     return [n for n in graph.topological() if is_local(n)]
 
 
+class AssetKeys:
+    """Asset keys of a whole code location, so the same step is one asset however many scripts reach it.
+
+    A step name with one code version across every graph added keeps its name as key; a name with
+    several (a sweep, or two scripts with different versions of a step) gets one key per version,
+    ``<name>-<code version>``, so they stay distinct assets instead of one overwriting the other.
+    """
+
+    def __init__(self, graphs: Sequence[StepGraph] = ()) -> None:
+        self._versions: dict[str, set[str]] = {}
+        for graph in graphs:
+            self.add(graph)
+
+    def add(self, graph: StepGraph) -> None:
+        """Count the code versions of ``graph``'s steps."""
+        for node in graph.topological():
+            self._versions.setdefault(node.name, set()).add(code_version_of(node))
+
+    def key_for(self, node: ResolvedStep) -> dg.AssetKey:
+        """The asset key of ``node`` (a step resolved under any partition keys)."""
+        versions = self._versions.get(node.name)
+        if versions is None or len(versions) > 1 or code_version_of(node) not in versions:
+            return asset_key_for(f"{node.name}-{code_version_of(node)}" if versions else node.asset_name)
+        return asset_key_for(node.name)
+
+    def known(self, node: ResolvedStep) -> bool:
+        """True when the location defines an asset for this step (same name and code version)."""
+        return code_version_of(node) in self._versions.get(node.name, ())
+
+
+def definition_graph(experiment: Experiment, prefix: str) -> StepGraph:
+    """The experiment's steps resolved as the definitions show them (runtime partition sets empty).
+
+    Partition sets discovered at run time (drops) stay out of the definitions: code versions leave
+    them out anyway, and a load must not scan (or checksum) the landing zone.
+    """
+    partitions = {name: [] if callable(src) else list(src) for name, src in experiment.partitions.items()}
+    return StepGraph(experiment.steps, prefix, partitions)
+
+
 def build_step_assets(
     experiment: Experiment,
     partitions_defs: dict[str, dg.PartitionsDefinition] | None = None,
     prefix: str | None = None,
     emitted: dict[dg.AssetKey, str] | None = None,
+    keys: AssetKeys | None = None,
+    graph: StepGraph | None = None,
 ) -> list[dg.AssetsDefinition]:
     """One asset per distinct step of ``experiment`` (merged duplicates become one asset).
 
-    ``emitted`` (asset key -> hash) carries the steps earlier experiments already turned into
-    assets: an experiment that builds on another (the quickstart on curation) reuses them, and a
-    step of the same name with another version is an error, since Dagster shows one per key.
+    ``emitted`` (asset key -> code version) carries the steps earlier experiments already turned
+    into assets: an experiment that builds on another (the quickstart on curation) reuses them.
+    ``keys`` names the assets across the whole location (default: this experiment alone).
     """
     # Shared across experiments (mutated): one DynamicPartitionsDefinition per partition set.
     partitions_defs = partitions_defs if partitions_defs is not None else {}
     prefix = prefix or default_prefix()
-    # Partition sets discovered at run time (drops) stay out of the definitions: code versions
-    # leave them out anyway, and a load must not scan (or checksum) the landing zone.
-    partitions = {name: [] if callable(src) else list(src) for name, src in experiment.partitions.items()}
-    graph = StepGraph(experiment.steps, prefix, partitions)
+    graph = graph if graph is not None else definition_graph(experiment, prefix)
+    keys = keys if keys is not None else AssetKeys([graph])
+    try:  # partition sets without a source: the landing zone's drops, or an error at run time
+        sources: tuple[Mapping[str, PartitionSource], str | None] = (
+            landing_partition_sources(experiment.steps, experiment.partitions),
+            None,
+        )
+    except ValueError as exc:
+        sources = (experiment.partitions, str(exc))
     cache = GraphCache(experiment)
+    checks_by_node: dict[int, list[StepCheck]] = {}
+    for check in experiment.checks:
+        checks_by_node.setdefault(id(graph.resolved(check.step)), []).append(check)
+    eager_nodes = {id(graph.resolved(s)) for s in experiment.eager_steps}
     assets: list[dg.AssetsDefinition] = []
     seen_keys: dict[dg.AssetKey, str] = {}
     for node in graph.topological():
-        key = asset_key_for(node.asset_name)
+        key = keys.key_for(node)
         if key in seen_keys:
             raise ValueError(
                 f"steps {seen_keys[key]!r} and {node.name!r} map to the same asset key {key.to_user_string()}"
             )
         seen_keys[key] = node.name
-        if emitted is not None and key in emitted:
-            if emitted[key] != code_version_of(node):
-                raise ValueError(
-                    f"experiment {experiment.name}: step {node.name} has version {code_version_of(node)}, but an "
-                    f"earlier experiment defines it with version {emitted[key]}; rename one of them"
-                )
-            continue
         if emitted is not None:
+            if key in emitted:
+                continue  # another experiment's asset: same key means same name and code version
             emitted[key] = code_version_of(node)
         deps = []
         for dep in (*node.dependencies, *node.pseudo_dependencies):
-            deps.append(dg.AssetDep(asset_key_for(dep.asset_name), partition_mapping=_partition_mapping(node, dep)))
+            deps.append(dg.AssetDep(keys.key_for(dep), partition_mapping=_partition_mapping(node, dep)))
         # Reading every partition: the partition set is an input too (its data version = its keys).
         deps.extend(dg.AssetDep(partition_set_key(name)) for name in _consumed_sets(node))
-        node_checks = [c for c in experiment.checks if graph.resolved(c.step) is node]
-        eager = any(graph.resolved(s) is node for s in experiment.eager_steps)
+        node_checks = checks_by_node.get(id(node), [])
         partitions_def = None
         if node.partitioned_by is not None:
             partitions_def = partitions_defs.setdefault(
@@ -488,11 +516,11 @@ def build_step_assets(
                 # Every step gets the (lazy) "ray" resource: stage functions that shard work on
                 # Ray call ensure_ray() themselves, and the resource's settings must reach it.
                 required_resource_keys={"marin_storage", "ray"},
-                automation_condition=dg.AutomationCondition.eager() if eager else None,
+                automation_condition=dg.AutomationCondition.eager() if id(node) in eager_nodes else None,
                 check_specs=[
                     dg.AssetCheckSpec(c.name, asset=key, description=c.description, blocking=c.blocking)
                     for c in node_checks
                 ],
-            )(_make_compute(experiment, node.step, cache, partitions_defs, node_checks))
+            )(_make_compute(experiment, node.step, cache, partitions_defs, node_checks, keys, sources))
         )
     return assets

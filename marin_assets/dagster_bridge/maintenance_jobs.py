@@ -9,6 +9,7 @@ experiment record).
 import dagster as dg
 from pydantic import Field
 
+from marin_assets.execution.experiment import discovered_experiments
 from marin_assets.execution.maintenance import (
     apply_gc,
     apply_invalidation,
@@ -38,10 +39,8 @@ class GcConfig(dg.Config):
 def invalidate_step(
     context: dg.OpExecutionContext, config: InvalidateConfig, marin_storage: MarinStorageResource
 ) -> None:
-    from marin_assets.definitions import experiments
-
     prefix = marin_storage.root()
-    known = [step for e in experiments() for step in steps_of(e.steps, prefix, e.partitions)]
+    known = [step for e in discovered_experiments() for step in steps_of(e.steps, prefix, e.partitions)]
     try:
         plan = plan_invalidation(prefix, config.step, known)
     except ValueError as exc:
@@ -60,10 +59,8 @@ def invalidate_step(
 @dg.op(description="List (and with apply: true delete) outputs no experiment record references")
 def gc_outputs(context: dg.OpExecutionContext, config: GcConfig, marin_storage: MarinStorageResource) -> None:
     # Steps materialized from Dagster have no experiment record: keep every step of the code location.
-    from marin_assets.definitions import experiments
-
     prefix = marin_storage.root()
-    keep = [path for e in experiments() for path in step_outputs_of(e.steps, prefix, e.partitions)]
+    keep = [path for e in discovered_experiments() for path in step_outputs_of(e.steps, prefix, e.partitions)]
     plan = plan_gc(prefix, keep)
     for path in plan.unreferenced:
         context.log.info(f"{'delete' if config.apply else 'unreferenced'}: {path}")

@@ -5,6 +5,13 @@ materializes the same assets in a real Dagster run tagged with the engine's run 
 then finds its step SUCCESS and records a materialization -- marked as computed when the
 command-line run computed it, as cached otherwise -- so the run and its lineage show in the UI.
 
+The assets are keyed as the code location keys them (its discovered experiment scripts, see
+``execution/experiment.py``): a step the location defines (same name and code version) is recorded
+on that defined asset, with its lineage and group. A step it does not define (a script the
+location does not list, a ``--size`` it does not show, an edit not reloaded yet) is recorded as an
+external asset, and the recording says so: a warning naming the steps and the run tag
+``marin/undefined_steps``.
+
 Recording happens only when ``$DAGSTER_HOME`` is set (the README's commands set it), because
 without it Dagster would use a throwaway instance.
 """
@@ -18,17 +25,49 @@ from typing import Any
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.assets import RUN_ID_TAG, SOURCE_TAG, Experiment, asset_key_for, build_step_assets
+from marin_assets.dagster_bridge.assets import (
+    RUN_ID_TAG,
+    SOURCE_TAG,
+    AssetKeys,
+    Experiment,
+    build_step_assets,
+    definition_graph,
+)
+from marin_assets.execution.experiment import Script, discover, script_of_file
 from marin_assets.execution.runner import Executor
 from marin_assets.execution.versioning import StepGraph
 
 logger = logging.getLogger("marin.executor")
+UNDEFINED_TAG = "marin/undefined_steps"
+
+
+def location_keys(prefix: str, scripts: Sequence[Script]) -> AssetKeys:
+    """The code location's asset keys (the same naming as ``definitions.build_definitions``)."""
+    graphs = []
+    for script in scripts:
+        if script.experiment is None:
+            continue
+        try:
+            graphs.append(definition_graph(script.experiment, prefix))
+        except Exception:  # noqa: BLE001 - the location shows that script as an error
+            continue
+    return AssetKeys(graphs)
 
 
 def record_cli_run(
-    graph: StepGraph, run_id: str, run_only: Sequence[str] | None = None, description: str | None = None, **_: Any
+    graph: StepGraph,
+    run_id: str,
+    run_only: Sequence[str] | None = None,
+    description: str | None = None,
+    caller: str | None = None,
+    scripts: Sequence[Script] | None = None,
+    **_: Any,
 ) -> list[str]:
-    """Materialize the graph's assets in the Dagster instance; returns the Dagster run ids."""
+    """Materialize the graph's assets in the Dagster instance; returns the Dagster run ids.
+
+    ``caller`` is the script's file (to name its group); ``scripts`` the location's scripts
+    (default: discovered as the code location does).
+    """
     if not os.environ.get("DAGSTER_HOME"):
         logger.info("DAGSTER_HOME is not set: not recording this run in a Dagster instance")
         return []
@@ -37,22 +76,42 @@ def record_cli_run(
     instance = dg.DagsterInstance.get()
     units = Executor.units(graph, list(run_only) if run_only else None)
     selected_nodes = {id(node): node for node, _ in units}
+    scripts = discover() if scripts is None else scripts
+    keys = location_keys(graph.prefix, scripts)
+    script = script_of_file(caller, scripts) if caller else None
     experiment = Experiment(
-        name="executor_main", steps=[n.step for n in graph.roots], description=description, partitions=graph.partitions
+        name=script.name if script is not None else "executor_main",
+        steps=[n.step for n in graph.roots],
+        description=description,
+        partitions=graph.partitions,
     )
-    assets = build_step_assets(experiment, prefix=graph.prefix)
-    resources = {"marin_storage": MarinStorageResource(prefix=graph.prefix), "ray": RayResource()}
     tags = {RUN_ID_TAG: run_id, SOURCE_TAG: "executor_main"}
+    undefined = sorted({n.name for n in selected_nodes.values() if not keys.known(n)})
+    if undefined:
+        where = (
+            f"script {script.name}" if script is not None else f"{caller or 'this script'} (not listed in [tool.marin])"
+        )
+        logger.warning(
+            "%d step(s) of %s are not defined in the code location, recorded as external assets without lineage: %s%s",
+            len(undefined),
+            where,
+            ", ".join(undefined[:10]),
+            " ..." if len(undefined) > 10 else "",
+        )
+        tags[UNDEFINED_TAG] = ", ".join(undefined)[:1000]
+    # A step the location lacks keeps a key of its own (<name>-<code version> beside a defined name).
+    assets = build_step_assets(experiment, prefix=graph.prefix, keys=keys, graph=graph)
+    resources = {"marin_storage": MarinStorageResource(prefix=graph.prefix), "ray": RayResource()}
     # The engine already reported every unit; the recording run's own event log (DEBUG by default,
     # hundreds of lines) goes to the instance, and to the terminal only from this level up.
     level = os.environ.get("MARIN_DAGSTER_LOG_LEVEL", "WARNING").upper()
     run_config = {"loggers": {"console": {"config": {"log_level": level}}}}
     run_ids: list[str] = []
-    unpartitioned = [asset_key_for(n.asset_name) for n in selected_nodes.values() if n.partitioned_by is None]
+    unpartitioned = [keys.key_for(n) for n in selected_nodes.values() if n.partitioned_by is None]
     partitioned: dict[tuple[str, str], list[dg.AssetKey]] = {}
     for node, partition in units:
         if partition is not None:
-            partitioned.setdefault((node.partitioned_by or "", partition), []).append(asset_key_for(node.asset_name))
+            partitioned.setdefault((node.partitioned_by or "", partition), []).append(keys.key_for(node))
     for partition_set, key in partitioned:
         instance.add_dynamic_partitions(partition_set, [key])
     # Partitioned assets first (one run per partition key), then the unpartitioned ones.

@@ -24,6 +24,7 @@ from typing import Any
 
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
 from marin_assets.execution.dry_run import format_plan, plan
+from marin_assets.execution.experiment import landing_partition_sources
 from marin_assets.execution.runner import ExecutionReport, Executor, ExecutorError, ExecutorOptions, function_name
 from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.status import write_json
@@ -50,6 +51,11 @@ def resolve_partitions(partitions: Mapping[str, PartitionSource] | None, prefix:
     for name, source in (partitions or {}).items():
         resolved[name] = list(source(prefix) if callable(source) else source)
     return resolved
+
+
+def _plain_steps(steps: Sequence[ExecutorStep | InputName]) -> list[ExecutorStep]:
+    """The steps of a Marin step list (an ``InputName`` stands for its step)."""
+    return [s.step if isinstance(s, InputName) else s for s in steps if not isinstance(s, InputName) or s.step]
 
 
 def _git_commit(cwd: str) -> str | None:
@@ -248,10 +254,22 @@ def executor_main(
     except UnsupportedStorageError as exc:
         logger.error("%s", exc)
         raise SystemExit(2) from None
-    part_keys = resolve_partitions(partitions, prefix)
+    given: dict[str, PartitionSource] = dict(partitions or {})
     for item in args.partitions or []:
         name, _, keys = item.partition("=")
-        part_keys[name] = [k for k in keys.split(",") if k]
+        given[name] = [k for k in keys.split(",") if k]
+    try:  # a partition set nobody gave keys for: the drops of the landing zone its steps read
+        sources = landing_partition_sources(_plain_steps(steps), given)
+    except ValueError as exc:
+        logger.error("%s", exc)
+        raise SystemExit(2) from None
+    part_keys = resolve_partitions(sources, prefix)
+    for name in sources.keys() - given.keys():
+        logger.info(
+            "partition set %r: %d valid drop(s) from %s", name, len(part_keys[name]), sources[name].__qualname__
+        )
+        if not part_keys[name]:
+            logger.warning("partition set %r is empty: no valid drop in the landing zone, its steps run nothing", name)
     graph = StepGraph(steps, prefix, part_keys)
     if args.dry_run:
         print(format_plan(plan(graph, args.run_only, args.force_run_failed)))
@@ -283,7 +301,9 @@ def executor_main(
             observers, recording_failed = [], True
         for observer in observers:
             try:
-                observer(graph=graph, run_id=options.run_id, run_only=args.run_only, description=description)
+                observer(
+                    graph=graph, run_id=options.run_id, run_only=args.run_only, description=description, caller=caller
+                )
             except Exception as exc:  # noqa: BLE001 - reported below; the step outputs stay valid
                 # A run the instance does not know about is invisible in the UI and its lineage is
                 # lost: that is a failure of this command (the outputs are written, so a re-run is

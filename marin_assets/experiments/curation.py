@@ -12,9 +12,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from marin_assets.dagster_bridge.assets import StepCheck
 from marin_assets.execution import ExecutorStep, executor_main
 from marin_assets.execution.executor_main import default_prefix
+from marin_assets.execution.experiment import Experiment, StepCheck
 from marin_assets.experiments.curation_pipeline import (
     PARTITION_SET,
     check_classifier_accuracy,
@@ -77,6 +77,14 @@ def build_checks(steps: dict[str, ExecutorStep]) -> list[StepCheck]:
 
 STEPS = build_steps()
 PARTITIONS = {PARTITION_SET: discover_drops}
+# What the code location shows (group "curation"); the landing sensor and the drop job follow from
+# the raw step's landing zone.
+EXPERIMENT = Experiment(
+    steps=list(STEPS.values()),
+    description="Sample HTML drops: raw -> text -> quality -> dedup -> consolidated",
+    partitions=PARTITIONS,
+    checks=build_checks(STEPS),
+)
 
 
 def ensure_sample_drops(prefix: str, count: int, docs_per_drop: int | None = None) -> list[str]:

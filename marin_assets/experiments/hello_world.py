@@ -75,7 +75,7 @@ def build_steps(n: int = 1000, seed: int = 0) -> list[ExecutorStep]:
     return [numbers, stats]
 
 
-STEPS = build_steps()
+STEPS = build_steps()  # the code location collects the module's steps (group "hello_world")
 
 if __name__ == "__main__":
     executor_main(STEPS, description="Hello world: numbers and their statistics")

@@ -34,10 +34,10 @@ import threading
 import time
 from collections.abc import Sequence
 
-from marin_assets.dagster_bridge.assets import StepSchedule
 from marin_assets.evaluation.evaluate import LOCAL_TASKS, default_eval
 from marin_assets.execution import ExecutorStep, executor_main, output_path_of
 from marin_assets.execution.executor_main import DEFAULT_OBSERVERS, default_prefix
+from marin_assets.execution.experiment import Experiment, StepSchedule
 from marin_assets.experiments import curation
 from marin_assets.experiments.quickstart_output import configure_output, summary
 from marin_assets.experiments.quickstart_steps import SIZES
@@ -105,6 +105,16 @@ def schedules(steps: dict[str, ExecutorStep]) -> list[StepSchedule]:
         )
     ]
 
+
+
+# What the code location shows (group "quickstart"): the evaluation and what it needs; the
+# curation steps it shares are the curation group's assets.
+EXPERIMENT = Experiment(
+    steps=[STEPS["evaluation"]],
+    description="Curated drops -> tokenizer -> Levanter caches -> tiny Llama -> evaluation",
+    partitions=PARTITIONS,
+    schedules=schedules(STEPS),
+)
 
 def start_ray_in_background() -> threading.Thread | None:
     """Start the embedded Ray head now, in a thread, so that its start overlaps writing the sample

@@ -41,7 +41,13 @@ def test_each_step_becomes_an_asset_with_hash_code_version_and_deps(prefix):
     assert stats_asset.group_names_by_key[stats_asset.key] == "hello_world"
     spec_meta = stats_asset.specs_by_key[stats_asset.key].metadata
     assert spec_meta["dagster/uri"].value == stats.output_path
-    assert spec_meta["marin/version"].data == stats.version
+    # The definition shows the step's own config and its dependencies as name-hash (the full
+    # nested version goes with each materialization: it would make a large location's snapshot huge).
+    assert spec_meta["marin/version"].data == {
+        "name": "hello_world/stats",
+        "config": stats.version["config"],
+        "dependencies": [f"hello_world/numbers-{numbers.hash}"],
+    }
     assert numbers.output_path != stats.output_path
 
 
@@ -187,7 +193,7 @@ def test_partition_mappings_follow_how_a_step_reads_partitions(prefix):
     assert [n.name for n in partition_local_steps(graph, "drops")] == ["p/docs", "p/clean"]
 
 
-def test_experiments_sharing_steps_get_one_asset_and_conflicts_are_rejected(prefix):
+def test_experiments_sharing_steps_get_one_asset_and_other_versions_stay_distinct(prefix):
     from marin_assets.definitions import build_definitions
 
     base = hello_world.build_steps()
@@ -195,5 +201,15 @@ def test_experiments_sharing_steps_get_one_asset_and_conflicts_are_rejected(pref
     defs = build_definitions([Experiment("first", base), Experiment("second", extended)])
     keys = [a.key for a in defs.assets]
     assert sorted(k.to_user_string() for k in keys) == ["hello_world/numbers", "hello_world/stats"]
-    with pytest.raises(ValueError, match="earlier experiment defines it with version"):
-        build_definitions([Experiment("first", base), Experiment("third", hello_world.build_steps(n=7))])
+    # Same names, other versions (n=7): one asset per version, as a sweep's, keyed <name>-<hash>.
+    other = hello_world.build_steps(n=7)
+    defs = build_definitions([Experiment("first", base), Experiment("third", other)])
+    graph_a, graph_b = StepGraph(base, prefix), StepGraph(other, prefix)
+    expected = {
+        f"hello_world/{role}_{graph.resolved(step).hash}"
+        for graph, steps in ((graph_a, base), (graph_b, other))
+        for role, step in zip(("numbers", "stats"), steps, strict=True)
+    }
+    by_group = {a.key.to_user_string(): a.group_names_by_key[a.key] for a in defs.assets}
+    assert set(by_group) == expected
+    assert sorted(by_group.values()) == ["first", "first", "third", "third"]
