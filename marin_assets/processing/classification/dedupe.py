@@ -12,8 +12,7 @@ Earlier drops' indices are found next to this drop's output (``<step output>/<dr
 since every drop of a partitioned step shares the parent folder. An index is usable once its
 ``_COMPLETE`` marker exists. With ``landing_dir`` set, every valid earlier drop of the landing
 zone must have a complete index, else the step fails (so drops processed out of order fail loudly
-instead of silently missing duplicates; rerun once the earlier drop is done). An earlier drop whose
-checksums fail (rejected by the landing sensor, never indexed) is not waited for.
+instead of silently missing duplicates; rerun once the earlier drop is done).
 
 Memory is bounded by ``memory_budget_mb``, not by the drop: the shard tasks spill their hashes to
 ``index/_shards/``, and the drop-wide passes (``dedup_passes.py``) work one hash range, then one
@@ -49,7 +48,7 @@ from marin_assets.core.shard_stage import (
 )
 from marin_assets.execution.attempt import published_path
 from marin_assets.execution.storage import atomic_write_bytes, exists, filesystem, join_path
-from marin_assets.landing.zone import STATUS_VALID, drop_sort_key, valid_drops_in, validate_drop
+from marin_assets.landing.zone import drop_sort_key, valid_drops_in
 from marin_assets.processing.classification.dedup_index import INDEX_COMPLETE
 from marin_assets.processing.classification.minhash import MinHashParams, band_keys, signatures
 
@@ -193,13 +192,7 @@ def run_dedup(config: DedupConfig) -> dict[str, Any]:
         have = {n for n, _ in done}
         me = drop_sort_key(config.drop_id)
         needed = [d for d in valid_drops_in(config.landing_dir) if drop_sort_key(d) < me]
-        # A drop whose checksums fail is rejected by the landing sensor and never gets an index:
-        # hash only the few drops that lack one, so such a drop does not block every later one.
-        missing = [
-            d
-            for d in sorted(set(needed) - have, key=drop_sort_key)
-            if validate_drop(join_path(config.landing_dir, d), d, verify_checksums=True)[0] == STATUS_VALID
-        ]
+        missing = sorted(set(needed) - have)
         if missing:
             raise RuntimeError(
                 f"dedup of {config.drop_id} needs the indices of earlier drops {missing}, which are not "
