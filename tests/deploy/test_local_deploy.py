@@ -9,10 +9,14 @@ can be placed), the user-code gRPC server, dagster-webserver and dagster-daemon.
 2. the quickstart (test size) runs from the command line into ``gs://``, recorded in Postgres; its
    heavy steps (curation shards, tokenize, train, eval) ran on the worker node, not in the driver;
 3. an asset is materialized from the UI in headless Chromium (a real run through the daemon's queue);
-4. a new 400-document drop lands in the ``gs://`` landing zone: the sensor adds the partition, the
-   drop run starts and the drop's assets follow, up to its consolidated documents (timings printed);
-   the consolidated asset's ``marin/browser`` link opens the topology's data browser on those
-   documents (folder, then a page of records from the bucket);
+4. drops keep flowing through the ``gs://`` landing zone in one run of the topology: three good
+   drops land one after another, and a drop whose manifest names a wrong sha256 lands between the
+   first and the second. Each good drop gets its partition and one run, started at most 60 s after
+   its manifest was written (figures printed), and its assets follow up to its consolidated
+   documents; the rejected drop gets neither, and its reason shows on every landing sensor tick
+   after it (skip reason or tick log, what the UI's tick history shows) and in the landing zone's
+   drops view (``landing/sample_html``). The first drop's ``marin/browser`` link opens the
+   topology's data browser on its documents (folder, then a page of records from the bucket);
 5. lineage from the evaluation to the raw drop, in the browser and over GraphQL;
 6. Postgres and the bucket hold what the workflows did; ``--down`` leaves no process behind.
 """
@@ -38,7 +42,7 @@ import pytest
 
 from marin_assets.experiments import curation
 from marin_resources.deploy.services import DeployState
-from tests.ui.conftest import LOCATION, REPOSITORY, DagsterDev
+from tests.ui.conftest import LOCATION, REPOSITORY, TERMINAL_RUN_STATUSES, DagsterDev
 from tests.ui.test_browser import _missing_browser_parts, click_button, open_page, screenshot, wait_for_text
 
 pytestmark = [pytest.mark.slow]
@@ -410,6 +414,11 @@ def _drop_runs(topology: Topology, drop: str) -> list[dict[str, Any]]:
     return [r for r in runs["results"] if r["jobName"] == "curation_drop_job"]
 
 
+def _curation_runs_in_flight(topology: Topology) -> list[dict[str, Any]]:
+    runs = topology.graphql(RUNS_WITH_TAG, {"key": "marin/curation", "value": curation.SOURCE})["runsOrError"]
+    return [r for r in runs["results"] if r["status"] not in TERMINAL_RUN_STATUSES]
+
+
 def _started_drop_run(topology: Topology, drop: str) -> dict[str, Any] | None:
     started = [r for r in _drop_runs(topology, drop) if r["startTime"] is not None]
     return started[0] if started else None
@@ -486,6 +495,15 @@ def test_three_drops_and_a_rejected_one_flow_through_the_gcs_landing_zone(topolo
         selector = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY, "sensorName": sensor}
         started = topology.graphql(START_SENSOR, {"selector": selector})["startSensor"]
         assert started["__typename"] == "Sensor", started
+    # Turned on now, the landing sensor first catches up with the drops the quickstart processed from
+    # the command line (one cached run each, one curation run at a time): drops land after that, as
+    # they do on a deployment whose sensor is always on.
+    caught_up = time.monotonic()
+    _wait(lambda: _landing_sensor_ticks(topology), 120, "the landing sensor's first tick")
+    for drop in ("drop-001", "drop-002"):
+        _wait(lambda d=drop: _drop_runs(topology, d), 120, f"the landing sensor to request a run of {drop}")
+    _wait(lambda: not _curation_runs_in_flight(topology), 600, "the sensor's catch-up runs to finish")
+    print(f"\n[deploy] landing sensor caught up with drop-001, drop-002 in {time.monotonic() - caught_up:.1f}s")
     first, *later = GOOD_DROPS
     figures = [_follow_good_drop(topology, first)]
 
