@@ -51,7 +51,7 @@ def _loss_points(dagster_dev: DagsterDev) -> list[dict[str, float]]:
 def command_line_checkpoint(dagster_dev: DagsterDev) -> None:
     """The first materialization: the quickstart (test size) up to the model, from the command line."""
     cmd = [sys.executable, "-m", "marin_assets.experiments.quickstart", "--size", "test"]
-    cmd += ["--sample_docs", "120", "--sample_drops", "2", "--run_only", "quickstart_test_model"]
+    cmd += ["--sample_docs", "120", "--sample_drops", "2", "--run_only", "^checkpoints/quickstart-test$"]
     env = {**dagster_dev.env, "PYTHONPATH": str(REPO_ROOT)}
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1100)
