@@ -17,10 +17,15 @@ import time
 
 import pytest
 
+import tests.ui.test_browser as browser_tests
 from tests.ui.conftest import REPO_ROOT, DagsterDev
 from tests.ui.test_browser import PAGE_TIMEOUT_S, body_text, click_button, open_page, screenshot, wait_for_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
+
+# The headless Chromium fixtures of test_browser (module-scoped: one browser here too).
+browser = browser_tests.browser
+ui = browser_tests.ui
 
 DAGSTER_ENV = {"MARIN_QUICKSTART_SIZE": "test"}
 CHECKPOINT = ["checkpoints", "quickstart_test_model"]
