@@ -3,7 +3,7 @@
 ``dagster dev`` serves the location with the test-size quickstart (``MARIN_QUICKSTART_SIZE=test``).
 The checkpoint is materialized twice: once by a command-line run of the quickstart up to the model
 (recorded in the instance, as a user's ``executor_main`` run is), once with the asset page's
-*Materialize* button (a Dagster run that finds the step done). Each materialization carries the
+*Materialize* button, confirmed (a Dagster run that finds the step done). Each materialization carries the
 train and eval loss as numeric metadata, so the asset's Events view switched to *Plots* draws one
 chart per series across the two materializations.
 """
@@ -75,6 +75,15 @@ def test_checkpoint_plots_show_the_loss_series_of_two_materializations(
     # The second materialization: the asset page's Materialize button.
     open_page(ui, asset_url, "Materialize", "final_loss")
     click_button(ui, "Materialize")
+    # The command line recorded the model only (--run_only): the UI asks before materializing it
+    # alone, since its upstream assets show no materialization; the user confirms.
+    deadline = time.monotonic() + PAGE_TIMEOUT_S
+    while "Launched run" not in body_text(ui):
+        if "Are you sure?" in body_text(ui):
+            click_button(ui, "Confirm")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no run launched:\n{body_text(ui)[-2000:]}")
+        time.sleep(0.3)
     toast = wait_for_text(ui, "Launched run")
     short_id = re.search(r"Launched run ([0-9a-f]{8})", toast)
     assert short_id, toast[:1000]
