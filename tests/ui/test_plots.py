@@ -4,8 +4,8 @@
 The checkpoint is materialized twice: once by a command-line run of the quickstart up to the model
 (recorded in the instance, as a user's ``executor_main`` run is), once with the asset page's
 *Materialize* button, confirmed (a Dagster run that finds the step done). Each materialization carries the
-train and eval loss as numeric metadata, so the asset's Events view switched to *Plots* draws one
-chart per series across the two materializations.
+train and eval loss as numeric metadata, so the asset overview's Metadata switched from *Table* to
+*Plots* draws one chart per series across the two materializations.
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ def test_checkpoint_plots_show_the_loss_series_of_two_materializations(
         values = [p[key] for p in points]
         assert all(0.0 < v < 20.0 for v in values), (key, values)  # a loss of a 1024-token vocabulary
 
-    # Events view, switched from the metadata table to Plots: one chart per numeric series.
-    open_page(ui, f"{asset_url}?view=events", "Plots")
+    # The asset overview's Metadata, switched from Table to Plots: one chart per numeric series.
+    open_page(ui, asset_url, "Metadata", "Table", "Plots")
     click_button(ui, "Plots")
     deadline = time.monotonic() + PAGE_TIMEOUT_S
     while True:
