@@ -4,8 +4,9 @@
 table with one row per drop folder: ``valid``, ``incomplete``, ``rejected`` (with the reason), or
 ``processed`` (valid, and every asset of its drop job is materialized for it). Observations come
 from the ``landing_status`` sensor (running by default; it records a zone only when its table
-changed, listing manifests without checksums -- the landing sensor verifies them) and from
-*Observe* in the UI (with checksums). The zone's logic lives in ``landing/zone.py``; this is glue.
+changed, hashing only drops not processed yet, so a drop whose checksums fail reads "rejected"
+as it does for the landing sensor) and from *Observe* in the UI (every drop's checksums). The
+zone's logic lives in ``landing/zone.py``; this is glue.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 import dagster as dg
 
 from marin_assets.execution.executor_main import default_prefix
-from marin_assets.landing.zone import STATUS_VALID, drop_sort_key, scan_landing_zone
+from marin_assets.landing.zone import STATUS_VALID, drop_sort_key, scan_landing_zone, validate_drop
 
 SENSOR_NAME = "landing_status"
 STATUS_PROCESSED = "processed"
@@ -49,15 +50,18 @@ def drop_rows(
     for drop in sorted(
         scan_landing_zone(prefix, source, verify_checksums=verify), key=lambda d: drop_sort_key(d.drop_id)
     ):
-        status = drop.status
+        status, reason = drop.status, drop.reason
         if status == STATUS_VALID and processed is not None and drop.drop_id in processed:
             status = STATUS_PROCESSED
+        elif status == STATUS_VALID and not verify:
+            # Not processed: its checksums decide, so a drop the landing sensor rejects never reads "valid".
+            status, reason, _ = validate_drop(drop.path, drop.drop_id, verify_checksums=True)
         files = drop.manifest.get("files", []) if isinstance(drop.manifest, dict) else []
         rows.append(
             {
                 "drop": drop.drop_id,
                 "status": status,
-                "reason": drop.reason,
+                "reason": reason,
                 "files": len(files) if isinstance(files, list) else 0,
                 "path": drop.path,
             }

@@ -9,16 +9,21 @@ can be placed), the user-code gRPC server, dagster-webserver and dagster-daemon.
 2. the quickstart (test size) runs from the command line into ``gs://``, recorded in Postgres; its
    heavy steps (curation shards, tokenize, train, eval) ran on the worker node, not in the driver;
 3. an asset is materialized from the UI in headless Chromium (a real run through the daemon's queue);
-4. a new 400-document drop lands in the ``gs://`` landing zone: the sensor adds the partition, the
-   drop run starts and the drop's assets follow, up to its consolidated documents (timings printed);
-   the consolidated asset's ``marin/browser`` link opens the topology's data browser on those
-   documents (folder, then a page of records from the bucket);
+4. drops keep flowing through the ``gs://`` landing zone in one run of the topology: three good
+   drops land one after another, and a drop whose manifest names a wrong sha256 lands between the
+   first and the second. Each good drop gets its partition and one run, started at most 60 s after
+   its manifest was written (figures printed), and its assets follow up to its consolidated
+   documents; the rejected drop gets neither, and its reason shows on every landing sensor tick
+   after it (skip reason or tick log, what the UI's tick history shows) and in the landing zone's
+   drops view (``landing/sample_html``). The first drop's ``marin/browser`` link opens the
+   topology's data browser on its documents (folder, then a page of records from the bucket);
 5. lineage from the evaluation to the raw drop, in the browser and over GraphQL;
 6. Postgres and the bucket hold what the workflows did; ``--down`` leaves no process behind.
 """
 
 from __future__ import annotations
 
+import datetime
 import html
 import json
 import os
@@ -37,7 +42,7 @@ import pytest
 
 from marin_assets.experiments import curation
 from marin_resources.deploy.services import DeployState
-from tests.ui.conftest import LOCATION, REPOSITORY, DagsterDev
+from tests.ui.conftest import LOCATION, REPOSITORY, TERMINAL_RUN_STATUSES, DagsterDev
 from tests.ui.test_browser import _missing_browser_parts, click_button, open_page, screenshot, wait_for_text
 
 pytestmark = [pytest.mark.slow]
@@ -46,7 +51,11 @@ REPO = Path(__file__).resolve().parents[2]
 BUCKET = "marin-deploy-test"
 PREFIX = f"gs://{BUCKET}/marin"
 WORKER_RESOURCES = {"TPU": 4, "TPU-v4-8-head": 1}
-NEW_DROP = "drop-003"
+GOOD_DROPS = ("drop-003", "drop-005", "drop-006")
+REJECTED_DROP = "drop-004"  # lands between the first and the second good drop
+DROP_DOCS = 120  # as many as the quickstart's drops (all drops of one source share the count)
+LANDING_SENSOR = "landing_sensor_sample_html"
+LANDING_VIEW = ["landing", "sample_html"]
 HEAVY_ASSETS = {  # asset key -> a partition to look at (None: unpartitioned)
     "curation/raw": "drop-001",
     "curation/text": "drop-001",
@@ -79,6 +88,24 @@ RUNS_WITH_TAG = """
 query Runs($key: String!, $value: String!) {
   runsOrError(filter: {tags: [{key: $key, value: $value}]}) {
     ... on Runs { results { runId status jobName startTime endTime creationTime } }
+  }
+}
+"""
+SENSOR_TICKS = """
+query Ticks($selector: SensorSelector!) {
+  sensorOrError(sensorSelector: $selector) {
+    __typename
+    ... on Sensor { sensorState { ticks(limit: 500) { status timestamp skipReason runIds error { message }
+                                                       logEvents { events { message } } } } }
+  }
+}
+"""
+LANDING_OBSERVATIONS = """
+query Observations($key: AssetKeyInput!) {
+  assetOrError(assetKey: $key) {
+    __typename
+    ... on Asset { assetObservations(limit: 1) { timestamp metadataEntries { label
+                   ... on TableMetadataEntry { table { records } } } } }
   }
 }
 """
@@ -324,55 +351,215 @@ def test_lineage_from_evaluation_reaches_the_raw_drop(topology: Topology):
     assert uri.startswith(f"{PREFIX}/curation/raw-") and uri.endswith("/drop-001")
 
 
-@pytest.mark.timeout(600)
-def test_new_drop_in_gcs_landing_zone_runs_through_the_sensor(topology: Topology):
-    listed = topology.graphql(SENSORS)["repositoriesOrError"]["nodes"][0]["sensors"]
-    names = {sensor["name"] for sensor in listed}
-    assert "landing_sensor_sample_html" in names
-    # The automation sensor exists when some asset declares an automation condition (eager).
-    for sensor in sorted(names & {"landing_sensor_sample_html", "default_automation_condition_sensor"}):
-        selector = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY, "sensorName": sensor}
-        started = topology.graphql(START_SENSOR, {"selector": selector})["startSensor"]
-        assert started["__typename"] == "Sensor", started
-    proc = _run(
-        [sys.executable, "-m", "marin_assets.landing.sample_data", "--prefix", PREFIX, "--drop", NEW_DROP]
-        + ["--docs", "400"],
-        topology.env,
-        300,
+def _gcs(topology: Topology):
+    """A fresh gcsfs client of the topology's bucket (no listing cache: this test reads what is there now)."""
+    import gcsfs
+
+    return gcsfs.GCSFileSystem(
+        token="anon",
+        endpoint_url=topology.env["STORAGE_EMULATOR_HOST"],
+        use_listings_cache=False,
+        skip_instance_cache=True,
     )
+
+
+def _drop_path(drop: str) -> str:
+    return f"{BUCKET}/marin/landing/{curation.SOURCE}/{drop}"
+
+
+def _manifest_written_at(topology: Topology, drop: str) -> float:
+    """When the drop's manifest was written: the object's `updated` time on the GCS server (epoch seconds)."""
+    info = _gcs(topology).info(f"{_drop_path(drop)}/manifest.json")
+    updated = info.get("updated") or info.get("mtime")
+    if isinstance(updated, str):
+        updated = datetime.datetime.fromisoformat(updated.replace("Z", "+00:00"))
+    assert isinstance(updated, datetime.datetime), info
+    return updated.timestamp()
+
+
+def _land_good_drop(topology: Topology, drop: str) -> None:
+    cmd = [sys.executable, "-m", "marin_assets.landing.sample_data", "--prefix", PREFIX, "--drop", drop]
+    proc = _run(cmd + ["--docs", str(DROP_DOCS)], topology.env, 300)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _land_drop_with_a_bad_checksum(topology: Topology, drop: str, scratch: Path) -> str:
+    """Upload a drop whose files are intact but whose manifest names a wrong sha256 for one of them.
+
+    Generated locally, then uploaded data files first and the manifest last (as an uploader does),
+    so the sensor never sees it complete with a good manifest. Returns the file with the bad checksum.
+    """
+    cmd = [sys.executable, "-m", "marin_assets.landing.sample_data", "--prefix", str(scratch), "--drop", drop]
+    proc = _run(cmd + ["--docs", str(DROP_DOCS)], topology.env, 300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    local = scratch / "landing" / curation.SOURCE / drop
+    manifest = json.loads((local / "manifest.json").read_text())
+    bad = manifest["files"][0]
+    bad["sha256"] = "0" * 64
+    fs = _gcs(topology)
+    for entry in manifest["files"]:
+        fs.put_file(str(local / entry["path"]), f"{_drop_path(drop)}/{entry['path']}")
+    fs.pipe_file(f"{_drop_path(drop)}/manifest.json", json.dumps(manifest).encode())
+    return bad["path"]
+
+
+def _partition_added(topology: Topology, drop: str) -> bool:
+    with _postgres(topology) as conn, conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM dynamic_partitions WHERE partition = %s", (drop,))
+        return cur.fetchone()[0] > 0
+
+
+def _drop_runs(topology: Topology, drop: str) -> list[dict[str, Any]]:
+    runs = topology.graphql(RUNS_WITH_TAG, {"key": "dagster/partition", "value": drop})["runsOrError"]
+    return [r for r in runs["results"] if r["jobName"] == "curation_drop_job"]
+
+
+def _curation_runs_in_flight(topology: Topology) -> list[dict[str, Any]]:
+    runs = topology.graphql(RUNS_WITH_TAG, {"key": "marin/curation", "value": curation.SOURCE})["runsOrError"]
+    return [r for r in runs["results"] if r["status"] not in TERMINAL_RUN_STATUSES]
+
+
+def _started_drop_run(topology: Topology, drop: str) -> dict[str, Any] | None:
+    started = [r for r in _drop_runs(topology, drop) if r["startTime"] is not None]
+    return started[0] if started else None
+
+
+def _landing_sensor_ticks(topology: Topology) -> list[dict[str, Any]]:
+    """The landing sensor's finished ticks, oldest first, with their skip reason and log messages."""
+    selector = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY, "sensorName": LANDING_SENSOR}
+    sensor = topology.graphql(SENSOR_TICKS, {"selector": selector})["sensorOrError"]
+    assert sensor["__typename"] == "Sensor", sensor
+    ticks = [t for t in sensor["sensorState"]["ticks"] if t["status"] != "STARTED"]
+    return sorted(ticks, key=lambda t: t["timestamp"])
+
+
+def _tick_text(tick: dict[str, Any]) -> str:
+    """What the UI's tick history shows of a tick: its skip reason, error, and its logs ("View logs")."""
+    parts = [tick.get("skipReason") or "", (tick.get("error") or {}).get("message") or ""]
+    parts += [event["message"] for event in tick["logEvents"]["events"]]
+    return "\n".join(parts)
+
+
+def _landing_view(topology: Topology) -> dict[str, dict[str, Any]]:
+    """The rows (drop -> row) of the latest observation of the landing zone's drops view."""
+    variables = {"key": {"path": LANDING_VIEW}}
+    asset = topology.graphql(LANDING_OBSERVATIONS, variables)["assetOrError"]
+    assert asset["__typename"] == "Asset", asset
+    observations = asset["assetObservations"]
+    if not observations:
+        return {}
+    tables = [e["table"]["records"] for e in observations[0]["metadataEntries"] if e["label"] == "drops"]
+    assert tables, observations[0]
+    rows = [json.loads(record) for record in tables[0]]
+    return {row["drop"]: row for row in rows}
+
+
+def _follow_good_drop(topology: Topology, drop: str) -> dict[str, Any]:
+    """Land ``drop``, follow it to its consolidated documents; returns the figures (seconds)."""
+    _land_good_drop(topology, drop)
     landed = time.monotonic()
-
-    def drop_partition() -> bool:
-        with _postgres(topology) as conn, conn.cursor() as cur:
-            cur.execute("SELECT count(*) FROM dynamic_partitions WHERE partition = %s", (NEW_DROP,))
-            return cur.fetchone()[0] > 0
-
-    def drop_run() -> dict | None:
-        runs = topology.graphql(RUNS_WITH_TAG, {"key": "dagster/partition", "value": NEW_DROP})["runsOrError"]
-        started = [r for r in runs["results"] if r["jobName"] == "curation_drop_job" and r["status"] != "QUEUED"]
-        return started[0] if started else None
-
-    _wait(drop_partition, 180, f"the sensor to add partition {NEW_DROP}")
+    written_at = _manifest_written_at(topology, drop)
+    _wait(lambda: _partition_added(topology, drop), 180, f"the sensor to add partition {drop}")
     partition_s = time.monotonic() - landed
-    run = _wait(drop_run, 240, f"the drop run of {NEW_DROP} to start")
-    run_started_s = time.monotonic() - landed
+    run = _wait(lambda: _started_drop_run(topology, drop), 240, f"the drop run of {drop} to start")
     finished = topology.wait_for_run(run["runId"], timeout=420)
     drop_done_s = time.monotonic() - landed
     assert finished["status"] == "SUCCESS", topology.log_tail()
+    assert len(_drop_runs(topology, drop)) == 1, _drop_runs(topology, drop)  # one run per drop
     # The rest of the drop's curation assets follow (in the drop run, or by eager automation).
-    consolidated = _wait(lambda: _latest(topology, "curation/consolidated", NEW_DROP), 420, f"consolidated[{NEW_DROP}]")
-    eager_s = time.monotonic() - landed
+    consolidated = _wait(lambda: _latest(topology, "curation/consolidated", drop), 420, f"consolidated[{drop}]")
+    figures = {
+        "drop": drop,
+        "manifest_to_run_start_s": run["startTime"] - written_at,
+        "partition_s": partition_s,
+        "drop_done_s": drop_done_s,
+        "consolidated_s": time.monotonic() - landed,
+        "consolidated": consolidated,
+    }
     print(
-        f"\n[deploy] new {NEW_DROP} (400 docs) in gs:// landing: partition after {partition_s:.1f}s, "
-        f"run started after {run_started_s:.1f}s, drop-local assets done after {drop_done_s:.1f}s, "
-        f"eager consolidated after {eager_s:.1f}s"
+        f"\n[deploy] {drop} ({DROP_DOCS} docs) in the gs:// landing zone: its run started "
+        f"{figures['manifest_to_run_start_s']:.1f}s after its manifest was written; partition after "
+        f"{partition_s:.1f}s, drop-local assets done after {drop_done_s:.1f}s, consolidated after "
+        f"{figures['consolidated_s']:.1f}s"
     )
-    assert _ran_on(_latest(topology, "curation/dedup", NEW_DROP))["ray_node_id"] == _worker_node(topology)
-    # Its `marin/browser` link opens the topology's data browser on the drop's consolidated docs.
+    return figures
+
+
+@pytest.mark.timeout(1800)
+def test_three_drops_and_a_rejected_one_flow_through_the_gcs_landing_zone(topology: Topology, tmp_path):
+    listed = topology.graphql(SENSORS)["repositoriesOrError"]["nodes"][0]["sensors"]
+    names = {sensor["name"] for sensor in listed}
+    assert LANDING_SENSOR in names
+    # The automation sensor exists when some asset declares an automation condition (eager).
+    for sensor in sorted(names & {LANDING_SENSOR, "default_automation_condition_sensor"}):
+        selector = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY, "sensorName": sensor}
+        started = topology.graphql(START_SENSOR, {"selector": selector})["startSensor"]
+        assert started["__typename"] == "Sensor", started
+    # Turned on now, the landing sensor first catches up with the drops the quickstart processed from
+    # the command line (one cached run each, one curation run at a time): drops land after that, as
+    # they do on a deployment whose sensor is always on.
+    caught_up = time.monotonic()
+    _wait(lambda: _landing_sensor_ticks(topology), 120, "the landing sensor's first tick")
+    for drop in ("drop-001", "drop-002"):
+        _wait(lambda d=drop: _drop_runs(topology, d), 120, f"the landing sensor to request a run of {drop}")
+    _wait(lambda: not _curation_runs_in_flight(topology), 600, "the sensor's catch-up runs to finish")
+    print(f"\n[deploy] landing sensor caught up with drop-001, drop-002 in {time.monotonic() - caught_up:.1f}s")
+    first, *later = GOOD_DROPS
+    figures = [_follow_good_drop(topology, first)]
+
+    # A rejected drop between the good ones: its files are there, one checksum in its manifest is wrong.
+    bad_file = _land_drop_with_a_bad_checksum(topology, REJECTED_DROP, tmp_path / "scratch")
+    rejected_landed = time.monotonic()
+    rejected_written_at = _manifest_written_at(topology, REJECTED_DROP)
+
+    def rejection_reported() -> dict[str, Any] | None:
+        for tick in _landing_sensor_ticks(topology):
+            if tick["timestamp"] >= rejected_written_at and REJECTED_DROP in _tick_text(tick):
+                return tick
+        return None
+
+    first_report = _wait(rejection_reported, 180, f"a landing sensor tick reporting {REJECTED_DROP}")
+    print(
+        f"[deploy] rejected {REJECTED_DROP} reported by the landing sensor after {time.monotonic() - rejected_landed:.1f}s"
+    )
+    assert f"{bad_file}: sha256" in _tick_text(first_report), _tick_text(first_report)
+
+    # The next good drops keep flowing while the rejected one sits in the landing zone.
+    figures += [_follow_good_drop(topology, drop) for drop in later]
+
+    # Every tick after the first report still shows the rejection, with its reason; the UI's tick history.
+    ticks = [t for t in _landing_sensor_ticks(topology) if t["timestamp"] >= first_report["timestamp"]]
+    assert len(ticks) >= 3, ticks
+    for tick in ticks:
+        text = _tick_text(tick)
+        assert REJECTED_DROP in text and f"{bad_file}: sha256" in text, (tick["status"], tick["timestamp"], text)
+    # ... including the ticks that started the later drops' runs.
+    assert any(t["runIds"] for t in ticks), [t["status"] for t in ticks]
+    # The rejected drop got no partition and no run.
+    assert not _partition_added(topology, REJECTED_DROP)
+    assert _drop_runs(topology, REJECTED_DROP) == []
+    # The landing zone's drops view (the landing/<source> asset) shows it rejected, with the reason,
+    # and the good drops processed.
+    view = _wait(
+        lambda: (
+            (v := _landing_view(topology)) and all(v.get(d, {}).get("status") == "processed" for d in GOOD_DROPS) and v
+        ),
+        180,
+        "the landing zone's drops view to show the good drops processed",
+    )
+    assert view[REJECTED_DROP]["status"] == "rejected" and f"{bad_file}: sha256" in view[REJECTED_DROP]["reason"], view
+
+    print(
+        f"[deploy] {len(ticks)} landing sensor ticks after the rejection, every one reporting it; "
+        + "; ".join(f"{f['drop']}: run {f['manifest_to_run_start_s']:.1f}s after its manifest" for f in figures)
+    )
+    for f in figures:
+        assert f["manifest_to_run_start_s"] <= 60.0, figures
+        assert _ran_on(_latest(topology, "curation/dedup", f["drop"]))["ray_node_id"] == _worker_node(topology)
+    # The first drop's `marin/browser` link opens the topology's data browser on its consolidated docs.
     opened = time.monotonic()
-    _open_browser_link(topology, consolidated, NEW_DROP)
-    print(f"[deploy] consolidated[{NEW_DROP}] marin/browser link served in {time.monotonic() - opened:.1f}s")
+    _open_browser_link(topology, figures[0]["consolidated"], first)
+    print(f"[deploy] consolidated[{first}] marin/browser link served in {time.monotonic() - opened:.1f}s")
 
 
 def test_postgres_and_bucket_hold_the_workflows_then_down_leaves_no_process(topology: Topology):
@@ -386,14 +573,14 @@ def test_postgres_and_bucket_hold_the_workflows_then_down_leaves_no_process(topo
         cur.execute("SELECT count(*) FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION'")
         materializations = cur.fetchone()[0]
     assert statuses.get("SUCCESS", 0) >= 3, statuses
-    assert {"drop-001", "drop-002", NEW_DROP} <= partitions
+    assert {"drop-001", "drop-002", *GOOD_DROPS} <= partitions and REJECTED_DROP not in partitions
     assert materializations >= len(HEAVY_ASSETS)
     fs = gcsfs.GCSFileSystem(token="anon", endpoint_url=topology.env["STORAGE_EMULATOR_HOST"])
     evaluations = fs.glob(f"{BUCKET}/marin/evaluation/quickstart-test-*/results.json")
     assert evaluations, fs.ls(f"{BUCKET}/marin")
     results = json.loads(fs.cat_file(evaluations[0]))
     assert "marin_docstring_mc" in results["results"]
-    assert fs.exists(f"{BUCKET}/marin/landing/{curation.SOURCE}/{NEW_DROP}/manifest.json")
+    assert all(fs.exists(f"{_drop_path(drop)}/manifest.json") for drop in (*GOOD_DROPS, REJECTED_DROP))
     assert fs.glob(f"{BUCKET}/dagster-compute-logs/**"), "compute logs were not written to the bucket"
 
     state = topology.state

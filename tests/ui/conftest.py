@@ -242,6 +242,8 @@ def dagster_dev(tmp_path_factory, request) -> Iterator[DagsterDev]:
         "MARIN_PREFIX": str(prefix),
         "MARIN_RAY_TMPDIR": ray_tmp,
         "PYTHONUNBUFFERED": "1",
+        # A test module may set more variables, e.g. ``MARIN_QUICKSTART_SIZE`` (``DAGSTER_ENV``).
+        **getattr(request.module, "DAGSTER_ENV", {}),
     }
     port = free_port()
     url = f"http://127.0.0.1:{port}"
