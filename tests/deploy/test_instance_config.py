@@ -70,7 +70,7 @@ def test_local_processes_get_every_variable_the_helm_values_give_the_pods(tmp_pa
     monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     monkeypatch.setenv("RAY_AUTH_TOKEN", "some-other-clusters-token")
     values = instance_config.load_values()
-    ports = {"gcs": 1, "ray_client": 2, "browser": 3, "ray_dashboard": 4}
+    ports = {"gcs": 1, "ray_client": 2, "browser": 3, "ray_dashboard": 4, "webserver": 5}
     env = topology_env(str(tmp_path), ports, "bkt", "pw")
     missing = [name for name in instance_config.user_code_env_names(values) if name not in env]
     # No autoscaler here: the feasibility check runs against the one worker node.
@@ -81,6 +81,8 @@ def test_local_processes_get_every_variable_the_helm_values_give_the_pods(tmp_pa
     assert env["DAGSTER_HOME"] == os.path.join(str(tmp_path), "dagster_home")
     # Every asset's `marin/browser` link opens the topology's own data browser.
     assert env["MARIN_BROWSER_URL"] == "http://127.0.0.1:3"
+    # The quickstart's summary names the deployed webserver, not `dagster dev`.
+    assert env["MARIN_UI_URL"] == "http://127.0.0.1:5"
     # Ray's token as the pods get it (token mode; here a 0600 file instead of the Secret), the Jobs
     # API for ray_run and the dashboard for the marin/ray_* links.
     assert env["RAY_AUTH_MODE"] == "token" and "RAY_AUTH_TOKEN" not in env
