@@ -152,6 +152,21 @@ class Experiment:
     stale_s: float = 90.0
 
 
+def _table(rows: Sequence[Mapping[str, Any]]) -> Any:
+    """Dagster's table of ``rows``; a column's type comes from all its values (None: missing)."""
+    names = list(dict.fromkeys(k for row in rows for k in row))
+
+    def kind(name: str) -> str:
+        values = [row.get(name) for row in rows if row.get(name) is not None]
+        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            return "int"
+        return "float" if values and all(isinstance(v, (int, float)) for v in values) else "string"
+
+    schema = dg.TableSchema(columns=[dg.TableColumn(name, kind(name)) for name in names])
+    records = [dg.TableRecord({k: v for k, v in row.items() if v is not None}) for row in rows]
+    return dg.MetadataValue.table(records, schema=schema)
+
+
 def to_dagster_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
     """Map step metadata (plain JSON plus ``execution.metadata`` markers) to Dagster values."""
     out: dict[str, Any] = {}
@@ -162,6 +177,8 @@ def to_dagster_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
                 out[key] = dg.MetadataValue.md(str(inner))
             elif kind == "path":
                 out[key] = dg.MetadataValue.path(str(inner))
+            elif kind == "table":  # rows of plain values: Dagster's table (a plottable series)
+                out[key] = _table(inner)
             else:
                 out[key] = dg.MetadataValue.json(inner)
         elif isinstance(value, bool):

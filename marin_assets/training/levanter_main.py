@@ -8,7 +8,9 @@ process (the command line's, or a Dagster run's) never imports them::
     python -m marin_assets.training.levanter_main eval SPEC.pkl
 
 ``SPEC.pkl`` is written by the step in the engine (same code, same virtualenv): for ``train`` a
-:class:`~marin_assets.training.train_config.TrainConfig`, for ``eval`` ``(EvalConfig, hf_dir, work)``.
+:class:`~marin_assets.training.training.TrainLmOnPodConfig` (resolved), for ``eval``
+``(EvaluationConfig, hf_dir, work)``. ``train`` also writes ``SPEC.plan.json`` (steps, batch size, context
+length) for the step's summary.
 Each writes the exact YAML it runs (``<out>/train_config.yaml``, ``<work>/levanter_eval.yaml``) and
 then runs Levanter's own ``main`` on it, parsed as ``python -m levanter.main.<x> --config_path`` would.
 """
@@ -34,21 +36,36 @@ def command(kind: str, spec_path: str) -> list[str]:
     return [sys.executable, "-m", "marin_assets.training.levanter_main", kind, spec_path]
 
 
+def plan_path(spec_path: str) -> str:
+    """Where ``train`` writes the run's shape (read back by the step for its summary)."""
+    return os.path.splitext(spec_path)[0] + ".plan.json"
+
+
 def prepare_training(config, local_yaml: str) -> str:
-    """Levanter's training config for ``config``: reference checkpoint, ``train_config.yaml``, local YAML."""
+    """Levanter's training config for ``config`` (built once, here): reference checkpoint,
+    ``<out>/train_config.yaml``, the local YAML Levanter parses; returns the local YAML's path."""
+    import json
+
     from marin_assets.execution.storage import atomic_write_text, join_path
     from marin_assets.training.levanter_config import (
         build_levanter_config,
         levanter_config_yaml,
+        reference_checkpoint_dir,
         write_reference_checkpoint,
     )
 
     lev_config = build_levanter_config(config)
-    write_reference_checkpoint(lev_config.model.reference_checkpoint, config.model, lev_config.data.tokenizer)
+    reference = reference_checkpoint_dir(str(config.output_path), lev_config.trainer.id)
+    write_reference_checkpoint(reference, lev_config.model, lev_config.data.tokenizer)
     yaml_text = levanter_config_yaml(lev_config)
     atomic_write_text(join_path(config.output_path, "train_config.yaml"), yaml_text)
     with open(local_yaml, "w") as handle:
         handle.write(yaml_text)
+    trainer = lev_config.trainer
+    plan = {"num_train_steps": trainer.num_train_steps, "seq_len": lev_config.model.seq_len}
+    plan["train_batch_size"] = trainer.train_batch_size if isinstance(trainer.train_batch_size, int) else 0
+    with open(os.path.splitext(local_yaml)[0] + ".plan.json", "w") as handle:
+        json.dump(plan, handle)
     return local_yaml
 
 
