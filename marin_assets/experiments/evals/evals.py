@@ -76,7 +76,7 @@ def _eval_step(
         config=EvaluationConfig(
             evaluator=evaluator,
             model_name=None,
-            model_path=InputName.hardcoded(model_path) if isinstance(model_path, str) else model_path,
+            model_path=model_path,  # a plain path stays plain (not in the version), as in Marin
             evaluation_path=this_output_path(),
             evals=versioned(list(tasks)),
             discover_latest_checkpoint=discover_latest_checkpoint,
@@ -84,7 +84,7 @@ def _eval_step(
             resource_config=resource_config,
             apply_chat_template=apply_chat_template,
             validation_caches=caches,
-            max_eval_batches=versioned(max_eval_batches),
+            max_eval_batches=versioned(max_eval_batches) if max_eval_batches is not None else None,
             include_path=include_path,
         ),
         description=f"lm-eval tasks {', '.join(t.task_alias or t.name for t in tasks) or '(none)'}"
