@@ -4,7 +4,8 @@
 
 ``SPEC.json``: ``{"model_args", "tasks": [{"task", "num_fewshot", "task_alias"}], "include_path",
 "batch_size", "limit", "output_dir", "apply_chat_template"}``. Runs with ``HF_DATASETS_OFFLINE=1``
-and ``HF_HUB_OFFLINE=1``: every task is loaded first, on its own; a task whose data is neither in
+and ``HF_HUB_OFFLINE=1``: every task is built first, on its own (with its few-shot count and alias; its
+data loads then); a task whose data is neither in
 the local Hugging Face cache nor given as a local task YAML is reported in
 ``<output_dir>/missing_tasks.json`` (task, dataset, cause) and the process exits with
 :data:`MISSING_EXIT` before evaluating anything -- nothing is downloaded. Results go to
@@ -22,37 +23,46 @@ MISSING_EXIT = 3
 
 
 def _dataset_of(manager: Any, name: str) -> str | None:
-    """``dataset_path[/dataset_name]`` from the task's YAML, when lm-eval knows the task."""
+    """``dataset_path[/dataset_name]`` of a registered task (from its YAML), when it names one."""
     try:
-        from lm_eval.utils import load_yaml_config
+        import yaml
 
-        entry = manager.task_index.get(name) or {}
-        config = load_yaml_config(entry["yaml_path"]) if entry.get("yaml_path") else {}
+        entry = manager.task_index.get(name)
+        path = getattr(entry, "yaml_path", None) or (entry.get("yaml_path") if isinstance(entry, dict) else None)
+        with open(path) as handle:
+            config = yaml.load(handle, Loader=yaml.BaseLoader) or {}  # no !function resolution needed
     except Exception:  # noqa: BLE001 -- only a hint for the error message
         return None
-    path = config.get("dataset_path")
-    return f"{path}/{config['dataset_name']}" if path and config.get("dataset_name") else path
+    dataset = config.get("dataset_path")
+    return f"{dataset}/{config['dataset_name']}" if dataset and config.get("dataset_name") else dataset
 
 
-def check_tasks(tasks: list[dict[str, Any]], manager: Any) -> list[dict[str, Any]]:
-    """The tasks that cannot load offline: ``[{"task", "dataset", "cause"}]``."""
-    from lm_eval.tasks import get_task_dict
+def load_tasks(tasks: list[dict[str, Any]], manager: Any) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Build every task (its data loads here, offline) with its few-shot count and alias.
 
-    missing = []
+    Returns ``(task objects, missing)``; ``missing`` lists ``{"task", "dataset", "cause"}`` for each
+    task that is unknown or whose data is not available offline. A task with an alias is registered
+    under the alias, so one task can run twice (e.g. 0-shot and 10-shot).
+    """
+    built, missing = [], []
+    index = manager.task_index
     for spec in tasks:
         name = spec["task"]
-        if name not in manager.all_tasks:
+        if name not in index:
             missing.append(
                 {"task": name, "dataset": None, "cause": "no such lm-eval task (not built in, not in include_path)"}
             )
             continue
+        overrides: dict[str, Any] = {"num_fewshot": spec["num_fewshot"]}
+        if spec.get("task_alias"):
+            overrides.update(task=spec["task_alias"], task_alias=spec["task_alias"])
         try:
-            get_task_dict([spec], manager)
+            built.append(manager._factory.build(index[name], overrides=overrides, registry=index))
         except Exception as exc:  # noqa: BLE001 -- datasets raises many types when offline
             missing.append(
                 {"task": name, "dataset": _dataset_of(manager, name), "cause": f"{type(exc).__name__}: {exc}"}
             )
-    return missing
+    return built, missing
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     out = spec["output_dir"]
     os.makedirs(out, exist_ok=True)
     manager = TaskManager(include_path=spec["include_path"])
-    missing = check_tasks(spec["tasks"], manager)
+    built, missing = load_tasks(spec["tasks"], manager)
     if missing:
         with open(os.path.join(out, "missing_tasks.json"), "w") as handle:
             json.dump(missing, handle, indent=2)
@@ -78,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     results = lm_eval.simple_evaluate(
         model="hf",
         model_args=spec["model_args"],
-        tasks=spec["tasks"],
+        tasks=built,
         batch_size=spec["batch_size"],
         device="cpu",
         limit=spec.get("limit"),
