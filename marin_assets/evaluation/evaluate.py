@@ -154,12 +154,22 @@ def write_levanter_eval_config(config: EvaluationConfig, hf_dir: str, work: str)
     return yaml_path
 
 
+def prepare_levanter_eval(payload: tuple[EvaluationConfig, str, str], local_yaml: str) -> str:
+    """In the eval subprocess (``levanter_main eval``): write Levanter's ``eval_lm`` config; returns its path."""
+    config, hf_dir, work = payload
+    return write_levanter_eval_config(config, hf_dir, work)
+
+
 def levanter_eval_job(config: EvaluationConfig, hf_dir: str, work: str) -> tuple[list[str], dict[str, str]] | None:
     """``(command, caches)`` of Levanter's evaluation (None: no cache has a validation split)."""
     caches = levanter_eval_caches(config)
     if not caches:
         return None
-    spec = levanter_main.write_spec(os.path.join(work, "levanter_eval.pkl"), (config, hf_dir, work))
+    spec = levanter_main.write_spec(
+        os.path.join(work, "levanter_eval.pkl"),
+        "marin_assets.evaluation.evaluate:prepare_levanter_eval",
+        (config, hf_dir, work),
+    )
     return levanter_main.command("eval", spec), caches
 
 

@@ -1,7 +1,7 @@
 """The one place Levanter's ``TrainLmConfig`` is built: :func:`build_levanter_config`.
 
 It takes a resolved :class:`~marin_assets.training.training.TrainLmOnPodConfig` whose
-``train_config`` is either the nested :class:`~marin_assets.training.training.LmTrainSpec`
+``train_config`` is either the nested :class:`~marin_assets.training.train_config.LmTrainSpec`
 (``default_train``) -- every ``SimpleTrainConfig`` setting lands on its Levanter field here -- or a
 Levanter ``TrainLmConfig`` given directly. Both then get the same run-time placement (Marin's
 ``_update_config_to_use_out_path`` plus what running offline needs): checkpoints and HF exports
@@ -23,13 +23,12 @@ from marin_assets.core.documents import as_path_list
 from marin_assets.execution.step import unwrap_versioned_value
 from marin_assets.execution.storage import is_local, join_path
 from marin_assets.processing.tokenize.tokenize import cache_split_stats, read_ledger, resolve_tokenizer
-from marin_assets.training.train_config import LlamaModelConfig
-from marin_assets.training.training import (
+from marin_assets.training.train_config import (
     DEFAULT_CHECKPOINTS_PATH,
     DEFAULT_HF_CHECKPOINTS_PATH,
+    LlamaModelConfig,
     LmTrainSpec,
     MixtureSpec,
-    TrainLmOnPodConfig,
     accelerator_of,
     default_run_id,
     use_wandb,
@@ -277,7 +276,7 @@ def _from_spec(spec: LmTrainSpec, accelerator: str) -> Any:
 # ----------------------------------------------------------------------------------------------
 
 
-def build_levanter_config(pod: TrainLmOnPodConfig) -> Any:
+def build_levanter_config(pod: Any) -> Any:
     """The ``levanter.main.train_lm.TrainLmConfig`` this step runs (``pod`` resolved: no placeholders)."""
     from levanter.callbacks.watch import WatchConfig
     from levanter.distributed import RayConfig
@@ -332,6 +331,29 @@ def build_levanter_config(pod: TrainLmOnPodConfig) -> Any:
         model=use_local_reference(lev.model, reference, data.tokenizer),
         hf_save_path=join_path(out, DEFAULT_HF_CHECKPOINTS_PATH),
     )
+
+
+def prepare_training(config: Any, local_yaml: str) -> str:
+    """In the training subprocess: Levanter's config for the resolved ``TrainLmOnPodConfig`` (built
+    once, here), the reference checkpoint, ``<out>/train_config.yaml``, the local YAML Levanter parses
+    and the run's shape (``<local>.plan.json``); returns the local YAML's path."""
+    import json
+
+    from marin_assets.execution.storage import atomic_write_text
+
+    lev_config = build_levanter_config(config)
+    reference = reference_checkpoint_dir(str(config.output_path), lev_config.trainer.id)
+    write_reference_checkpoint(reference, lev_config.model, lev_config.data.tokenizer)
+    yaml_text = levanter_config_yaml(lev_config)
+    atomic_write_text(join_path(config.output_path, "train_config.yaml"), yaml_text)
+    with open(local_yaml, "w") as handle:
+        handle.write(yaml_text)
+    trainer = lev_config.trainer
+    plan = {"num_train_steps": trainer.num_train_steps, "seq_len": lev_config.model.seq_len}
+    plan["train_batch_size"] = trainer.train_batch_size if isinstance(trainer.train_batch_size, int) else 0
+    with open(os.path.splitext(local_yaml)[0] + ".plan.json", "w") as handle:
+        json.dump(plan, handle)
+    return local_yaml
 
 
 def levanter_config_yaml(lev_config: Any) -> str:

@@ -48,7 +48,9 @@ def test_sigkilled_training_resumes_from_checkpoint(quickstart_run, tmp_path):
     os.makedirs(out)
     with open(log_path, "w") as handle:
         handle.write("===== marin: train_lm start (killed run) =====\n")
-    spec = levanter_main.write_spec(str(tmp_path / "spec.pkl"), config)
+    spec = levanter_main.write_spec(
+        str(tmp_path / "spec.pkl"), "marin_assets.training.levanter_config:prepare_training", config
+    )
     proc = subprocess_runner.start(levanter_main.command("train", spec), log_path, training_env())
     deadline = time.monotonic() + 240
     try:

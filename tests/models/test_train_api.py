@@ -69,7 +69,7 @@ def marin_step(inputs: Path, **train_fields):
 
 def written_yaml(pod, tmp_path: Path) -> dict:
     """What the training subprocess writes before it trains: ``<out>/train_config.yaml``."""
-    from marin_assets.training.levanter_main import prepare_training
+    from marin_assets.training.levanter_config import prepare_training
 
     prepare_training(pod, str(tmp_path / "local.yaml"))
     return yaml.safe_load(Path(pod.output_path, "train_config.yaml").read_text())
@@ -223,3 +223,30 @@ def test_every_simple_train_config_field_is_read_by_default_train():
     source = inspect.getsource(defaults.default_train)
     unread = [f.name for f in dataclasses.fields(SimpleTrainConfig) if f"tc.{f.name}" not in source]
     assert unread == ["resources"] or unread == [], unread
+
+
+def test_training_evaluation_and_tokenize_modules_import_without_cycles():
+    """No import cycle (module level or inside functions) among the model-side modules."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "marin_assets"
+    files = [*root.glob("training/*.py"), *root.glob("evaluation/**/*.py"), *root.glob("processing/tokenize/*.py")]
+    files += [*root.glob("experiments/evals/*.py"), root / "experiments/defaults.py"]
+    graph: dict[str, set[str]] = {}
+    for path in files:
+        name = ".".join(path.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__")
+        graph[name] = {
+            node.module
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("marin_assets")
+        }
+
+    def reaches(start: str, target: str, seen: set[str]) -> bool:
+        for dep in graph.get(start, ()):
+            if dep == target or (dep not in seen and reaches(dep, target, seen | {dep})):
+                return True
+        return False
+
+    assert len(graph) > 15
+    assert [name for name in graph if reaches(name, name, {name})] == []

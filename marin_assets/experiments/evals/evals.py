@@ -27,6 +27,7 @@ from marin_assets.execution.step import (
     versioned,
 )
 from marin_assets.experiments.evals.task_configs import CORE_TASKS
+from marin_assets.training.train_config import accelerator_of
 
 
 def _infer_model_name_for_path(model_path: str) -> str:
@@ -68,8 +69,6 @@ def _eval_step(
 ) -> ExecutorStep:
     caches = {k: (InputName.hardcoded(v) if isinstance(v, str) else v) for k, v in (validation_caches or {}).items()}
     tasks = [unwrap_versioned_value(t) for t in unwrap_versioned_value(evals)]
-    from marin_assets.training.training import accelerator_of
-
     return ExecutorStep(
         name=step_name,
         fn=evaluate,
