@@ -363,6 +363,7 @@ def run_evaluation(config: EvaluationConfig) -> dict[str, Any]:
         **flat,
         "metrics": table_markdown(rows),
         "tasks": sorted(results.get("results", {})),
+        "bpb": {name: metrics.get("bpb") for name, metrics in levanter.items()},  # per set (also flat above)
         "hf_export": hf_export,
         "lm_eval_s": seconds.get("lm_eval", 0.0),
         "levanter_eval_s": seconds.get("levanter", 0.0),
