@@ -250,3 +250,51 @@ def test_training_evaluation_and_tokenize_modules_import_without_cycles():
 
     assert len(graph) > 15
     assert [name for name in graph if reaches(name, name, {name})] == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_levanter_gpt2_config_given_directly_trains_and_exports(inputs, tmp_path):
+    """Marin's integration-test path: ``TrainLmOnPodConfig(train_config=TrainLmConfig(model=Gpt2Config(...)))``
+    over ``lm_data_config(default_tokenize(...))``, 2 steps on CPU, with an HF export every step (offline:
+    Gpt2Config's converter names the hub's "gpt2", redirected to a local reference)."""
+    from levanter.main.train_lm import TrainLmConfig
+    from levanter.models.gpt2 import Gpt2Config
+    from levanter.trainer import TrainerConfig
+    from transformers import AutoConfig
+
+    from marin_assets.execution.runner import run_steps
+    from marin_assets.execution.step import ExecutorStep, this_output_path
+    from marin_assets.execution.versioning import StepGraph
+    from marin_assets.experiments.defaults import default_tokenize
+    from marin_assets.processing.tokenize import lm_data_config
+    from marin_assets.training.training import TrainLmOnPodConfig, run_levanter_train_lm
+    from marin_resources import CpuOnlyConfig
+
+    tokenized = default_tokenize("gpt2-docs", str(inputs / "docs"), str(inputs / "tok"))
+    train = ExecutorStep(
+        name="gpt2/train",
+        fn=run_levanter_train_lm,
+        config=TrainLmOnPodConfig(
+            output_path=this_output_path(),
+            resources=CpuOnlyConfig(num_cpus=1),
+            env_vars={"WANDB_API_KEY": "", "WANDB_MODE": "disabled", "JAX_PLATFORMS": "cpu"},
+            train_config=TrainLmConfig(
+                data=lm_data_config(tokenized, permutation_type="linear"),
+                hf_save_steps=1,
+                model=Gpt2Config(num_layers=2, num_heads=2, seq_len=64, hidden_dim=32),
+                trainer=TrainerConfig(
+                    train_batch_size=8, num_train_steps=2, max_eval_batches=1, require_accelerator=False
+                ),
+            ),
+        ),
+    )
+    prefix = str(tmp_path / "prefix")
+    report = run_steps([train], prefix)
+    assert not report.failed, [o.error for o in report.failed]
+    out = Path(StepGraph([train], prefix).resolved(train).output_path)
+    exports = sorted(p.parent for p in out.glob("hf/step-*/config.json"))
+    assert exports and AutoConfig.from_pretrained(exports[-1]).model_type == "gpt2"
+    written = yaml.safe_load((out / "train_config.yaml").read_text())
+    assert written["data"]["permutation_type"] == "linear" and written["model"]["type"] == "gpt2"
+    assert {o.action for o in run_steps([train], prefix).outcomes} == {"cached"}
