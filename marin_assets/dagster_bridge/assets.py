@@ -153,7 +153,7 @@ class Experiment:
 
 
 def _table(rows: Sequence[Mapping[str, Any]]) -> Any:
-    """Dagster's table of ``rows``; a column's type comes from all its values (None: missing)."""
+    """Dagster's table of ``rows``; a column's type comes from all its non-None values (None: a gap)."""
     names = list(dict.fromkeys(k for row in rows for k in row))
 
     def kind(name: str) -> str:
@@ -163,7 +163,7 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> Any:
         return "float" if values and all(isinstance(v, (int, float)) for v in values) else "string"
 
     schema = dg.TableSchema(columns=[dg.TableColumn(name, kind(name)) for name in names])
-    records = [dg.TableRecord({k: v for k, v in row.items() if v is not None}) for row in rows]
+    records = [dg.TableRecord({name: row.get(name) for name in names}) for row in rows]  # same fields in each
     return dg.MetadataValue.table(records, schema=schema)
 
 

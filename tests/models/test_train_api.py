@@ -298,3 +298,35 @@ def test_levanter_gpt2_config_given_directly_trains_and_exports(inputs, tmp_path
     written = yaml.safe_load((out / "train_config.yaml").read_text())
     assert written["data"]["permutation_type"] == "linear" and written["model"]["type"] == "gpt2"
     assert {o.action for o in run_steps([train], prefix).outcomes} == {"cached"}
+
+
+def test_training_metadata_is_numeric_and_the_loss_curve_a_dagster_table(tmp_path):
+    """Flat floats for the losses, and the curve as Dagster's table (columns typed from every row)."""
+    import dagster as dg
+
+    from marin_assets.dagster_bridge.assets import to_dagster_metadata
+    from marin_assets.training.training import summarize_training
+
+    log = "\n".join(
+        "INFO " + json.dumps({"tracker": "json_logger", "event": "log", "step": step, "metrics": metrics})
+        for step, metrics in [
+            (0, {"train": {"loss": 9.0}}),
+            (1, {"train": {"loss": 7.5}, "eval": {"loss": 7.9, "heldout": {"loss": 8.1, "bpb": 3.2}}}),
+            (2, {"train": {"loss": 6.25}}),
+        ]
+    )
+    meta = summarize_training(str(tmp_path), {"num_train_steps": 3, "train_batch_size": 2, "seq_len": 8}, log, 1.0)
+    assert (meta["initial_loss"], meta["final_loss"], meta["eval_loss"]) == (9.0, 6.25, 7.9)
+    assert (meta["eval/heldout/loss"], meta["eval/heldout/bpb"]) == (8.1, 3.2)
+    dagster = to_dagster_metadata(meta)
+    assert isinstance(dagster["final_loss"], dg.FloatMetadataValue)
+    assert isinstance(dagster["eval/heldout/bpb"], dg.FloatMetadataValue)
+    curve = dagster["loss_table"]
+    assert isinstance(curve, dg.TableMetadataValue)
+    assert {c.name: c.type for c in curve.schema.columns} == {
+        "step": "int",
+        "train_loss": "float",
+        "eval_loss": "float",
+    }
+    assert [r.data.get("train_loss") for r in curve.records] == [9.0, 7.5, 6.25]
+    assert [r.data.get("eval_loss") for r in curve.records] == [None, 7.9, None]
