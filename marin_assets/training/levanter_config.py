@@ -190,11 +190,16 @@ def use_local_reference(model: Any, reference: str, tokenizer: str) -> Any:
     if {"reference_checkpoint", "tokenizer"} <= names:
         return dataclasses.replace(model, reference_checkpoint=reference, tokenizer=tokenizer)
     cls = type(model)
-    original = cls.hf_checkpoint_converter
-    if not getattr(original, "_marin_local", False):
+    if not getattr(cls.hf_checkpoint_converter, "_marin_local", False):
+        # The class's own converter resolves its hub reference in the constructor: build ours instead.
+        extra = {"ignore_prefix": "transformer"} if cls.__name__ == "Gpt2Config" else {}
 
         def converter(self: Any, ref_checkpoint: str | None = None) -> Any:
-            return original(self, ref_checkpoint).replaced(reference_checkpoint=reference, tokenizer=tokenizer)
+            from levanter.compat.hf_checkpoints import HFCheckpointConverter
+
+            return HFCheckpointConverter(
+                type(self), reference_checkpoint=ref_checkpoint or reference, tokenizer=tokenizer, **extra
+            )
 
         converter._marin_local = True  # type: ignore[attr-defined]
         cls.hf_checkpoint_converter = converter
