@@ -158,7 +158,8 @@ def _component(value: Any) -> SourceSpec:
     else:
         cache_dir = value
     config = getattr(step, "config", None)
-    if not isinstance(config, TokenizeConfig):
+    if not isinstance(config, TokenizeConfig) or step.partitioned_by is not None:
+        # A partitioned cache's documents are per partition: the caches alone carry the version.
         return SourceSpec(cache_dir=cache_dir)
     return SourceSpec(
         cache_dir=cache_dir, train_urls=list(config.train_paths), validation_urls=list(config.validation_paths)

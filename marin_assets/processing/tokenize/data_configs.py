@@ -29,7 +29,8 @@ def step_to_lm_mixture_component(step: ExecutorStep | InputName | str, include_r
     else:
         cache_dir = step
     config = tokenize_step.config if tokenize_step is not None else None
-    if not isinstance(config, TokenizeConfig):
+    if not isinstance(config, TokenizeConfig) or tokenize_step.partitioned_by is not None:
+        # A partitioned cache's documents are per partition: the caches alone carry the version.
         return UrlDatasetSourceConfig(cache_dir=cache_dir, train_urls=[], validation_urls=[])
     return UrlDatasetSourceConfig(
         cache_dir=cache_dir,
