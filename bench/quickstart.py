@@ -40,11 +40,11 @@ _UNIT_LINE = re.compile(r"^\[\s*\d+s\] (?:done  |FAILED) (?P<unit>\S+) \((?P<sec
 
 def process_kind(cmdline: str) -> str:
     """What a process of the run is, for the CPU breakdown."""
-    if "levanter.main.train_lm" in cmdline or "models.levanter_main train" in cmdline:
+    if "levanter.main.train_lm" in cmdline or "levanter_main train" in cmdline:
         return "Levanter training"
-    if "levanter.main.eval_lm" in cmdline or "models.levanter_main eval" in cmdline:
+    if "levanter.main.eval_lm" in cmdline or "levanter_main eval" in cmdline:
         return "Levanter eval"
-    if " lm_eval " in f" {cmdline} ":
+    if " lm_eval " in f" {cmdline} " or "evaluation.lm_eval_main" in cmdline:
         return "lm-eval"
     if "marin_assets.experiments.quickstart" in cmdline:
         return "engine + Dagster recording"

@@ -19,7 +19,6 @@ _sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or ".") != _HERE]
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
-import dataclasses  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
@@ -83,7 +82,7 @@ class PeakRss:
 
 
 def steady_tps(log_text: str) -> float:
-    from marin_assets.training.levanter_train import parse_metrics
+    from marin_assets.training.training_log import parse_metrics
 
     steps, _ = parse_metrics(log_text)
     tps = [
@@ -106,13 +105,21 @@ def main() -> None:
     from marin_assets.execution.status import read_metadata
     from marin_assets.execution.versioning import StepGraph
     from marin_assets.experiments.quickstart_steps import SIZES, quickstart_model_steps
-    from marin_assets.training.levanter_train import (
-        TrainConfig,
+    from marin_assets.training.levanter_config import (
         build_levanter_config,
         levanter_config_yaml,
-        run_training,
-        training_env,
+        reference_checkpoint_dir,
         write_reference_checkpoint,
+    )
+    from marin_assets.training.training import (
+        LmTrainSpec,
+        MixtureSpec,
+        OptimizerSpec,
+        SourceSpec,
+        TrainerSpec,
+        TrainLmOnPodConfig,
+        run_levanter_train_lm,
+        training_env,
     )
 
     work = args.work
@@ -144,31 +151,39 @@ def main() -> None:
             print(f"  second run: {sorted({o.action for o in again.outcomes})} in {time.monotonic() - t0:.1f} s")
 
         # Train step vs train_lm directly, same config (tiny model, --steps steps).
-        base = TrainConfig(
-            output_path="",
-            components={"data": paths["tokenized"]},
-            weights={"data": 1.0},
-            model=SIZES["tiny"].model,
-            train=dataclasses.replace(
-                SIZES["tiny"].train,
-                num_train_steps=args.steps,
-                steps_per_checkpoint=args.steps,
-                steps_per_eval=10 * args.steps,
-            ),
-        )
-        step_cfg = dataclasses.replace(base, output_path=os.path.join(work, "step"))
-        direct_cfg = dataclasses.replace(base, output_path=os.path.join(work, "direct"))
+        tiny = SIZES["tiny"]
+
+        def pod(out: str) -> TrainLmOnPodConfig:
+            return TrainLmOnPodConfig(
+                train_config=LmTrainSpec(
+                    data=MixtureSpec(configs={"data": SourceSpec(paths["tokenized"])}, train_weights={"data": 1.0}),
+                    trainer=TrainerSpec(
+                        train_batch_size=32,
+                        num_train_steps=args.steps,
+                        checkpoint_every=args.steps,
+                        steps_per_eval=10 * args.steps,
+                        max_eval_batches=8,
+                    ),
+                    model=tiny.model,
+                    optimizer=OptimizerSpec(learning_rate=3e-3, weight_decay=0.0, warmup=0.05, min_lr_ratio=0.1),
+                    hf_save_steps=args.steps,
+                ),
+                output_path=out,
+            )
+
+        step_cfg, direct_cfg = pod(os.path.join(work, "step")), pod(os.path.join(work, "direct"))
         for c in (step_cfg, direct_cfg):
             shutil.rmtree(c.output_path, ignore_errors=True)
 
         t0 = time.monotonic()
-        meta = run_training(step_cfg)
+        meta = run_levanter_train_lm(step_cfg)
         step_wall = time.monotonic() - t0
         with open(os.path.join(step_cfg.output_path, "train.log")) as handle:
             step_tps = steady_tps(handle.read())
 
         lev = build_levanter_config(direct_cfg)
-        write_reference_checkpoint(lev.model.reference_checkpoint, direct_cfg.model, lev.data.tokenizer)
+        reference = reference_checkpoint_dir(direct_cfg.output_path, lev.trainer.id)
+        write_reference_checkpoint(reference, lev.model, lev.data.tokenizer)
         os.makedirs(direct_cfg.output_path, exist_ok=True)
         yaml_path = os.path.join(direct_cfg.output_path, "cfg.yaml")
         with open(yaml_path, "w") as handle:

@@ -102,6 +102,21 @@ def step_failure(label: str, output_path: str, error: Exception) -> dg.Failure:
     )
 
 
+def _table(rows: Sequence[Mapping[str, Any]]) -> Any:
+    """Dagster's table of ``rows``; a column's type comes from all its non-None values (None: a gap)."""
+    names = list(dict.fromkeys(k for row in rows for k in row))
+
+    def kind(name: str) -> str:
+        values = [row.get(name) for row in rows if row.get(name) is not None]
+        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            return "int"
+        return "float" if values and all(isinstance(v, (int, float)) for v in values) else "string"
+
+    schema = dg.TableSchema(columns=[dg.TableColumn(name, kind(name)) for name in names])
+    records = [dg.TableRecord({name: row.get(name) for name in names}) for row in rows]  # same fields in each
+    return dg.MetadataValue.table(records, schema=schema)
+
+
 def to_dagster_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
     """Map step metadata (plain JSON plus ``execution.metadata`` markers) to Dagster values."""
     out: dict[str, Any] = {}
@@ -114,6 +129,8 @@ def to_dagster_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
                 out[key] = dg.MetadataValue.path(str(inner))
             elif kind == "url":  # e.g. marin/ray_job (marin_resources.ray_cluster.ray_links)
                 out[key] = dg.MetadataValue.url(str(inner))
+            elif kind == "table":  # rows of plain values: Dagster's table (a plottable series)
+                out[key] = _table(inner)
             else:
                 out[key] = dg.MetadataValue.json(inner)
         elif isinstance(value, bool):

@@ -1,19 +1,20 @@
-"""Evaluation as a step: Levanter perplexity / bits-per-byte plus lm-eval harness tasks.
+"""The evaluation itself: Levanter perplexity / bits-per-byte plus lm-eval harness tasks.
 
-``default_eval(train_step)`` returns a step ``evaluation/<name>`` that
+:func:`run_evaluation` (what ``marin_assets.evaluation.run.evaluate`` runs for an
+``EvaluationConfig``)
 
-1. runs ``levanter.main.eval_lm`` on the training run's HF export over the validation splits of
-   the tokenized caches (held-out loss and bits per byte, Levanter's own evaluator), and
-2. runs lm-eval's ``hf`` model on the same export (CPU torch) for the requested tasks. The repo
-   ships small local tasks in ``eval_tasks/`` (``marin_docstring_mc``, ``marin_docstring_cloze``,
-   ``marin_docstring_ppl``); any other task name is passed to lm-eval as is (its data must then be
-   available offline).
+1. runs ``levanter.main.eval_lm`` on the HF export over the ``validation`` splits of the config's
+   tokenized caches (held-out loss and bits per byte, Levanter's own evaluator), and
+2. runs lm-eval's ``hf`` model on the same export (CPU torch) for the requested tasks, offline: a
+   task whose data is neither in the local Hugging Face cache nor given as task YAML fails with an
+   error naming it (:mod:`marin_assets.evaluation.lm_eval_main`). The repo ships small local tasks
+   in ``eval_tasks/`` (``marin_docstring_mc``, ``marin_docstring_cloze``, ``marin_docstring_ppl``).
 
 Both run in subprocesses (JAX and torch stay out of the engine process), side by side: each spends
-most of its time starting up single-threaded, so together they take about as long as the slower one.
-The result is
-``<out>/results.json`` in lm-eval's format -- ``{"results": {task: {metric: value}}, ...}`` -- with the
-Levanter numbers added as ``levanter_validation/<set>`` tasks.
+most of its time starting up single-threaded, so together they take about as long as the slower
+one. The result is ``<out>/results.json`` in lm-eval's format -- ``{"results": {task: {metric:
+value}}, ...}`` -- with the Levanter numbers added as ``levanter_validation/<set>`` tasks; the step
+metadata has every metric as a flat float (``<task>/<metric>``).
 """
 
 from __future__ import annotations
@@ -26,22 +27,16 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
+from marin_assets.evaluation.evaluation_config import EvalTaskConfig, EvaluationConfig
+from marin_assets.evaluation.lm_eval_main import MISSING_EXIT
 from marin_assets.execution.metadata import table_markdown
-from marin_assets.execution.step import ExecutorStep, InputName, this_output_path, versioned
-from marin_assets.execution.storage import atomic_write_text, is_local, join_path
+from marin_assets.execution.step import unwrap_versioned_value
+from marin_assets.execution.storage import atomic_write_text, filesystem, is_local, join_path
 from marin_assets.training import levanter_main, subprocess_runner
-from marin_assets.training.levanter_config import (
-    _component_caches,
-    _tokenizer_of,
-    levanter_config_yaml,
-    levanter_llama_config,
-)
-from marin_assets.training.levanter_train import training_env
-from marin_assets.training.train_config import TINY_LLAMA, LlamaModelConfig
+from marin_assets.training.training import training_env
 from marin_assets.training.training_log import list_step_dirs, parse_metrics
 
 logger = logging.getLogger(__name__)
@@ -49,52 +44,35 @@ logger = logging.getLogger(__name__)
 EVAL_TASKS_DIR = os.path.join(os.path.dirname(__file__), "eval_tasks")
 LOCAL_TASKS = ("marin_docstring_mc", "marin_docstring_cloze", "marin_docstring_ppl")
 LEVANTER_TASK_PREFIX = "levanter_validation"
+LM_EVAL_MAX_LENGTH = 1024
+OFFLINE_TASK_HINT = (
+    "nothing is downloaded at run time: on a machine with network run "
+    "`python -c \"import datasets; datasets.load_dataset('{dataset}')\"` and copy the Hugging Face cache "
+    "($HF_HOME, default ~/.cache/huggingface) here, or give the task as a local task YAML "
+    "(EvaluationConfig.include_path) whose data_files are local"
+)
 
 
-@dataclass(frozen=True)
-class EvalConfig:
-    """Config of :func:`run_evaluation`.
-
-    Attributes:
-        output_path: the step output (``results.json`` and logs).
-        checkpoint: a training step output (its last ``hf/step-N`` is used) or an HF model folder.
-        validation_caches: name -> tokenized cache root(s) whose ``validation`` split is scored by
-            Levanter (empty: skip Levanter's evaluation).
-        tasks: lm-eval task names (empty: skip lm-eval).
-        max_eval_instances: lm-eval ``--limit`` per task (None: all).
-        max_eval_batches: Levanter eval batches per validation set (None: all).
-        model: model shape (Levanter needs it to load the HF export).
-        include_path: extra lm-eval task folder (the shipped ``eval_tasks`` is always included).
-        batch_size: eval batch size for both.
-        timeout_s: per subprocess.
-    """
-
-    output_path: str
-    checkpoint: str
-    validation_caches: Mapping[str, str | Sequence[str]] = field(default_factory=dict)
-    tasks: tuple[str, ...] = LOCAL_TASKS
-    max_eval_instances: int | None = None
-    max_eval_batches: int | None = None
-    model: LlamaModelConfig = TINY_LLAMA
-    include_path: str | None = None
-    batch_size: int = 16
-    timeout_s: float = 3600.0
+def _exists(path: str) -> bool:
+    fs, p = filesystem(path)
+    return fs.exists(p)
 
 
-def resolve_hf_export(checkpoint: str) -> str:
-    """The HF model folder of ``checkpoint``: itself if it has a config.json, else its last hf/step-N."""
-    if os.path.exists(os.path.join(checkpoint, "config.json")) and os.path.exists(
-        os.path.join(checkpoint, "model.safetensors")
-    ):
-        return checkpoint
-    steps = list_step_dirs(join_path(checkpoint, "hf"))
-    if not steps:
-        raise FileNotFoundError(f"no HF export under {checkpoint}/hf")
-    return steps[-1][1]
+def resolve_hf_export(model_path: str, discover_latest_checkpoint: bool = True) -> str:
+    """The HF model folder of ``model_path`` (local or remote): itself when it holds a
+    ``config.json``; else, when allowed, the newest ``step-N`` of it or of its ``hf/`` folder."""
+    if _exists(join_path(model_path, "config.json")):
+        return model_path
+    if discover_latest_checkpoint:
+        for folder in (model_path, join_path(model_path, "hf")):
+            steps = list_step_dirs(folder)
+            if steps:
+                return steps[-1][1]
+    raise FileNotFoundError(f"no HF export (config.json, or hf/step-N) under {model_path}")
 
 
 def prepare_include_path(dest: str, extra: str | None = None) -> str:
-    """Copy the shipped task YAMLs to ``dest`` with ``data_files`` made absolute.
+    """Copy the shipped task YAMLs to ``dest`` with ``data_files`` made absolute, plus ``extra``.
 
     lm-eval resolves relative ``data_files`` against the working directory, not the YAML's folder.
     """
@@ -110,31 +88,44 @@ def prepare_include_path(dest: str, extra: str | None = None) -> str:
         with open(os.path.join(dest, os.path.basename(path)), "w") as handle:
             yaml.safe_dump(task, handle, sort_keys=False)
     if extra:
-        shutil.copytree(extra, os.path.join(dest, "extra"), dirs_exist_ok=True)
+        _local_copy(extra, os.path.join(dest, "extra"), always_copy=True)
     return dest
 
 
-def levanter_eval_caches(config: EvalConfig) -> dict[str, str]:
-    """Validation set name -> cache root of the caches that have a ``validation`` split."""
-    caches, _ = _component_caches(config.validation_caches, {})
-    return {k: v for k, v in caches.items() if os.path.exists(os.path.join(v, "validation", "shard_ledger.json"))}
+def levanter_eval_caches(config: EvaluationConfig) -> dict[str, str]:
+    """Validation set name -> cache root, for the caches that have a ``validation`` split (local or gs://)."""
+    from marin_assets.processing.tokenize.tokenize import read_ledger
+    from marin_assets.training.levanter_config import component_caches
+
+    caches, _ = component_caches({k: unwrap_versioned_value(v) for k, v in config.validation_caches.items()}, {})
+    return {k: v for k, v in caches.items() if read_ledger(join_path(v, "validation")) is not None}
 
 
-def write_levanter_eval_config(config: EvalConfig, hf_dir: str, work: str) -> str:
+def write_levanter_eval_config(config: EvaluationConfig, hf_dir: str, work: str) -> str:
     """Write Levanter's ``eval_lm`` config to ``<work>/levanter_eval.yaml`` (in the eval subprocess:
-    it imports Levanter) and return its path."""
+    it imports Levanter) and return its path. The model shape comes from the export's config.json."""
+    import pathlib
+
     import jmp
-    from haliax.partitioning import ResourceAxis  # noqa: F401 -- imported for Levanter's side effects
     from levanter.compat.hf_checkpoints import RepoRef
     from levanter.data.text import LMMixtureDatasetConfig, UrlDatasetSourceConfig
     from levanter.distributed import RayConfig
     from levanter.main.eval_lm import EvalLmConfig
+    from levanter.models.gpt2 import Gpt2Config
+    from levanter.models.llama import LlamaConfig
     from levanter.tracker.json_logger import JsonLoggerConfig
     from levanter.trainer import TrainerConfig
+    from transformers import AutoConfig
+
+    from marin_assets.training.levanter_config import levanter_config_yaml, tokenizer_of_caches, use_local_reference
 
     caches = levanter_eval_caches(config)
-    tokenizer = _tokenizer_of(caches)
-    m = config.model
+    tokenizer = tokenizer_of_caches(caches)
+    hf_config = AutoConfig.from_pretrained(hf_dir)
+    model_classes = {"llama": LlamaConfig, "gpt2": Gpt2Config}
+    if hf_config.model_type not in model_classes:
+        raise ValueError(f"{hf_dir}: Levanter evaluation of model_type {hf_config.model_type!r} is not wired up")
+    model = use_local_reference(model_classes[hf_config.model_type].from_hf_config(hf_config), hf_dir, tokenizer)
     lev = EvalLmConfig(
         hf_checkpoint=RepoRef(hf_dir),
         data=LMMixtureDatasetConfig(
@@ -145,14 +136,14 @@ def write_levanter_eval_config(config: EvalConfig, hf_dir: str, work: str) -> st
             },
             train_weights={},
         ),
-        model=levanter_llama_config(m, hf_dir, tokenizer),
+        model=model,
         trainer=TrainerConfig(
             mp=jmp.get_policy("p=f32,c=f32"),
             tracker=(JsonLoggerConfig(),),
             per_device_eval_parallelism=-1,
             train_batch_size=config.batch_size,
-            max_eval_batches=config.max_eval_batches,
-            log_dir=__import__("pathlib").Path(os.path.join(work, "logs")),
+            max_eval_batches=unwrap_versioned_value(config.max_eval_batches),
+            log_dir=pathlib.Path(os.path.join(work, "logs")),
             ray=RayConfig(auto_start_cluster=False),
             require_accelerator=False,
         ),
@@ -163,12 +154,22 @@ def write_levanter_eval_config(config: EvalConfig, hf_dir: str, work: str) -> st
     return yaml_path
 
 
-def levanter_eval_job(config: EvalConfig, hf_dir: str, work: str) -> tuple[list[str], dict[str, str]] | None:
+def prepare_levanter_eval(payload: tuple[EvaluationConfig, str, str], local_yaml: str) -> str:
+    """In the eval subprocess (``levanter_main eval``): write Levanter's ``eval_lm`` config; returns its path."""
+    config, hf_dir, work = payload
+    return write_levanter_eval_config(config, hf_dir, work)
+
+
+def levanter_eval_job(config: EvaluationConfig, hf_dir: str, work: str) -> tuple[list[str], dict[str, str]] | None:
     """``(command, caches)`` of Levanter's evaluation (None: no cache has a validation split)."""
     caches = levanter_eval_caches(config)
     if not caches:
         return None
-    spec = levanter_main.write_spec(os.path.join(work, "levanter_eval.pkl"), (config, hf_dir, work))
+    spec = levanter_main.write_spec(
+        os.path.join(work, "levanter_eval.pkl"),
+        "marin_assets.evaluation.evaluate:prepare_levanter_eval",
+        (config, hf_dir, work),
+    )
     return levanter_main.command("eval", spec), caches
 
 
@@ -190,67 +191,76 @@ def parse_levanter_eval(text: str, caches: Mapping[str, str]) -> dict[str, dict[
     return out
 
 
-LM_EVAL_MAX_LENGTH = 1024
+def task_specs(evals: Any) -> list[dict[str, Any]]:
+    """lm-eval task specs (``{"task", "num_fewshot", "task_alias"}``) from ``EvalTaskConfig`` s or names."""
+    specs = []
+    for task in unwrap_versioned_value(evals) or []:
+        task = unwrap_versioned_value(task)
+        if isinstance(task, str):
+            task = EvalTaskConfig(task, 0)
+        spec: dict[str, Any] = {"task": task.name, "num_fewshot": task.num_fewshot}
+        if task.task_alias:
+            spec["task_alias"] = task.task_alias
+        specs.append(spec)
+    return specs
 
 
-def lm_eval_job(config: EvalConfig, hf_dir: str, work: str) -> tuple[list[str], dict[str, str], str]:
-    """``(command, environment, output folder)`` of lm-eval's ``hf`` model on ``hf_dir`` for ``config.tasks``."""
-    include = prepare_include_path(os.path.join(work, "tasks"), config.include_path)
+def lm_eval_job(config: EvaluationConfig, hf_dir: str, work: str) -> tuple[list[str], dict[str, str], str]:
+    """``(command, environment, output folder)`` of lm-eval's ``hf`` model on ``hf_dir``."""
     out_dir = os.path.join(work, "lm_eval")
-    cmd = [
-        sys.executable,
-        "-m",
-        "lm_eval",
-        "--model",
-        "hf",
-        "--model_args",
+    shutil.rmtree(out_dir, ignore_errors=True)
+    max_length = config.max_length or LM_EVAL_MAX_LENGTH
+    spec = {
         # lm-eval asserts that a continuation fits in max_length, which it takes from the model's
         # (tiny) training context; RoPE models score longer inputs fine, so allow a longer window.
-        f"pretrained={hf_dir},dtype=float32,max_length={LM_EVAL_MAX_LENGTH}",
-        "--tasks",
-        ",".join(config.tasks),
-        "--include_path",
-        include,
-        "--device",
-        "cpu",
-        "--batch_size",
-        str(config.batch_size),
-        "--output_path",
-        out_dir,
-        "--seed",
-        "0",
-    ]
-    if config.max_eval_instances is not None:
-        cmd += ["--limit", str(config.max_eval_instances)]
+        "model_args": f"pretrained={hf_dir},dtype=float32,max_length={max_length}",
+        "tasks": task_specs(config.evals),
+        "include_path": prepare_include_path(os.path.join(work, "tasks"), config.include_path),
+        "batch_size": config.batch_size,
+        "limit": unwrap_versioned_value(config.max_eval_instances),
+        "output_dir": out_dir,
+        "apply_chat_template": config.apply_chat_template,
+    }
+    spec_path = os.path.join(work, "lm_eval_spec.json")
+    with open(spec_path, "w") as handle:
+        json.dump(spec, handle)
     env = training_env()
     env.pop("JAX_PLATFORMS", None)
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    return cmd, env, out_dir
+    return [sys.executable, "-m", "marin_assets.evaluation.lm_eval_main", spec_path], env, out_dir
 
 
-def read_lm_eval_results(out_dir: str) -> dict[str, Any]:
-    """The newest ``results_*.json`` lm-eval wrote under ``out_dir``."""
-    found = sorted(glob.glob(os.path.join(out_dir, "**", "results_*.json"), recursive=True), key=os.path.getmtime)
-    if not found:
-        raise RuntimeError(f"lm-eval wrote no results under {out_dir}")
-    with open(found[-1]) as handle:
-        return json.load(handle)
+class TaskDataMissing(FileNotFoundError):
+    """An lm-eval task whose data is not available offline."""
+
+
+def _missing_tasks_error(out_dir: str) -> TaskDataMissing | None:
+    path = os.path.join(out_dir, "missing_tasks.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as handle:
+        missing = json.load(handle)
+    lines = []
+    for item in missing:
+        dataset = item.get("dataset") or item["task"]
+        hint = OFFLINE_TASK_HINT.format(dataset=dataset)
+        lines.append(
+            f"lm-eval task {item['task']!r} (dataset {dataset}) is not available offline ({item['cause']}); {hint}"
+        )
+    return TaskDataMissing("\n".join(lines))
 
 
 def run_both(
     jobs: Mapping[str, tuple[list[str], str, Mapping[str, str]]], timeout_s: float
-) -> tuple[dict[str, str], dict[str, float]]:
-    """Run ``{name: (command, log path, env)}`` at the same time; return each log's text and seconds.
-
-    Both evaluators spend most of their wall time starting up (importing torch or JAX, loading the
-    model, compiling), single-threaded, so on a small machine running them side by side takes
-    about as long as the slower one. The first failure kills the others and raises RuntimeError.
-    """
+) -> tuple[dict[str, str], dict[str, float], dict[str, int]]:
+    """Run ``{name: (command, log path, env)}`` at the same time; return each log's text, seconds
+    and exit code. The first failure kills the others."""
     start = time.monotonic()
     deadline = start + timeout_s
     procs = {name: (subprocess_runner.start(cmd, log, env), cmd, log) for name, (cmd, log, env) in jobs.items()}
     texts: dict[str, str] = {}
     seconds: dict[str, float] = {}
+    codes: dict[str, int] = {}
     try:
         pending = dict(procs)
         while pending:
@@ -261,12 +271,11 @@ def run_both(
                     continue
                 del pending[name]
                 seconds[name] = round(time.monotonic() - start, 1)
+                codes[name] = proc.returncode
                 with open(log, encoding="utf-8", errors="replace") as handle:
                     texts[name] = handle.read()
                 if proc.returncode != 0:
-                    raise RuntimeError(
-                        f"{' '.join(cmd[:4])} exited with {proc.returncode}; log {log}:\n{texts[name][-4000:]}"
-                    )
+                    return texts, seconds, codes
             if pending:
                 time.sleep(0.2)
     finally:
@@ -275,120 +284,89 @@ def run_both(
                 subprocess_runner.kill_group(proc)
                 proc.wait()
             getattr(proc, "unregister_fence", lambda: None)()
-    return texts, seconds
+    return texts, seconds, codes
 
 
 def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _local_copy(folder: str, dest: str) -> str:
+def _local_copy(folder: str, dest: str, always_copy: bool = False) -> str:
     """``folder`` itself when local, else a copy of it (object store) under ``dest``: lm-eval's and
     Levanter's HF loaders read local folders (or hub ids), not ``gs://`` URLs."""
-    if is_local(folder):
+    if is_local(folder) and not always_copy:
         return folder
-    import fsspec
-
-    fs, path = fsspec.core.url_to_fs(folder)
     shutil.rmtree(dest, ignore_errors=True)
+    if is_local(folder):
+        shutil.copytree(folder, dest)
+        return dest
+    fs, path = filesystem(folder)
     fs.get(path.rstrip("/") + "/", dest, recursive=True)
     return dest
 
 
-def run_evaluation(config: EvalConfig) -> dict:
-    """Run both evaluations and write ``results.json``; returns metadata (task -> metric table)."""
-    out = config.output_path
+def run_evaluation(config: EvaluationConfig) -> dict[str, Any]:
+    """Run both evaluations and write ``results.json``; returns metadata (every metric a flat float)."""
+    out = str(config.evaluation_path)
     work = out if is_local(out) else os.path.join("/tmp", "marin-eval", os.path.basename(out.rstrip("/")))
     os.makedirs(work, exist_ok=True)
-    hf_export = resolve_hf_export(config.checkpoint)
+    if config.model_path is None:
+        raise ValueError("EvaluationConfig.model_path is required")
+    hf_export = resolve_hf_export(str(config.model_path), config.discover_latest_checkpoint)
     hf_dir = _local_copy(hf_export, os.path.join(work, "hf_export"))
     start = time.monotonic()
-    results: dict[str, Any] = {"results": {}, "versions": {}, "n-shot": {}, "configs": {}, "config": {}}
+    tasks = task_specs(config.evals)
     jobs: dict[str, tuple[list[str], str, Mapping[str, str]]] = {}
-    if config.tasks:
+    lm_eval_out = None
+    if tasks:
         cmd, env, lm_eval_out = lm_eval_job(config, hf_dir, work)
         jobs["lm_eval"] = (cmd, os.path.join(work, "lm_eval.log"), env)
     levanter_job = levanter_eval_job(config, hf_dir, work) if config.validation_caches else None
     if levanter_job is not None:
         jobs["levanter"] = (levanter_job[0], os.path.join(work, "levanter_eval.log"), training_env())
-    texts, seconds = run_both(jobs, config.timeout_s)
-    if config.tasks:
-        results = read_lm_eval_results(lm_eval_out)
-        results.pop("samples", None)
+    if not jobs:
+        raise ValueError("nothing to evaluate: no lm-eval tasks and no validation cache with a validation split")
+    texts, seconds, codes = run_both(jobs, config.timeout_s)
+    if codes.get("lm_eval") == MISSING_EXIT and lm_eval_out is not None:
+        missing = _missing_tasks_error(lm_eval_out)
+        if missing is not None:
+            raise missing
+    for name, code in codes.items():
+        if code != 0:
+            raise RuntimeError(f"{name} evaluation exited with {code}; log {jobs[name][1]}:\n{texts[name][-4000:]}")
+    results: dict[str, Any] = {"results": {}, "versions": {}, "n-shot": {}, "configs": {}, "config": {}}
+    if lm_eval_out is not None:
+        with open(os.path.join(lm_eval_out, "results.json")) as handle:
+            results = json.load(handle)
     levanter = parse_levanter_eval(texts["levanter"], levanter_job[1]) if levanter_job is not None else {}
     for name, metrics in levanter.items():
         task = f"{LEVANTER_TASK_PREFIX}/{name}"
         results.setdefault("results", {})[task] = {"alias": task, **{f"{k},none": v for k, v in metrics.items()}}
         results.setdefault("versions", {})[task] = "levanter"
-    results.setdefault("config", {}).update({"marin_hf_export": hf_export, "marin_checkpoint": config.checkpoint})
-    text = json.dumps(results, indent=2, default=str)
-    atomic_write_text(join_path(out, "results.json"), text)
-    rows = []
-    for task, metrics in sorted(results.get("results", {}).items()):
-        for key, value in sorted(metrics.items()):
-            if key == "alias" or "stderr" in key or not _finite(value):
-                continue
-            rows.append({"task": task, "metric": key.split(",")[0], "value": round(float(value), 4)})
-    missing = [t for t in config.tasks if t not in results.get("results", {})]
+    results.setdefault("config", {}).update({"marin_hf_export": hf_export, "marin_model_path": str(config.model_path)})
+    atomic_write_text(join_path(out, "results.json"), json.dumps(results, indent=2, default=str))
+    done = results.get("results", {})
+    missing = [t["task"] for t in tasks if t["task"] not in done and t.get("task_alias") not in done]
     if missing:
         raise RuntimeError(f"lm-eval produced no results for {missing}")
-    bpb = {name: m.get("bpb") for name, m in levanter.items()}
+    rows = []
+    flat: dict[str, float] = {}
+    for task, metrics in sorted(results.get("results", {}).items()):
+        for key, value in sorted(metrics.items()):
+            if key == "alias" or not _finite(value):
+                continue
+            metric = key.split(",")[0]
+            flat[f"{task}/{metric}"] = float(value)
+            if "stderr" not in key:
+                rows.append({"task": task, "metric": metric, "value": round(float(value), 4)})
     return {
+        **flat,
         "metrics": table_markdown(rows),
         "tasks": sorted(results.get("results", {})),
-        "bpb": bpb,
-        "hf_export": hf_dir,
+        "bpb": {name: metrics.get("bpb") for name, metrics in levanter.items()},  # per set (also flat above)
+        "hf_export": hf_export,
         "lm_eval_s": seconds.get("lm_eval", 0.0),
         "levanter_eval_s": seconds.get("levanter", 0.0),
         "wall_s": round(time.monotonic() - start, 1),
         "results_path": join_path(out, "results.json"),
     }
-
-
-def default_eval(
-    step: ExecutorStep | InputName | str,
-    evals: Sequence[str] = LOCAL_TASKS,
-    max_eval_instances: int | None = None,
-    validation_caches: Mapping[str, Any] | None = None,
-    name: str | None = None,
-    max_eval_batches: int | None = None,
-    model_config: LlamaModelConfig | None = None,
-) -> ExecutorStep:
-    """A step ``evaluation/<name>`` evaluating a training step (or an HF model folder).
-
-    Args:
-        step: a ``default_train`` step, an ``InputName`` to a checkpoint, or a path to an HF folder.
-        evals: lm-eval task names (the shipped local tasks by default; any name is passed through).
-        max_eval_instances: lm-eval ``--limit`` per task (versioned).
-        validation_caches: name -> tokenized step/path scored by Levanter; by default the training
-            step's own components (their ``validation`` splits).
-        name: step name suffix (default: the training step's name without ``checkpoints/``).
-        model_config: model shape, needed when ``step`` is not a training step.
-    """
-    if isinstance(step, ExecutorStep):
-        default_name = step.name.split("/", 1)[-1]
-        if validation_caches is None and hasattr(step.config, "components"):
-            validation_caches = dict(step.config.components)
-        model = model_config or getattr(step.config, "model", TINY_LLAMA)
-        model = getattr(model, "value", model)  # unwrap versioned()
-        checkpoint: Any = step
-    else:
-        default_name = os.path.basename(str(getattr(step, "name", step)).rstrip("/")) or "model"
-        model = model_config or TINY_LLAMA
-        checkpoint = InputName.hardcoded(step) if isinstance(step, str) else step
-    vc = {k: (InputName.hardcoded(v) if isinstance(v, str) else v) for k, v in (validation_caches or {}).items()}
-    return ExecutorStep(
-        name=f"evaluation/{name or default_name}",
-        fn=run_evaluation,
-        config=EvalConfig(
-            output_path=this_output_path(),
-            checkpoint=checkpoint,
-            validation_caches=vc,
-            tasks=versioned(tuple(evals)),
-            max_eval_instances=versioned(max_eval_instances),
-            max_eval_batches=versioned(max_eval_batches),
-            model=model,
-        ),
-        description=f"Levanter bits-per-byte on validation caches and lm-eval tasks {', '.join(evals)}.",
-        pip_dependency_groups=["eval"],
-    )

@@ -28,6 +28,11 @@ def json_value(data: Any) -> dict[str, Any]:
     return {TYPE_KEY: "json", "value": data}
 
 
+def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A table of rows (dicts of numbers/strings/None with the same keys), shown as Dagster's table."""
+    return {TYPE_KEY: "table", "value": [dict(row) for row in rows]}
+
+
 def table_markdown(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """A markdown table from a list of dicts with the same keys."""
     if not rows:

@@ -1,24 +1,30 @@
-"""Marin's ``experiments/defaults.py``: ``default_tokenize``, ``default_train``, ``lm_data_config``.
+"""Marin's ``experiments/defaults.py``: ``default_tokenize``, ``default_train`` (and the data mixtures).
 
 Same names, argument names, order and defaults as Marin's, and the same versioning: a tokenize
 step versions its tokenizer (``ensure_versioned``) and ``sample_count``; a training step versions
 only what the script versioned (typically ``versioned(llama_nano)``) plus its data through the
 tokenize steps it depends on -- not the whole train config.
 
-Differences that follow from running offline on this project's engine (documented in
-``docs/engine.md``): datasets and tokenizers resolve from local paths or the local Hugging Face
-cache; Marin's default validation sets (Paloma) and CORE eval-harness tasks need downloads, so
-``use_default_validation`` adds none and ``eval_harness_tasks`` defaults to ``()``; a
-``CpuOnlyConfig`` training run runs Levanter in a local subprocess instead of a Ray task.
+What this project adds, each a keyword Marin scripts do not pass: ``default_tokenize(...,
+validation=, writer=)`` (held-out documents in the same cache; the cache writer, ``"marin"`` by
+default) and ``default_train(..., validation_sets=)``; ``tokenized`` may also be a dict of
+tokenize steps or a partitioned step (every drop's cache). Models may be Levanter configs
+(``llama_nano``) or :class:`~marin_assets.training.train_config.LlamaModelConfig`, which needs no
+Levanter import to define a step.
+
+Differences that follow from running offline (documented in ``docs/models.md``): datasets and
+tokenizers resolve from local paths or the local Hugging Face cache; Marin's default validation
+sets (Paloma) need downloads, so ``use_default_validation`` adds none; lm-eval tasks run in an
+evaluation step (``experiments.evals.default_eval``), not inside training; a CPU training run runs
+Levanter in a local subprocess instead of a Ray task.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from marin_assets.execution.step import (
     ExecutorStep,
@@ -36,14 +42,17 @@ from marin_assets.processing.tokenize import (
     lm_mixture_data_config,
     tokenize,
 )
+from marin_assets.processing.tokenize.data_configs import tokenizer_of
 from marin_assets.training.training import (
-    OptimizerSettings,
-    TrainerSettings,
-    TrainLmConfig,
+    LmTrainSpec,
+    MixtureSpec,
+    OptimizerSpec,
+    SourceSpec,
+    TrainerSpec,
     TrainLmOnPodConfig,
+    accelerator_of,
     run_levanter_train_lm,
 )
-from marin_resources.resource_config import CpuOnlyConfig
 
 logger = logging.getLogger(__name__)
 
@@ -61,89 +70,133 @@ def _is_hf_dataset_id(dataset: Any) -> bool:
     return isinstance(dataset, str) and dataset.count("/") == 1 and not os.path.exists(dataset)
 
 
+def _partitioned_by(value: Any) -> str | None:
+    step = value if isinstance(value, ExecutorStep) else getattr(value, "step", None)
+    if isinstance(value, InputName) and value.all_partitions:
+        return None
+    return step.partitioned_by if step is not None else None
+
+
+def _items(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _tokenizer_input(tokenizer: Any) -> Any:
+    """A tokenizer step stays a dependency; a name or a path is versioned (Marin's rule)."""
+    return tokenizer if isinstance(tokenizer, (ExecutorStep, InputName)) else ensure_versioned(tokenizer)
+
+
 def default_tokenize(
     name: str,
-    dataset: InputName | ExecutorStep | str | HfDatasetSpec,
-    tokenizer: str,
+    dataset: InputName | ExecutorStep | str | HfDatasetSpec | Sequence[Any],
+    tokenizer: str | ExecutorStep | InputName,
     format: Any = None,  # noqa: A002 - Marin's argument name
     *,
     sample_count: int | VersionedValue[int] | None = None,
     is_validation: bool = False,
+    validation: Any = None,
+    writer: Literal["marin", "levanter"] = "marin",
 ) -> ExecutorStep:
     """A step ``tokenized/<name>`` that builds a Levanter cache of ``dataset`` with ``tokenizer``.
 
     Args:
         name: forms the output path (``tokenized/`` is prepended).
-        dataset: a step, an ``InputName``, a local path, a Hugging Face dataset id (``org/name``, from
-            the local cache) or an ``HfDatasetSpec``.
-        tokenizer: a tokenizer name in the local Hugging Face cache, or a local tokenizer directory.
+        dataset: a step, an ``InputName``, a path (local or ``gs://``), a list of them, a Hugging Face
+            dataset id (``org/name``, from the local cache) or an ``HfDatasetSpec``. A step
+            partitioned by drops makes this step partitioned the same way (one cache per drop).
+        tokenizer: a tokenizer name in the local Hugging Face cache, a tokenizer directory, or a
+            tokenizer step (``default_tokenizer``).
         format: a Levanter dataset format (``TextLmDatasetFormat()`` when None, as Marin's default).
         sample_count: tokenize only the first N records per split (versioned).
         is_validation: put the dataset in the ``validation`` split.
+        validation: held-out documents for the ``validation`` split of the same cache (ours).
+        writer: ``"marin"`` (our fast cache writer) or ``"levanter"`` (Levanter's builder, for
+            comparison); not versioned, as both store the same tokens.
     """
     hf_dataset = None
     if isinstance(dataset, HfDatasetSpec):
         hf_dataset = dataset
     elif _is_hf_dataset_id(dataset):
         hf_dataset = HfDatasetSpec(id=dataset)
-    paths = [] if hf_dataset is not None else [dataset]
+    paths = [] if hf_dataset is not None else _items(dataset)
+    partitions = {p for p in (_partitioned_by(x) for x in paths) if p is not None}
+    if len(partitions) > 1:
+        raise ValueError(f"dataset mixes partition sets {sorted(partitions)}")
+    held_out = _items(validation)
+    train_paths, validation_paths = ([], paths + held_out) if is_validation else (paths, held_out)
     config = TokenizeConfig(
-        train_paths=[] if is_validation else paths,
-        validation_paths=paths if is_validation else [],
+        train_paths=train_paths,
+        validation_paths=validation_paths,
         cache_path=this_output_path(),
-        tokenizer=ensure_versioned(tokenizer),
+        tokenizer=_tokenizer_input(tokenizer),
         format=format,
         sample_count=ensure_versioned(sample_count) if sample_count is not None else None,
         hf_dataset=hf_dataset,
+        writer=writer,
     )
+    label = tokenizer.name if isinstance(tokenizer, ExecutorStep) else unwrap_versioned_value(tokenizer)
     return ExecutorStep(
         name=os.path.join("tokenized", name),
-        description=f"Tokenize raw text using the {unwrap_versioned_value(tokenizer)} tokenizer.",
+        description=f"Tokenize raw text using the {label} tokenizer.",
         fn=tokenize,
         config=config,
+        pip_dependency_groups=["tokenize"],
+        partitioned_by=partitions.pop() if partitions else None,
     )
 
 
-def _prepare_data_config(tokenized: Any, use_default_validation: bool) -> Any:
-    """The mixture to train on (a single tokenize step becomes a one-component mixture)."""
-    if use_default_validation:
-        logger.debug("no default validation sets offline (Marin's are Paloma downloads); using the caches' own")
-    if isinstance(tokenized, (InputName, ExecutorStep)):
-        return lm_data_config(training_set=tokenized)
-    return tokenized
+def _component(value: Any) -> SourceSpec:
+    """Like Marin's ``step_to_lm_mixture_component``: the cache plus the documents it was built from."""
+    if isinstance(value, str):
+        return SourceSpec(cache_dir=InputName.hardcoded(value))
+    step = value if isinstance(value, ExecutorStep) else getattr(value, "step", None)
+    if isinstance(value, ExecutorStep):
+        # every drop of a partitioned cache
+        cache_dir = value.partitions() if value.partitioned_by is not None else value.as_input_name()
+    else:
+        cache_dir = value
+    config = getattr(step, "config", None)
+    if not isinstance(config, TokenizeConfig) or step.partitioned_by is not None:
+        # A partitioned cache's documents are per partition: the caches alone carry the version.
+        return SourceSpec(cache_dir=cache_dir)
+    return SourceSpec(
+        cache_dir=cache_dir, train_urls=list(config.train_paths), validation_urls=list(config.validation_paths)
+    )
 
 
-# SimpleTrainConfig fields the local Levanter launcher does not apply yet (warned about when set).
-NOT_APPLIED_FIELDS = (
-    "beta1",
-    "beta2",
-    "epsilon",
-    "max_grad_norm",
-    "decay",
-    "rewarmup",
-    "cycle_length",
-    "z_loss_weight",
-    "ema_beta",
-    "skip_bad_steps",
-    "steps_per_task_eval",
-    "per_device_eval_parallelism",
-    "initialize_from_checkpoint_path",
-    "initialize_from_hf",
-    "allow_partial_checkpoint",
-    "int8",
-    "optimizer_config",
-    "watch",
-    "pad_tokenizer_to_match_model",
-)
-
-
-def _not_applied(train_config: SimpleTrainConfig) -> dict[str, Any]:
-    defaults = {f.name: f.default for f in dataclasses.fields(SimpleTrainConfig)}
-    return {
-        name: getattr(train_config, name)
-        for name in NOT_APPLIED_FIELDS
-        if unwrap_versioned_value(getattr(train_config, name)) != defaults[name]
-    }
+def _mixture(tokenized: Any, validation_sets: Mapping[str, Any]) -> Any:
+    """The data to train on: a Levanter mixture as given (``lm_mixture_data_config``), or a
+    :class:`MixtureSpec` over tokenize steps (one step: weight 1, named after the step; a dict:
+    equal weights) that needs no Levanter import."""
+    if not isinstance(tokenized, (ExecutorStep, InputName, str, Mapping)):
+        if validation_sets:
+            raise ValueError("validation_sets: add them to the lm_mixture_data_config mixture (weight 0) instead")
+        return tokenized
+    if isinstance(tokenized, Mapping):
+        components = dict(tokenized)
+    else:
+        step = tokenized if isinstance(tokenized, ExecutorStep) else getattr(tokenized, "step", None)
+        train_name = os.path.basename(step.name) if step is not None else "data"
+        components = {train_name: tokenized}
+    weights = {name: 1.0 for name in components}
+    for name, value in validation_sets.items():
+        if name in components:
+            raise ValueError(f"validation set {name!r} clashes with a training component")
+        components[name] = value
+    first = next(iter(components.values()))
+    tokenizer = None
+    if not isinstance(first, str):
+        try:
+            tokenizer = tokenizer_of(first)
+        except ValueError:
+            tokenizer = None  # read from the cache's ledger when training starts
+    return MixtureSpec(
+        configs={name: _component(value) for name, value in components.items()},
+        train_weights=weights,
+        tokenizer=tokenizer,
+    )
 
 
 def default_train(
@@ -157,88 +210,117 @@ def default_train(
     wandb_name: str | None = None,
     wandb_group: str | None = None,
     override_output_path: str | None = None,
+    *,
+    validation_sets: Mapping[str, Any] | None = None,
 ) -> ExecutorStep:
     """A step ``checkpoints/<name>`` training a Levanter language model.
 
+    Every ``SimpleTrainConfig`` field lands on its Levanter field (see
+    ``marin_assets.training.levanter_config``); only what the script wrapped in ``versioned`` enters
+    the version, as in Marin.
+
     Args:
         name: forms the output path (``checkpoints/`` is prepended).
-        tokenized: a tokenize step / ``InputName``, or a mixture from ``lm_mixture_data_config``.
-        model_config: a Levanter ``LlamaConfig`` (e.g. ``llama_nano``), usually ``versioned(...)``.
-        train_config: :class:`SimpleTrainConfig`; only the values it wraps in ``versioned`` enter the
-            version, as in Marin.
+        tokenized: a tokenize step / ``InputName``, a mixture from ``lm_mixture_data_config``, a dict
+            name -> tokenize step (equal weights), or a partitioned tokenize step (every drop).
+        model_config: a Levanter model config (``llama_nano``) or a ``LlamaModelConfig``, usually
+            ``versioned(...)``.
+        train_config: :class:`SimpleTrainConfig`.
         tags: tracker tags.
-        use_default_validation: Marin adds its default validation sets; none exist offline.
-        eval_harness_tasks: lm-eval tasks; run them with an evaluation step after training here.
+        use_default_validation: Marin adds its default validation sets (Paloma); none exist offline.
+        eval_harness_tasks: must be empty here: lm-eval runs in an evaluation step
+            (``experiments.evals.default_eval``), not inside training.
         wandb_name / wandb_group: W&B run name and group (used when W&B is enabled).
         override_output_path: a fixed output path instead of ``<prefix>/checkpoints/<name>-<hash>``.
+        validation_sets: name -> tokenize step evaluated during training (weight 0; ours).
     """
     if eval_harness_tasks:
-        logger.warning("%s: eval_harness_tasks are not run during training here; add an evaluation step", name)
-    not_applied = _not_applied(train_config)
-    if not_applied:
-        logger.warning(
-            "%s: these SimpleTrainConfig settings are not applied by the local launcher: %s", name, not_applied
+        raise ValueError(
+            f"{name}: eval_harness_tasks cannot run inside training on this backend; "
+            "pass eval_harness_tasks=[] and add experiments.evals.default_eval(<train step>, evals=...)"
         )
-    data = _prepare_data_config(tokenized, use_default_validation)
+    if use_default_validation:
+        logger.debug("no default validation sets offline (Marin's are Paloma downloads); using the caches' own")
+    tc = train_config
+    if tc.steps_per_task_eval is not None:
+        raise ValueError(
+            "SimpleTrainConfig.steps_per_task_eval cannot apply: lm-eval tasks do not run inside training on this "
+            "backend; leave it None and add experiments.evals.default_eval(<train step>, evals=...)"
+        )
+    if tc.pad_tokenizer_to_match_model:
+        raise ValueError(
+            "SimpleTrainConfig.pad_tokenizer_to_match_model cannot apply: this Levanter has no such option"
+        )
+    if tc.initialize_from_hf is not None and tc.initialize_from_checkpoint_path is not None:
+        raise ValueError("Cannot specify both initialize_from_checkpoint_path and initialize_from_hf")
     model = unwrap_versioned_value(model_config)
-    train_length = train_config.train_seq_len or model.seq_len
+    train_length = unwrap_versioned_value(tc.train_seq_len) or model.seq_len
     if train_length > model.seq_len:
         raise ValueError(f"train_length {train_length} exceeds model seq_len {model.seq_len}.")
-    if train_config.initialize_from_hf is not None and train_config.initialize_from_checkpoint_path is not None:
-        raise ValueError("Cannot specify both initialize_from_checkpoint_path and initialize_from_hf")
-    if train_config.steps_per_hf_export is None:
-        hf_save_steps = train_config.steps_per_export
-    elif train_config.steps_per_hf_export == -1:
+    steps_per_hf_export = unwrap_versioned_value(tc.steps_per_hf_export)
+    if steps_per_hf_export is None:
+        hf_save_steps = tc.steps_per_export
+    elif steps_per_hf_export == -1:
         hf_save_steps = None
     else:
-        hf_save_steps = train_config.steps_per_hf_export
-    inner = TrainLmConfig(
-        data=data,
-        trainer=TrainerSettings(
-            train_batch_size=train_config.train_batch_size,
-            num_train_steps=train_config.num_train_steps,
-            steps_per_eval=train_config.steps_per_eval if train_config.steps_per_eval is not None else 1000,
-            max_eval_batches=train_config.max_eval_batches,
-            checkpoint_every=train_config.steps_per_export,
+        hf_save_steps = tc.steps_per_hf_export
+    spec = LmTrainSpec(
+        data=_mixture(tokenized, dict(validation_sets or {})),
+        trainer=TrainerSpec(
+            train_batch_size=tc.train_batch_size,
+            num_train_steps=tc.num_train_steps,
+            steps_per_eval=tc.steps_per_eval if tc.steps_per_eval is not None else 1000,
+            max_eval_batches=tc.max_eval_batches,
+            checkpoint_every=tc.steps_per_export,
+            per_device_parallelism=tc.per_device_parallelism,
+            per_device_eval_parallelism=tc.per_device_eval_parallelism,
+            allow_partial_checkpoint=tc.allow_partial_checkpoint,
+            int8=tc.int8,
+            ema_beta=tc.ema_beta,
+            watch=tc.watch,
             tags=tuple(tags),
             wandb_name=wandb_name,
-            wandb_group=wandb_group if wandb_group is not None else os.environ.get("WANDB_GROUP"),
+            wandb_group=wandb_group,
         ),
         model=model_config,
-        optimizer=OptimizerSettings(
-            learning_rate=train_config.learning_rate,
-            weight_decay=train_config.weight_decay,
-            beta1=train_config.beta1,
-            beta2=train_config.beta2,
-            epsilon=train_config.epsilon,
-            max_grad_norm=train_config.max_grad_norm,
-            warmup=train_config.warmup,
-            decay=train_config.decay,
-            rewarmup=train_config.rewarmup,
-            lr_schedule=train_config.lr_schedule,
-            min_lr_ratio=train_config.min_lr_ratio,
-            cycle_length=train_config.cycle_length,
-            skip_bad_steps=train_config.skip_bad_steps,
+        optimizer=OptimizerSpec(
+            learning_rate=tc.learning_rate,
+            weight_decay=tc.weight_decay,
+            beta1=tc.beta1,
+            beta2=tc.beta2,
+            epsilon=tc.epsilon,
+            max_grad_norm=tc.max_grad_norm,
+            warmup=tc.warmup,
+            decay=tc.decay,
+            rewarmup=tc.rewarmup,
+            lr_schedule=tc.lr_schedule,
+            min_lr_ratio=tc.min_lr_ratio,
+            cycle_length=tc.cycle_length,
+            skip_bad_steps=tc.skip_bad_steps,
+            optimizer_config=tc.optimizer_config,
         ),
-        train_seq_len=train_length,
+        train_seq_len=tc.train_seq_len,
         hf_save_steps=hf_save_steps,
-        data_seed=train_config.data_seed,
-        z_loss_weight=train_config.z_loss_weight,
-        initialize_from_hf=train_config.initialize_from_hf,
-        initialize_from_checkpoint_path=train_config.initialize_from_checkpoint_path,
+        data_seed=tc.data_seed,
+        z_loss_weight=tc.z_loss_weight,
+        initialize_from_hf=tc.initialize_from_hf,
+        initialize_from_checkpoint_path=tc.initialize_from_checkpoint_path,
+        reset_data_loader_on_init=tc.reset_data_loader_on_init,
     )
-    resources = train_config.resources
-    tokens = unwrap_versioned_value(train_config.train_batch_size) * train_config.num_train_steps * train_length
+    resources = tc.resources
+    batch = unwrap_versioned_value(tc.train_batch_size)
+    steps = unwrap_versioned_value(tc.num_train_steps)
+    tokens = batch * steps * train_length if isinstance(batch, int) else None
     return ExecutorStep(
         name=os.path.join("checkpoints", name),
         description=(
-            f"Train a {model.num_layers}-layer d={model.hidden_dim} model for {train_config.num_train_steps} (steps) * "
-            f"{unwrap_versioned_value(train_config.train_batch_size)} (batch_size) * {train_length} (train_seq_len) "
-            f"= {tokens} tokens."
+            f"Train a {model.num_layers}-layer d={model.hidden_dim} model for {steps} (steps) * "
+            f"{batch} (batch_size) * {train_length} (train_seq_len) = {tokens} tokens."
         ),
         fn=run_levanter_train_lm,
-        config=TrainLmOnPodConfig(train_config=inner, resources=resources, output_path=this_output_path()),
+        config=TrainLmOnPodConfig(train_config=spec, resources=resources, output_path=this_output_path()),
         override_output_path=override_output_path,
+        pip_dependency_groups=["train"],
         # CPU-only training runs Levanter in a local subprocess; accelerators go through Ray.
-        resources=None if resources is None or isinstance(resources, CpuOnlyConfig) else resources,
+        resources=None if accelerator_of(resources) == "cpu" else resources,
     )

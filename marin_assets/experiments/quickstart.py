@@ -34,17 +34,18 @@ import threading
 import time
 from collections.abc import Sequence
 
-from marin_assets.evaluation.evaluate import LOCAL_TASKS, default_eval
 from marin_assets.execution import ExecutorStep, executor_main, output_path_of
 from marin_assets.execution.executor_main import DEFAULT_OBSERVERS, default_prefix
 from marin_assets.execution.experiment import Experiment, StepSchedule
+from marin_assets.execution.step import versioned
 from marin_assets.experiments import curation
+from marin_assets.experiments.defaults import default_tokenize, default_train
+from marin_assets.experiments.evals import default_eval
+from marin_assets.experiments.evals.task_configs import LOCAL_TASKS
 from marin_assets.experiments.quickstart_output import configure_output, summary
 from marin_assets.experiments.quickstart_steps import SIZES
 from marin_assets.experiments.sample_documents import sample_documents_step
-from marin_assets.processing.tokenize.levanter_cache import default_tokenize
 from marin_assets.processing.tokenize.train_tokenizer import default_tokenizer
-from marin_assets.training.levanter_train import default_train
 
 REFERENCE_DROP = "drop-001"
 
@@ -64,10 +65,9 @@ def build_steps(size: str = "tiny", curation_steps: dict[str, ExecutorStep] | No
     train = default_train(
         name,
         {"web": tokenized},
-        s.model,
+        versioned(s.model),
         s.train,
         tags=("quickstart", size),
-        eval_harness_tasks=LOCAL_TASKS,
         validation_sets={"heldout": heldout},
     )
     evaluation = default_eval(
@@ -76,6 +76,7 @@ def build_steps(size: str = "tiny", curation_steps: dict[str, ExecutorStep] | No
         max_eval_instances=s.max_eval_instances,
         max_eval_batches=s.max_eval_batches,
         validation_caches={"heldout": heldout},
+        name=name,
     )
     return {
         **cur,

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from marin_assets.evaluation.evaluate import LOCAL_TASKS, default_eval
-from marin_assets.execution.step import ExecutorStep, InputName
+from marin_assets.execution.step import ExecutorStep, InputName, versioned
+from marin_assets.experiments.defaults import default_tokenize, default_train
+from marin_assets.experiments.evals import default_eval
+from marin_assets.experiments.evals.task_configs import LOCAL_TASKS
 from marin_assets.experiments.sample_documents import sample_documents_step
-from marin_assets.processing.tokenize.levanter_cache import default_tokenize
+from marin_assets.experiments.simple_train_config import SimpleTrainConfig
 from marin_assets.processing.tokenize.train_tokenizer import default_tokenizer
-from marin_assets.training.levanter_train import default_train
-from marin_assets.training.train_config import LlamaModelConfig, SimpleTrainConfig
+from marin_assets.training.train_config import LlamaModelConfig
+from marin_resources.resource_config import CpuOnlyConfig
 
 
 @dataclass(frozen=True)
@@ -36,20 +38,33 @@ class QuickstartSize:
     sample_bytes: int
 
 
+def _train_config(
+    batch: int, steps: int, learning_rate: float, every: int, max_eval_batches: int, checkpoint: int | None = None
+) -> SimpleTrainConfig:
+    """The quickstart's training settings; what changes the result is versioned (enters the step hash)."""
+    return SimpleTrainConfig(
+        resources=CpuOnlyConfig(num_cpus=1),
+        train_batch_size=versioned(batch),
+        num_train_steps=versioned(steps),
+        learning_rate=versioned(learning_rate),
+        weight_decay=versioned(0.0),
+        warmup=versioned(0.05),
+        min_lr_ratio=versioned(0.1),
+        lr_schedule=versioned("cosine"),
+        steps_per_eval=every,
+        steps_per_export=checkpoint or every,
+        steps_per_hf_export=steps,
+        max_eval_batches=max_eval_batches,
+    )
+
+
 SIZES: dict[str, QuickstartSize] = {
     "tiny": QuickstartSize(
         vocab_size=4096,
         model=LlamaModelConfig(
             seq_len=128, hidden_dim=64, intermediate_dim=256, num_layers=2, num_heads=4, num_kv_heads=4
         ),
-        train=SimpleTrainConfig(
-            train_batch_size=32,
-            num_train_steps=100,
-            learning_rate=3e-3,
-            steps_per_checkpoint=50,
-            steps_per_eval=50,
-            max_eval_batches=8,
-        ),
+        train=_train_config(batch=32, steps=100, learning_rate=3e-3, every=50, max_eval_batches=8),
         max_eval_instances=None,
         max_eval_batches=None,
         sample_bytes=4_000_000,
@@ -59,14 +74,7 @@ SIZES: dict[str, QuickstartSize] = {
         model=LlamaModelConfig(
             seq_len=64, hidden_dim=32, intermediate_dim=64, num_layers=1, num_heads=2, num_kv_heads=2
         ),
-        train=SimpleTrainConfig(
-            train_batch_size=16,
-            num_train_steps=24,
-            learning_rate=1e-2,
-            steps_per_checkpoint=10,
-            steps_per_eval=12,
-            max_eval_batches=2,
-        ),
+        train=_train_config(batch=16, steps=24, learning_rate=1e-2, every=12, max_eval_batches=2, checkpoint=10),
         max_eval_instances=8,
         max_eval_batches=2,
         sample_bytes=400_000,
@@ -105,10 +113,12 @@ def quickstart_model_steps(
         validation_documents = validation_documents or docs / "validation"
     tokenizer = default_tokenizer(f"{name}-{size}", documents, vocab_size=s.vocab_size)
     tokenized = default_tokenize(f"{name}-{size}", documents, tokenizer, validation=validation_documents)
-    train = default_train(
-        f"{name}-{size}", tokenized, s.model, s.train, tags=("quickstart", size), eval_harness_tasks=LOCAL_TASKS
-    )
+    train = default_train(f"{name}-{size}", tokenized, versioned(s.model), s.train, tags=("quickstart", size))
     evaluation = default_eval(
-        train, evals=LOCAL_TASKS, max_eval_instances=s.max_eval_instances, max_eval_batches=s.max_eval_batches
+        train,
+        evals=LOCAL_TASKS,
+        max_eval_instances=s.max_eval_instances,
+        max_eval_batches=s.max_eval_batches,
+        name=f"{name}-{size}",
     )
     return [*steps, tokenizer, tokenized, train, evaluation]

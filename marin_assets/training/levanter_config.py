@@ -1,35 +1,57 @@
-"""Our training configs as Levanter's ``TrainLmConfig`` (and the YAML ``train_lm`` reads), offline only."""
+"""The one place Levanter's ``TrainLmConfig`` is built: :func:`build_levanter_config`.
+
+It takes a resolved :class:`~marin_assets.training.training.TrainLmOnPodConfig` whose
+``train_config`` is either the nested :class:`~marin_assets.training.train_config.LmTrainSpec`
+(``default_train``) -- every ``SimpleTrainConfig`` setting lands on its Levanter field here -- or a
+Levanter ``TrainLmConfig`` given directly. Both then get the same run-time placement (Marin's
+``_update_config_to_use_out_path`` plus what running offline needs): checkpoints and HF exports
+under the output path, a run id derived from it, a JSON tracker, concrete cache folders, a local
+tokenizer and a local HF reference config for the export. Runs in the training subprocess: it
+imports Levanter and JAX.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-import hashlib
 import os
 import pathlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from marin_assets.core.documents import as_path_list
+from marin_assets.execution.step import unwrap_versioned_value
 from marin_assets.execution.storage import is_local, join_path
-from marin_assets.processing.tokenize.levanter_cache import cache_split_stats, read_ledger
+from marin_assets.processing.tokenize.tokenize import cache_split_stats, read_ledger, resolve_tokenizer
 from marin_assets.training.train_config import (
+    DEFAULT_CHECKPOINTS_PATH,
+    DEFAULT_HF_CHECKPOINTS_PATH,
     LlamaModelConfig,
-    TrainConfig,
+    LmTrainSpec,
+    MixtureSpec,
+    accelerator_of,
+    default_run_id,
+    use_wandb,
 )
 
+
+def _u(value: Any) -> Any:
+    return unwrap_versioned_value(value)
+
+
 # ----------------------------------------------------------------------------------------------
-# Levanter config
+# Data
 # ----------------------------------------------------------------------------------------------
 
 
-def _component_caches(
-    components: Mapping[str, str | Sequence[str]], weights: Mapping[str, float]
+def component_caches(
+    components: Mapping[str, Any], weights: Mapping[str, float]
 ) -> tuple[dict[str, str], dict[str, float]]:
     """Flatten partitioned components into one Levanter component per cache, splitting weights.
 
-    A component given as a list of caches (one per drop) becomes ``<name>-<drop>`` components
-    whose weights add up to the component's weight, in proportion to each drop's train tokens:
-    drops are concatenated, not re-balanced.
+    ``components`` maps a name to a cache root or a list of roots (one per drop). A list becomes
+    ``<name>-<drop>`` components whose weights add up to the component's weight, in proportion to
+    each drop's train tokens: drops are concatenated, not re-balanced.
     """
     caches: dict[str, str] = {}
     flat_weights: dict[str, float] = {}
@@ -54,7 +76,8 @@ def _component_caches(
     return caches, flat_weights
 
 
-def _tokenizer_of(caches: Mapping[str, str]) -> str:
+def tokenizer_of_caches(caches: Mapping[str, str]) -> str:
+    """The tokenizer recorded in the first cache ledger that names one."""
     for path in caches.values():
         for split in ("train", "validation"):
             ledger = read_ledger(join_path(path, split))
@@ -65,171 +88,285 @@ def _tokenizer_of(caches: Mapping[str, str]) -> str:
     raise ValueError(f"cannot find the tokenizer in the ledgers of {list(caches.values())}")
 
 
-def default_run_id(output_path: str) -> str:
-    """A stable Levanter run id for ``output_path`` (same path -> same id -> resume)."""
-    base = output_path.rstrip("/").rsplit("/", 1)[-1]
-    return f"{base[:40]}-{hashlib.md5(output_path.encode()).hexdigest()[:8]}"
+def levanter_data_config(data: Any) -> Any:
+    """Levanter's ``LMMixtureDatasetConfig`` reading the caches of ``data`` (a :class:`MixtureSpec` or a
+    Levanter mixture): partitioned components flattened, the tokenizer a local (or ``gs://``) folder."""
+    from levanter.data.text import LMMixtureDatasetConfig, UrlDatasetSourceConfig
+
+    if isinstance(data, (MixtureSpec, LMMixtureDatasetConfig)):
+        components = {name: _u(source.cache_dir) for name, source in data.configs.items()}
+        weights = {name: float(_u(w)) for name, w in _u(data.train_weights).items()}
+    else:
+        raise TypeError(f"train_config.data must be a data mixture (lm_data_config), got {type(data).__name__}")
+    caches, flat = component_caches(components, weights)
+    if not any(w > 0 for w in flat.values()):
+        raise ValueError("train_config.data: at least one component needs a positive weight")
+    tokenizer = _u(data.tokenizer)
+    tokenizer = resolve_tokenizer(tokenizer) if tokenizer else tokenizer_of_caches(caches)
+    originals = dict(data.configs)
+    sources = {}
+    for name, path in caches.items():
+        original = originals.get(name)
+        fmt = getattr(original, "format", None)
+        sources[name] = UrlDatasetSourceConfig(
+            cache_dir=path, train_urls=[], validation_urls=[], **({"format": fmt} if fmt is not None else {})
+        )
+    shuffle = _u(data.shuffle)
+    settings = {
+        "tokenizer": tokenizer,
+        "cache_dir": None,
+        "configs": sources,
+        "train_weights": flat,
+        "shuffle": shuffle,
+        "permutation_type": _u(data.permutation_type) if shuffle else None,
+    }
+    if isinstance(data, LMMixtureDatasetConfig):
+        return dataclasses.replace(data, **settings)
+    return LMMixtureDatasetConfig(**settings)
 
 
-def reference_checkpoint_dir(config: TrainConfig, run_id: str) -> str:
+# ----------------------------------------------------------------------------------------------
+# Model
+# ----------------------------------------------------------------------------------------------
+
+
+def levanter_model_config(model: Any, train_seq_len: int | None = None) -> Any:
+    """Levanter's model config: ours (:class:`LlamaModelConfig`) converted, Levanter's as is;
+    ``train_seq_len`` (when set) is the context length trained on."""
+    model = _u(model)
+    if isinstance(model, LlamaModelConfig):
+        from levanter.models.llama import LlamaConfig
+
+        model = LlamaConfig(
+            seq_len=model.seq_len,
+            hidden_dim=model.hidden_dim,
+            intermediate_dim=model.intermediate_dim,
+            num_layers=model.num_layers,
+            num_heads=model.num_heads,
+            num_kv_heads=model.num_kv_heads,
+            tie_word_embeddings=model.tie_word_embeddings,
+        )
+    if train_seq_len is not None and train_seq_len != model.seq_len:
+        if train_seq_len > model.seq_len:
+            raise ValueError(
+                f"SimpleTrainConfig.train_seq_len {train_seq_len} exceeds the model's seq_len {model.seq_len}"
+            )
+        model = dataclasses.replace(model, seq_len=train_seq_len)
+    return model
+
+
+def reference_checkpoint_dir(output_path: str, run_id: str) -> str:
     """Local folder holding the HF ``config.json`` Levanter's HF exporter starts from."""
-    if is_local(config.output_path):
-        return join_path(config.output_path, "hf_reference")
+    if is_local(output_path):
+        return join_path(output_path, "hf_reference")
     return f"/tmp/marin-hf-reference/{run_id}"
 
 
-def levanter_llama_config(m: LlamaModelConfig, reference_checkpoint: str, tokenizer: str) -> Any:
-    """Levanter's ``LlamaConfig`` for our model shape, pointing at local files only.
-
-    Levanter's defaults point at the HF hub; nothing may be downloaded, so a local HF config
-    (written by :func:`write_reference_checkpoint`) and our own tokenizer are used instead.
-    """
-    from levanter.models.llama import LlamaConfig
-
-    return LlamaConfig(
-        seq_len=m.seq_len,
-        hidden_dim=m.hidden_dim,
-        intermediate_dim=m.intermediate_dim,
-        num_layers=m.num_layers,
-        num_heads=m.num_heads,
-        num_kv_heads=m.num_kv_heads,
-        tie_word_embeddings=m.tie_word_embeddings,
-        reference_checkpoint=reference_checkpoint,
-        tokenizer=tokenizer,
-    )
-
-
-def write_reference_checkpoint(path: str, model: LlamaModelConfig, tokenizer: str) -> None:
-    """Write a transformers ``LlamaConfig`` matching ``model`` (and the tokenizer) to ``path``.
+def write_reference_checkpoint(path: str, model: Any, tokenizer: str) -> None:
+    """Write the HF config of ``model`` (and the tokenizer) to ``path``.
 
     Levanter's HF export reads the reference checkpoint's config for fields it does not set
     itself; by default that is a hub model, which cannot be fetched here.
     """
     from levanter.compat.hf_checkpoints import load_tokenizer
-    from transformers import LlamaConfig as HfLlamaConfig
 
     tok = load_tokenizer(tokenizer)  # AutoTokenizer that also reads gs:// (fsspec) tokenizer folders
-    hf = HfLlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=model.hidden_dim,
-        intermediate_size=model.intermediate_dim,
-        num_hidden_layers=model.num_layers,
-        num_attention_heads=model.num_heads,
-        num_key_value_heads=model.num_kv_heads,
-        max_position_embeddings=model.seq_len,
-        tie_word_embeddings=model.tie_word_embeddings,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-    )
+    hf = model.to_hf_config(vocab_size=len(tok))
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        setattr(hf, key, getattr(tok, key))
     os.makedirs(path, exist_ok=True)
     hf.save_pretrained(path)
     tok.save_pretrained(path)
 
 
-def use_wandb() -> bool:
-    """True when W&B tracking is on: a key is set and W&B is not disabled."""
-    # W&B only when the user has set a key and did not disable it; the key stays in the env.
-    return bool(os.environ.get("WANDB_API_KEY")) and os.environ.get("WANDB_MODE", "").lower() != "disabled"
+def use_local_reference(model: Any, reference: str, tokenizer: str) -> Any:
+    """``model`` pointing its HF converter at local files (its defaults name hub models).
 
-
-def cpu_trainer_overrides(accelerator: str) -> dict[str, Any]:
-    """``TrainerConfig`` settings that make a CPU run cheaper without changing what it computes.
-
-    Levanter's defaults suit accelerator runs: a watch hook (grad/param norms every 10 steps) and
-    the jaxpr/HLO of each compiled step written as artifacts. On CPU the hook costs a second
-    compile of the train step (Levanter compiles a with-hooks and a without-hooks variant) and the
-    artifacts two extra traces per variant -- together about a minute of the quickstart's training
-    on a busy 2-core machine, as long as 30 of its steps. Losses, checkpoints and exports are
-    unchanged; GPU/TPU runs keep Levanter's defaults.
+    Configs with ``reference_checkpoint``/``tokenizer`` fields (Llama, Mistral, ...) get them set;
+    for others (``Gpt2Config`` hard-codes ``"gpt2"``) the class's converter is redirected in this
+    process, which is the training subprocess.
     """
-    if accelerator != "cpu":
-        return {}
-    from levanter.callbacks.watch import WatchConfig
+    names = {f.name for f in dataclasses.fields(model)}
+    if {"reference_checkpoint", "tokenizer"} <= names:
+        return dataclasses.replace(model, reference_checkpoint=reference, tokenizer=tokenizer)
+    cls = type(model)
+    if not getattr(cls.hf_checkpoint_converter, "_marin_local", False):
+        # The class's own converter resolves its hub reference in the constructor: build ours instead.
+        extra = {"ignore_prefix": "transformer"} if cls.__name__ == "Gpt2Config" else {}
 
-    return {"watch": WatchConfig(interval=0), "log_jaxprs": False, "log_xla_hlo": False}
+        def converter(self: Any, ref_checkpoint: str | None = None) -> Any:
+            from levanter.compat.hf_checkpoints import HFCheckpointConverter
+
+            return HFCheckpointConverter(
+                type(self), reference_checkpoint=ref_checkpoint or reference, tokenizer=tokenizer, **extra
+            )
+
+        converter._marin_local = True  # type: ignore[attr-defined]
+        cls.hf_checkpoint_converter = converter
+    return model
 
 
-def build_levanter_config(config: TrainConfig):
-    """The ``levanter.main.train_lm.TrainLmConfig`` this step runs."""
+# ----------------------------------------------------------------------------------------------
+# Trainer / optimizer from the nested spec
+# ----------------------------------------------------------------------------------------------
+
+
+def _from_spec(spec: LmTrainSpec, accelerator: str) -> Any:
+    """Levanter's ``TrainLmConfig`` with every setting of ``spec`` on its Levanter field."""
     import jmp
     from levanter.checkpoint import CheckpointerConfig
-    from levanter.data.text import LMMixtureDatasetConfig, UrlDatasetSourceConfig
-    from levanter.distributed import RayConfig
     from levanter.main.train_lm import TrainLmConfig
     from levanter.optim import AdamConfig
-    from levanter.tracker.json_logger import JsonLoggerConfig
     from levanter.trainer import TrainerConfig
 
-    caches, weights = _component_caches(config.components, config.weights)
-    tokenizer = config.tokenizer or _tokenizer_of(caches)
-    train = config.train
-    out = config.output_path
-    run_id = config.run_id or default_run_id(out)
-    reference = reference_checkpoint_dir(config, run_id)
-    sources = {
-        name: UrlDatasetSourceConfig(cache_dir=path, train_urls=[], validation_urls=[]) for name, path in caches.items()
+    t, o = spec.trainer, spec.optimizer
+    trainer: dict[str, Any] = {
+        "mp": jmp.get_policy("p=f32,c=f32" if accelerator == "cpu" else "p=f32,c=bfloat16"),
+        "train_batch_size": _u(t.train_batch_size),
+        "num_train_steps": int(_u(t.num_train_steps)),
+        "steps_per_eval": int(_u(t.steps_per_eval)) if _u(t.steps_per_eval) is not None else 1000,
+        "max_eval_batches": _u(t.max_eval_batches),
+        "per_device_parallelism": int(_u(t.per_device_parallelism)),
+        "allow_partial_checkpoint": bool(_u(t.allow_partial_checkpoint)),
+        "checkpointer": CheckpointerConfig(keep=[dict(every=int(_u(t.checkpoint_every)))]),
     }
-    data = LMMixtureDatasetConfig(
-        tokenizer=tokenizer,
-        cache_dir=None,
-        configs=sources,
-        train_weights=weights,
-        shuffle=train.shuffle,
-        permutation_type="feistel" if train.shuffle else None,
+    if _u(t.per_device_eval_parallelism) is not None:
+        trainer["per_device_eval_parallelism"] = int(_u(t.per_device_eval_parallelism))
+    if _u(t.int8):
+        from haliax.quantization import QuantizationConfig
+
+        trainer["quantization"] = QuantizationConfig(int8=True)
+    if _u(t.ema_beta) is not None:
+        from levanter.optim.model_averaging import EmaModelAveragingConfig
+
+        trainer["model_averaging"] = EmaModelAveragingConfig(beta=float(_u(t.ema_beta)))
+    if _u(t.watch) is not None:
+        trainer["watch"] = _u(t.watch)
+    init_ckpt = _u(spec.initialize_from_checkpoint_path)
+    reset_loader = bool(_u(spec.reset_data_loader_on_init))
+    if init_ckpt is not None and not reset_loader:
+        # Levanter: trainer.initialize_from keeps the data loader position; the TrainLmConfig field resets it.
+        trainer["initialize_from"] = init_ckpt
+    if _u(o.optimizer_config) is not None:
+        optimizer = _u(o.optimizer_config)
+    else:
+        names = ("learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "max_grad_norm", "warmup", "decay")
+        names += ("rewarmup", "lr_schedule", "min_lr_ratio", "cycle_length", "skip_bad_steps")
+        optimizer = AdamConfig(**{n: _u(getattr(o, n)) for n in names if _u(getattr(o, n)) is not None})
+    init_hf = _u(spec.initialize_from_hf)
+    if init_hf is not None and is_local(str(init_hf)) and not os.path.isdir(str(init_hf)):
+        raise FileNotFoundError(
+            f"SimpleTrainConfig.initialize_from_hf {init_hf!r} is not a local HF model folder; nothing is "
+            "downloaded here: copy the model folder to this machine (or gs://) and pass its path"
+        )
+    extra: dict[str, Any] = {}
+    if _u(spec.z_loss_weight) is not None:
+        extra["z_loss_weight"] = float(_u(spec.z_loss_weight))
+    if _u(spec.data_seed) is not None:
+        extra["data_seed"] = int(_u(spec.data_seed))
+    return TrainLmConfig(
+        data=spec.data,
+        trainer=TrainerConfig(**trainer),
+        model=levanter_model_config(spec.model, _u(spec.train_seq_len)),
+        optimizer=optimizer,
+        hf_save_steps=_u(spec.hf_save_steps),
+        initialize_from_hf=str(init_hf) if init_hf is not None else False,
+        initialize_from_checkpoint_path=init_ckpt if reset_loader else None,
+        **extra,
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# The one builder
+# ----------------------------------------------------------------------------------------------
+
+
+def build_levanter_config(pod: Any) -> Any:
+    """The ``levanter.main.train_lm.TrainLmConfig`` this step runs (``pod`` resolved: no placeholders)."""
+    from levanter.callbacks.watch import WatchConfig
+    from levanter.distributed import RayConfig
+    from levanter.main.train_lm import TrainLmConfig
+    from levanter.tracker.json_logger import JsonLoggerConfig
+
+    accelerator = accelerator_of(pod.resources)
+    spec = pod.train_config
+    if isinstance(spec, LmTrainSpec):
+        lev = _from_spec(spec, accelerator)
+        tags, wandb_name, wandb_group = list(spec.trainer.tags), spec.trainer.wandb_name, spec.trainer.wandb_group
+    elif isinstance(spec, TrainLmConfig):
+        lev = dataclasses.replace(spec, model=levanter_model_config(spec.model))
+        tags, wandb_name, wandb_group = [], None, None
+    else:
+        raise TypeError(f"TrainLmOnPodConfig.train_config must be a Levanter TrainLmConfig, got {type(spec).__name__}")
+    out = str(pod.output_path)
+    trainer = lev.trainer
+    run_id = trainer.id or (default_run_id(out) if pod.impute_run_id_from_output_path else None)
+    run_id = run_id or os.environ.get("RUN_ID") or default_run_id(out)
     trackers: tuple = (JsonLoggerConfig(),)
     if use_wandb():
         from levanter.tracker.wandb import WandbConfig
 
-        trackers = (
-            JsonLoggerConfig(),
-            WandbConfig(project=os.environ.get("WANDB_PROJECT", "marin"), tags=list(config.tags)),
-        )
-    model = levanter_llama_config(config.model, reference, tokenizer)
-    steps_per_eval = train.steps_per_eval if config.use_default_validation else train.num_train_steps * 10 + 1
-    trainer = TrainerConfig(
-        **cpu_trainer_overrides(config.accelerator),
-        seed=train.seed,
-        mp=jmp.get_policy(train.mp),
-        tracker=trackers,
-        log_dir=pathlib.Path(join_path(out, "logs") if is_local(out) else f"/tmp/marin-train-logs/{run_id}"),
-        id=run_id,
-        train_batch_size=train.train_batch_size,
-        num_train_steps=train.num_train_steps,
-        steps_per_eval=steps_per_eval,
-        max_eval_batches=train.max_eval_batches,
-        checkpointer=CheckpointerConfig(
-            base_path=join_path(out, "checkpoints"),
-            append_run_id_to_base_path=False,
-            keep=[dict(every=train.steps_per_checkpoint)],
+        wandb = {"project": os.environ.get("WANDB_PROJECT", "marin"), "tags": tags, "name": wandb_name}
+        wandb["group"] = wandb_group or os.environ.get("WANDB_GROUP")
+        trackers = (JsonLoggerConfig(), WandbConfig(**{k: v for k, v in wandb.items() if v is not None}))
+    placement: dict[str, Any] = {
+        "tracker": trackers,
+        "id": run_id,
+        "log_dir": pathlib.Path(join_path(out, "logs") if is_local(out) else f"/tmp/marin-train-logs/{run_id}"),
+        "checkpointer": dataclasses.replace(
+            trainer.checkpointer, base_path=join_path(out, DEFAULT_CHECKPOINTS_PATH), append_run_id_to_base_path=False
         ),
-        ray=RayConfig(auto_start_cluster=False),
-        require_accelerator=config.accelerator != "cpu",
-    )
-    return TrainLmConfig(
+        "ray": RayConfig(auto_start_cluster=False),
+        "require_accelerator": accelerator != "cpu",
+    }
+    if accelerator == "cpu":
+        # Levanter's defaults suit accelerators: its watch hook costs a second compile of the train
+        # step on CPU and the jaxpr/HLO artifacts two extra traces per variant -- together about a
+        # minute of the quickstart on a busy 2-core machine. What is computed does not change; an
+        # explicitly configured watch is kept.
+        placement.update(log_jaxprs=False, log_xla_hlo=False)
+        if trainer.watch == WatchConfig():
+            placement["watch"] = WatchConfig(interval=0)
+    data = levanter_data_config(lev.data)
+    reference = reference_checkpoint_dir(out, run_id)
+    return dataclasses.replace(
+        lev,
         data=data,
-        trainer=trainer,
-        model=model,
-        optimizer=AdamConfig(
-            learning_rate=train.learning_rate,
-            weight_decay=train.weight_decay,
-            warmup=train.warmup,
-            min_lr_ratio=train.min_lr_ratio,
-            lr_schedule=train.lr_schedule,
-        ),
-        hf_save_path=join_path(out, "hf"),
-        hf_save_steps=train.steps_per_hf_export or train.num_train_steps,
+        trainer=dataclasses.replace(trainer, **placement),
+        model=use_local_reference(lev.model, reference, data.tokenizer),
+        hf_save_path=join_path(out, DEFAULT_HF_CHECKPOINTS_PATH),
     )
 
 
-def levanter_config_yaml(lev_config) -> str:
+def prepare_training(config: Any, local_yaml: str) -> str:
+    """In the training subprocess: Levanter's config for the resolved ``TrainLmOnPodConfig`` (built
+    once, here), the reference checkpoint, ``<out>/train_config.yaml``, the local YAML Levanter parses
+    and the run's shape (``<local>.plan.json``); returns the local YAML's path."""
+    import json
+
+    from marin_assets.execution.storage import atomic_write_text
+
+    lev_config = build_levanter_config(config)
+    reference = reference_checkpoint_dir(str(config.output_path), lev_config.trainer.id)
+    write_reference_checkpoint(reference, lev_config.model, lev_config.data.tokenizer)
+    yaml_text = levanter_config_yaml(lev_config)
+    atomic_write_text(join_path(config.output_path, "train_config.yaml"), yaml_text)
+    with open(local_yaml, "w") as handle:
+        handle.write(yaml_text)
+    trainer = lev_config.trainer
+    plan = {"num_train_steps": trainer.num_train_steps, "seq_len": lev_config.model.seq_len}
+    plan["train_batch_size"] = trainer.train_batch_size if isinstance(trainer.train_batch_size, int) else 0
+    with open(os.path.splitext(local_yaml)[0] + ".plan.json", "w") as handle:
+        json.dump(plan, handle)
+    return local_yaml
+
+
+def levanter_config_yaml(lev_config: Any) -> str:
     """``lev_config`` as the YAML ``levanter.main.train_lm --config_path`` reads.
 
     ``draccus.dump`` leaves enums (e.g. the activation function) as Python-tagged objects that its
     own loader refuses, so the encoded tree is cleaned to plain YAML first.
     """
-
     import draccus
     import yaml
 

@@ -1,19 +1,28 @@
-"""The training configs experiments write (frozen, versioned); mapped to Levanter's in ``levanter_config``."""
+"""The nested training config ``default_train`` writes, and a Llama shape -- no Levanter import.
+
+:class:`LmTrainSpec` mirrors Levanter's ``TrainLmConfig`` layout; the training subprocess turns it
+into Levanter's config (:func:`marin_assets.training.levanter_config.build_levanter_config`).
+Experiments that must define steps without importing Levanter (the quickstart, the code location)
+describe their model with :class:`LlamaModelConfig`. Shared by ``training`` (the step) and
+``levanter_config`` (the builder), which do not import each other.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import hashlib
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# ----------------------------------------------------------------------------------------------
-# Our small configs (what experiments write) -- mapped to Levanter's config classes below.
-# ----------------------------------------------------------------------------------------------
+DEFAULT_CHECKPOINTS_PATH = "checkpoints"
+DEFAULT_HF_CHECKPOINTS_PATH = "hf"
 
 
 @dataclass(frozen=True)
 class LlamaModelConfig:
-    """A Llama-architecture model; the defaults are the tiny CPU model (~0.66 M parameters)."""
+    """A Llama-architecture model (Levanter ``LlamaConfig`` names); defaults: the tiny CPU model (~0.66 M
+    parameters)."""
 
     seq_len: int = 128
     hidden_dim: int = 64
@@ -28,98 +37,111 @@ TINY_LLAMA = LlamaModelConfig()
 
 
 @dataclass(frozen=True)
-class SimpleTrainConfig:
-    """Trainer and optimizer settings.
+class SourceSpec:
+    """One tokenized cache of a mixture (Levanter's ``UrlDatasetSourceConfig`` names).
 
-    Attributes:
-        train_batch_size: sequences per step.
-        num_train_steps: optimizer steps.
-        learning_rate / weight_decay / warmup / min_lr_ratio / lr_schedule: AdamW with a schedule.
-        steps_per_checkpoint: keep a checkpoint every N steps (also the resume granularity).
-        steps_per_eval: evaluate on the validation caches every N steps.
-        steps_per_hf_export: HF export every N steps (None: only at the end).
-        max_eval_batches: cap on eval batches per validation set (None: all).
-        mp: Levanter/jmp mixed-precision policy (``p=f32,c=bfloat16`` on accelerators).
-        seed: model/data seed.
-        shuffle: shuffle each cache (linear permutation).
+    ``cache_dir`` is a cache root, or a list of roots (a partitioned tokenize step: one per drop);
+    ``train_urls`` / ``validation_urls`` are the documents the cache was built from (as in Marin, they
+    are part of the version when they are step outputs; training reads only the cache).
     """
 
-    train_batch_size: int = 32
-    num_train_steps: int = 200
-    learning_rate: float = 3e-3
-    weight_decay: float = 0.0
-    warmup: float = 0.05
-    min_lr_ratio: float = 0.1
-    lr_schedule: str = "cosine"
-    steps_per_checkpoint: int = 100
-    steps_per_eval: int = 100
-    steps_per_hf_export: int | None = None
-    max_eval_batches: int | None = 8
-    mp: str = "p=f32,c=f32"
-    seed: int = 0
-    shuffle: bool = True
-
-
-DEFAULT_TRAIN_CONFIG = SimpleTrainConfig()
+    cache_dir: Any
+    format: Any = None
+    train_urls: list[Any] = field(default_factory=list)
+    validation_urls: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
-class MixtureData:
-    """Tokenized caches with mixing weights (Marin's ``lm_mixture_data_config``).
+class MixtureSpec:
+    """A data mixture (Levanter's ``LMMixtureDatasetConfig`` names); components without a weight
+    are validation-only."""
 
-    ``components`` maps a name to a tokenized step / ``InputName`` / cache path, or to a partitioned
-    step's ``.partitions()`` (a list of caches, one per drop; the component's weight is then shared
-    among drops in proportion to their tokens). ``weights`` may omit components: they are then
-    validation-only (weight 0).
-    """
-
-    components: Mapping[str, Any]
-    weights: Mapping[str, float]
-
-
-def lm_mixture_data_config(components: Mapping[str, Any], weights: Mapping[str, float]) -> MixtureData:
-    """A training mixture over tokenized caches (see :class:`MixtureData`)."""
-    unknown = set(weights) - set(components)
-    if unknown:
-        raise ValueError(f"weights for unknown components: {sorted(unknown)}")
-    if not any(w > 0 for w in weights.values()):
-        raise ValueError("at least one component needs a positive weight")
-    return MixtureData(dict(components), dict(weights))
+    configs: Mapping[str, SourceSpec]
+    train_weights: Mapping[str, float]
+    tokenizer: Any = None
+    shuffle: bool | int = True
+    permutation_type: str | None = "feistel"
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """Config of :func:`run_training` (placeholders resolved by the engine).
+class TrainerSpec:
+    """Trainer settings (Levanter ``TrainerConfig`` names where they exist; None: Levanter's default)."""
 
-    Attributes:
-        output_path: the step output.
-        components: name -> cache root path, or list of cache roots (partitions).
-        weights: name -> mixture weight (missing: 0, validation only).
-        model: model shape.
-        train: trainer/optimizer settings.
-        tokenizer: tokenizer dir; None reads it from the first cache's ledger.
-        run_id: Levanter run id; None derives it from the output path (stable across reruns).
-        tags: tracker tags.
-        eval_harness_tasks: lm-eval tasks recorded for the eval step (evaluation runs there).
-        use_default_validation: evaluate on the validation splits of the caches during training.
-        in_process: run ``train_lm.main`` in this process instead of a subprocess.
-        accelerator: ``"cpu"`` pins JAX to CPU; ``"gpu"``/``"tpu"`` let JAX pick the device and
-            make Levanter require one (set by ``default_train`` from ``resources``).
-        timeout_s: kill the subprocess after this long.
-        env: extra environment variables for the training process.
-    """
-
-    output_path: str
-    components: Mapping[str, str | Sequence[str]]
-    weights: Mapping[str, float]
-    model: LlamaModelConfig = TINY_LLAMA
-    train: SimpleTrainConfig = SimpleTrainConfig()
-    tokenizer: str | None = None
-    run_id: str | None = None
+    train_batch_size: Any
+    num_train_steps: Any
+    steps_per_eval: Any = 1000
+    max_eval_batches: Any = None
+    checkpoint_every: Any = 10000
+    per_device_parallelism: Any = -1
+    per_device_eval_parallelism: Any = None
+    allow_partial_checkpoint: Any = False
+    int8: Any = False
+    ema_beta: Any = None
+    watch: Any = None
     tags: tuple[str, ...] = ()
-    eval_harness_tasks: tuple[str, ...] = ()
-    use_default_validation: bool = True
-    in_process: bool = False
-    accelerator: str = "cpu"
-    timeout_s: float = 6 * 3600.0
-    env: Mapping[str, str] = field(default_factory=dict)
+    wandb_name: str | None = None
+    wandb_group: str | None = None
+
+
+@dataclass(frozen=True)
+class OptimizerSpec:
+    """Optimizer settings (Levanter ``AdamConfig`` names; None: Levanter's default).
+
+    ``optimizer_config`` (a Levanter ``OptimizerConfig``) replaces the AdamW built from the rest.
+    """
+
+    learning_rate: Any
+    weight_decay: Any = None
+    beta1: Any = None
+    beta2: Any = None
+    epsilon: Any = None
+    max_grad_norm: Any = None
+    warmup: Any = None
+    decay: Any = None
+    rewarmup: Any = None
+    lr_schedule: Any = None
+    min_lr_ratio: Any = None
+    cycle_length: Any = None
+    skip_bad_steps: Any = False
+    optimizer_config: Any = None
+
+
+@dataclass(frozen=True)
+class LmTrainSpec:
+    """What Levanter trains (Levanter ``TrainLmConfig`` layout), as ``default_train`` writes it."""
+
+    data: Any
+    trainer: TrainerSpec
+    model: Any
+    optimizer: OptimizerSpec
+    train_seq_len: Any = None
+    hf_save_steps: Any = None
+    data_seed: Any = None
+    z_loss_weight: Any = None
+    initialize_from_hf: Any = None
+    initialize_from_checkpoint_path: Any = None
+    reset_data_loader_on_init: Any = True
+
+
+def accelerator_of(resources: Any) -> str:
+    """``"cpu"``, ``"gpu"`` or ``"tpu"`` for any resources object this project knows (None: cpu)."""
+    if resources is None:
+        return "cpu"
+    device = getattr(resources, "device", None)
+    kinds = [type(resources).__name__.lower()] + ([type(device).__name__.lower()] if device is not None else [])
+    for kind in kinds:
+        for name in ("tpu", "gpu"):
+            if kind.startswith(name):
+                return name
+    return "cpu"
+
+
+def default_run_id(output_path: str) -> str:
+    """A stable Levanter run id for ``output_path`` (same path -> same id -> resume)."""
+    base = output_path.rstrip("/").rsplit("/", 1)[-1]
+    return f"{base[:40]}-{hashlib.md5(output_path.encode()).hexdigest()[:8]}"
+
+
+def use_wandb() -> bool:
+    """True when W&B tracking is on: a key is set and W&B is not disabled."""
+    return bool(os.environ.get("WANDB_API_KEY")) and os.environ.get("WANDB_MODE", "").lower() != "disabled"

@@ -1,148 +1,245 @@
 """Marin's ``marin.training.training``: ``TrainLmOnPodConfig`` and ``run_levanter_train_lm``.
 
-``default_train`` builds a ``TrainLmOnPodConfig`` whose ``train_config`` mirrors the layout of
-Levanter's ``TrainLmConfig`` (``data``, ``trainer``, ``model``, ``optimizer`` ...), so the version
-keys of what a script versions are the ones Marin records (``train_config.model``,
-``train_config.data.configs.<name>.cache_dir`` ...). The step function turns it into this
-project's training config (``marin_assets.training.train_config.TrainConfig``) and runs Levanter the
-way the quickstart does: a ``train_lm`` subprocess on local caches, a local tokenizer, no downloads.
+``TrainLmOnPodConfig.train_config`` is either
+
+* a real Levanter ``TrainLmConfig`` (what Marin's integration test builds by hand:
+  ``TrainLmConfig(data=lm_data_config(step), model=Gpt2Config(...), trainer=TrainerConfig(...))``), or
+* an :class:`LmTrainSpec`, the nested config ``default_train`` builds from a ``SimpleTrainConfig``
+  without importing Levanter. Its layout is Levanter's (``data``, ``trainer``, ``model``,
+  ``optimizer`` ...), so the version keys of what a script versions are the ones Marin records
+  (``train_config.model``, ``train_config.data.configs.<name>.cache_dir`` ...).
+
+Either way Levanter's ``TrainLmConfig`` is built once, by
+:func:`marin_assets.training.levanter_config.build_levanter_config`, inside the training subprocess
+(:mod:`marin_assets.training.levanter_main`): JAX's imports, memory and threads stay out of the
+engine/Dagster process, "kill the worker" is a SIGKILL of one process group, and the step reads
+throughput and loss from Levanter's own JSON tracker log afterwards.
+
+Output layout::
+
+    <out>/train_config.yaml        the exact Levanter config that ran
+    <out>/checkpoints/step-N/      Levanter checkpoints (resume point)
+    <out>/hf/step-N/               HF (safetensors) export, loadable by transformers / lm-eval
+    <out>/train.log                Levanter's log; json_logger metric records are lines in it
+    <out>/metrics.jsonl            the metric records alone (step, metrics)
+    <out>/loss_curve.png           train/eval loss per step
+    <out>/train_summary.json       what the step returns as metadata
+
+Resume: the run id is derived from the output path and the checkpointer writes to a fixed folder,
+so a rerun of a killed step finds ``checkpoints/step-N`` and Levanter continues from step N.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import base64
+import json
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from marin_assets.execution.step import unwrap_versioned_value
+from marin_assets.execution.metadata import markdown, table
+from marin_assets.execution.storage import atomic_write_bytes, atomic_write_text, is_local, join_path
+from marin_assets.training import levanter_main, subprocess_runner
+from marin_assets.training.train_config import (
+    DEFAULT_CHECKPOINTS_PATH,
+    DEFAULT_HF_CHECKPOINTS_PATH,
+    LmTrainSpec,
+    MixtureSpec,
+    OptimizerSpec,
+    SourceSpec,
+    TrainerSpec,
+    accelerator_of,
+    default_run_id,
+    use_wandb,
+)
+from marin_assets.training.training_log import list_step_dirs, loss_curve_png, parse_metrics
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_CHECKPOINTS_PATH",
+    "DEFAULT_HF_CHECKPOINTS_PATH",
+    "LmTrainSpec",
+    "MixtureSpec",
+    "OptimizerSpec",
+    "SourceSpec",
+    "TrainLmOnPodConfig",
+    "TrainerSpec",
+    "accelerator_of",
+    "run_levanter_train_lm",
+    "training_env",
+]
+
+TRAIN_TIMEOUT_S = 6 * 3600.0
 
 
-@dataclass(frozen=True)
-class TrainerSettings:
-    """The trainer part of the run (Levanter ``TrainerConfig`` names)."""
-
-    train_batch_size: Any
-    num_train_steps: Any
-    steps_per_eval: Any = 1000
-    max_eval_batches: Any = None
-    checkpoint_every: Any = 10000
-    tags: tuple[str, ...] = ()
-    wandb_name: str | None = None
-    wandb_group: str | None = None
-
-
-@dataclass(frozen=True)
-class OptimizerSettings:
-    """The optimizer part of the run (Levanter ``AdamConfig`` names; None: Levanter's default)."""
-
-    learning_rate: Any
-    weight_decay: Any = None
-    beta1: Any = None
-    beta2: Any = None
-    epsilon: Any = None
-    max_grad_norm: Any = None
-    warmup: Any = None
-    decay: Any = None
-    rewarmup: Any = None
-    lr_schedule: Any = None
-    min_lr_ratio: Any = None
-    cycle_length: Any = None
-    skip_bad_steps: bool = False
-
-
-@dataclass(frozen=True)
-class TrainLmConfig:
-    """What Levanter trains: data mixture, trainer, model, optimizer."""
-
-    data: Any
-    trainer: TrainerSettings
-    model: Any
-    optimizer: OptimizerSettings
-    train_seq_len: Any = None
-    hf_save_steps: Any = None
-    data_seed: Any = None
-    z_loss_weight: Any = None
-    initialize_from_hf: Any = None
-    initialize_from_checkpoint_path: Any = None
+# ----------------------------------------------------------------------------------------------
+# Marin's config and step function
+# ----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class TrainLmOnPodConfig:
-    """A training run and where it runs."""
+    """A training run and where it runs (Marin's fields).
 
-    train_config: TrainLmConfig
-    resources: Any
-    output_path: Any
-    env_vars: dict[str, str] = field(default_factory=dict)
+    Attributes:
+        train_config: a Levanter ``TrainLmConfig`` or an :class:`LmTrainSpec`.
+        resources: where it runs (``ResourceConfig.with_cpu()``, ``CpuOnlyConfig``, GPU/TPU configs).
+        output_path: the step output: checkpoints go to ``<out>/checkpoints``, HF exports to ``<out>/hf``.
+        impute_run_id_from_output_path: derive a stable run id from ``output_path`` (resume on rerun).
+        env_vars: environment of the training process (on top of the resources' ``runtime_env``).
+        auto_build_caches: Marin's flag; caches here are built by tokenize steps, so only False applies.
+    """
+
+    train_config: Any
+    resources: Any = None
+    output_path: Any = None
+    impute_run_id_from_output_path: bool = True
+    env_vars: dict[str, str] | None = None
+    auto_build_caches: bool = False
 
 
-def _accelerator(resources: Any) -> str:
-    descriptor = resources.accelerator_descriptor() if hasattr(resources, "accelerator_descriptor") else None
-    if resources is None or type(resources).__name__ == "CpuOnlyConfig":
-        return "cpu"
-    if type(resources).__name__ == "TpuPodConfig":
-        return "tpu"
-    return "gpu" if descriptor is not None or type(resources).__name__ == "GpuConfig" else "cpu"
+def training_env(extra: Mapping[str, str] | None = None, accelerator: str = "cpu") -> dict[str, str]:
+    """Environment for a Levanter subprocess: offline HF, no W&B unless a key is set."""
+    env = dict(os.environ)
+    env.update({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    if not use_wandb():
+        env["WANDB_MODE"] = "disabled"
+    # Only the CPU path pins JAX to CPU; on GPU/TPU workers JAX picks the accelerator.
+    if accelerator == "cpu":
+        env["JAX_PLATFORMS"] = "cpu"
+    elif env.get("JAX_PLATFORMS") == "cpu":
+        env.pop("JAX_PLATFORMS")
+    env.pop("RAY_ADDRESS", None)  # Levanter must not attach to the engine's Ray (auto_start is off)
+    env.update({k: str(v) for k, v in (extra or {}).items()})
+    return env
 
 
-def to_train_config(config: TrainLmOnPodConfig) -> Any:
-    """This project's ``TrainConfig`` for a resolved ``TrainLmOnPodConfig``."""
-    from levanter.optim import AdamConfig
-
-    from marin_assets.processing.tokenize import resolve_tokenizer
-    from marin_assets.training.train_config import LlamaModelConfig, SimpleTrainConfig, TrainConfig
-
-    train = config.train_config
-    model = unwrap_versioned_value(train.model)
-    data = train.data
-    defaults = AdamConfig()
-    opt = train.optimizer
-
-    def pick(value: Any, default: Any) -> Any:
-        value = unwrap_versioned_value(value)
-        return default if value is None else value
-
-    accelerator = _accelerator(config.resources)
-    trainer = train.trainer
+def _env_of(config: TrainLmOnPodConfig) -> dict[str, str]:
     env = dict((getattr(config.resources, "runtime_env", None) or {}).get("env_vars") or {})
-    env.update(config.env_vars)
-    return TrainConfig(
-        output_path=config.output_path,
-        components={name: source.cache_dir for name, source in data.configs.items()},
-        weights={name: float(w) for name, w in data.train_weights.items()},
-        model=LlamaModelConfig(
-            seq_len=pick(train.train_seq_len, model.seq_len),
-            hidden_dim=model.hidden_dim,
-            intermediate_dim=model.intermediate_dim,
-            num_layers=model.num_layers,
-            num_heads=model.num_heads,
-            num_kv_heads=model.num_kv_heads,
-            tie_word_embeddings=bool(getattr(model, "tie_word_embeddings", False)),
-        ),
-        train=SimpleTrainConfig(
-            train_batch_size=int(pick(trainer.train_batch_size, 32)),
-            num_train_steps=int(pick(trainer.num_train_steps, 1)),
-            learning_rate=float(pick(opt.learning_rate, defaults.learning_rate)),
-            weight_decay=float(pick(opt.weight_decay, defaults.weight_decay)),
-            warmup=float(pick(opt.warmup, defaults.warmup)),
-            min_lr_ratio=float(pick(opt.min_lr_ratio, defaults.min_lr_ratio)),
-            lr_schedule=str(pick(opt.lr_schedule, defaults.lr_schedule)),
-            steps_per_checkpoint=int(pick(trainer.checkpoint_every, 10000)),
-            steps_per_eval=int(pick(trainer.steps_per_eval, 1000)),
-            steps_per_hf_export=pick(train.hf_save_steps, None),
-            max_eval_batches=pick(trainer.max_eval_batches, None),
-            mp="p=f32,c=f32" if accelerator == "cpu" else "p=f32,c=bfloat16",
-            seed=int(pick(train.data_seed, 0)),
-            shuffle=bool(data.shuffle),
-        ),
-        tokenizer=resolve_tokenizer(data.tokenizer),
-        tags=tuple(trainer.tags),
-        accelerator=accelerator,
-        env=env,
-    )
+    env.update(config.env_vars or {})
+    return env
+
+
+def _log_path(out: str) -> str:
+    # The log is appended across resumes; on object stores it is written locally and uploaded.
+    if is_local(out):
+        return join_path(out, "train.log")
+    return os.path.join("/tmp", f"marin-train-{default_run_id(out)}.log")
 
 
 def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
-    """Train with Levanter into ``config.output_path`` (resumes from its checkpoints)."""
-    from marin_assets.training.levanter_train import run_training
+    """Run (or resume) Levanter training into ``config.output_path``; returns step metadata.
 
-    return run_training(to_train_config(config))
+    The subprocess builds Levanter's config itself (:mod:`marin_assets.training.levanter_main`), so
+    this process never imports Levanter or JAX (unless the script itself built a Levanter config).
+    """
+    if config.output_path is None:
+        raise ValueError("TrainLmOnPodConfig.output_path is required here (checkpoints and exports go there)")
+    if config.auto_build_caches:
+        raise ValueError("TrainLmOnPodConfig.auto_build_caches=True cannot apply: caches are built by tokenize steps")
+    out = str(config.output_path)
+    accelerator = accelerator_of(config.resources)
+    resumed_from = list_step_dirs(join_path(out, DEFAULT_CHECKPOINTS_PATH))
+    log_path = _log_path(out)
+    spec = levanter_main.write_spec(
+        log_path + ".config.pkl", "marin_assets.training.levanter_config:prepare_training", config
+    )
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    with open(log_path, "ab") as log:
+        log.write(f"\n===== marin: train_lm start {time.strftime('%Y-%m-%dT%H:%M:%S')} =====\n".encode())
+    start = time.monotonic()
+    proc = subprocess_runner.start(
+        levanter_main.command("train", spec), log_path, training_env(_env_of(config), accelerator)
+    )
+    try:
+        rc = subprocess_runner.wait(proc, TRAIN_TIMEOUT_S)  # kills the trainer if cancelled
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"training did not finish in {TRAIN_TIMEOUT_S}s; log: {log_path}") from None
+    with open(log_path, encoding="utf-8", errors="replace") as handle:
+        log_text = handle.read()
+    if rc != 0:
+        raise RuntimeError(f"levanter train_lm exited with {rc}; log {log_path}:\n{log_text[-4000:]}")
+    if not is_local(out):
+        atomic_write_bytes(join_path(out, "train.log"), log_text.encode())
+    with open(levanter_main.plan_path(spec)) as handle:
+        plan = json.load(handle)
+    return summarize_training(out, plan, log_text, time.monotonic() - start, resumed_from[-1][0] if resumed_from else 0)
+
+
+def _finite_float(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number == number and abs(number) != float("inf") else None
+
+
+def summarize_training(out: str, plan: Mapping[str, Any], log_text: str, wall_s: float, resumed_from: int = 0) -> dict:
+    """Metadata of a finished run from its metric log and output folder (also writes files).
+
+    Every loss is a plain float under a flat key (``final_loss``, ``eval_loss``, ``eval/<set>/loss``)
+    so Dagster plots it across materializations; ``loss_table`` is the curve as a table.
+    """
+    steps, summary = parse_metrics(log_text)
+    lines = [json.dumps({"step": s, "metrics": m}, default=str) for s, m in sorted(steps.items())]
+    atomic_write_text(join_path(out, "metrics.jsonl"), "\n".join(lines) + "\n")
+    train_losses = [(s, float(m["train/loss"])) for s, m in sorted(steps.items()) if "train/loss" in m]
+    eval_losses = [(s, float(m["eval/loss"])) for s, m in sorted(steps.items()) if "eval/loss" in m]
+    # Steady-state throughput: skip the first logged steps (compilation) when there are enough.
+    tps = [
+        float(m["throughput/tokens_per_second"])
+        for _, m in sorted(steps.items())
+        if "throughput/tokens_per_second" in m
+    ]
+    steady = tps[len(tps) // 5 :] if len(tps) >= 5 else tps
+    tokens_seen = int(plan["num_train_steps"]) * int(plan["train_batch_size"]) * int(plan["seq_len"])
+    checkpoints = [p for _, p in list_step_dirs(join_path(out, DEFAULT_CHECKPOINTS_PATH))]
+    hf = [p for _, p in list_step_dirs(join_path(out, DEFAULT_HF_CHECKPOINTS_PATH))]
+    meta: dict[str, Any] = {
+        "initial_loss": train_losses[0][1] if train_losses else None,
+        "final_loss": train_losses[-1][1] if train_losses else None,
+        "initial_eval_loss": eval_losses[0][1] if eval_losses else None,
+        "eval_loss": eval_losses[-1][1] if eval_losses else None,
+    }
+    last_eval: dict[str, float] = {}
+    for _, metrics in sorted(steps.items()):
+        for key, value in metrics.items():
+            if key.startswith("eval/") and key.count("/") == 2 and _finite_float(value) is not None:
+                last_eval[key] = float(value)
+    meta.update(sorted(last_eval.items()))
+    meta.update(
+        {
+            "tokens_seen": tokens_seen,
+            "tokens_per_s": round(sum(steady) / len(steady), 1) if steady else None,
+            "tokens_per_s_wall": round(tokens_seen / wall_s, 1) if wall_s > 0 else None,
+            "wall_s": round(wall_s, 2),
+            "parameter_count": summary.get("parameter_count"),
+            "num_train_steps": int(plan["num_train_steps"]),
+            "resumed_from_step": resumed_from,
+            "checkpoints": checkpoints,
+            "hf_exports": hf,
+            "hf_export": hf[-1] if hf else None,
+            "output_path": out,
+        }
+    )
+    rows = []
+    for s, m in sorted(steps.items()):
+        train_loss, eval_loss = _finite_float(m.get("train/loss")), _finite_float(m.get("eval/loss"))
+        if train_loss is not None or eval_loss is not None:
+            rows.append({"step": s, "train_loss": train_loss, "eval_loss": eval_loss})
+    if rows:
+        meta["loss_table"] = table(rows)
+    atomic_write_text(
+        join_path(out, "train_summary.json"),
+        json.dumps({k: v for k, v in meta.items() if k != "loss_table"}, indent=2),
+    )
+    png = loss_curve_png(steps)
+    if png:
+        atomic_write_bytes(join_path(out, "loss_curve.png"), png)
+        meta["loss_curve"] = markdown(f"![loss curve](data:image/png;base64,{base64.b64encode(png).decode()})")
+    return meta

@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import logging
 from pathlib import Path
 
 import pytest
@@ -80,7 +79,7 @@ def test_cpu_tiny_model_tutorial(prefix, tmp_path):
     assert (summary(again)["ran"], summary(again)["cached"]) == (0, 2)
 
 
-def test_mixture_of_tokenize_steps_versions_and_resolves_like_marin(tmp_path, caplog):
+def test_mixture_of_tokenize_steps_versions_and_resolves_like_marin(tmp_path):
     """``lm_mixture_data_config`` over two tokenize steps: Marin's version keys, concrete caches when
     instantiated, and the training config the step function derives from them."""
     from marin_assets.execution.executor import versioned
@@ -88,7 +87,7 @@ def test_mixture_of_tokenize_steps_versions_and_resolves_like_marin(tmp_path, ca
     from marin_assets.experiments.defaults import default_tokenize, default_train, lm_mixture_data_config
     from marin_assets.experiments.llama import llama_nano
     from marin_assets.experiments.simple_train_config import SimpleTrainConfig
-    from marin_assets.training.training import to_train_config
+    from marin_assets.training.levanter_config import build_levanter_config
     from marin_resources import CpuOnlyConfig
 
     write_inputs(tmp_path)
@@ -117,23 +116,26 @@ def test_mixture_of_tokenize_steps_versions_and_resolves_like_marin(tmp_path, ca
     resolved = instantiate_config(train.config, node, None, graph)
     caches = {name: source.cache_dir for name, source in resolved.train_config.data.configs.items()}
     assert caches == {"web": graph.resolved(web).output_path, "code": graph.resolved(code).output_path}
-    ours = to_train_config(resolved)
-    assert ours.weights == {"web": 0.75, "code": 0.25} and ours.components == caches
-    assert (ours.model.hidden_dim, ours.model.num_layers, ours.model.seq_len) == (32, 2, 512)
-    assert ours.accelerator == "cpu" and ours.env["JAX_PLATFORMS"] == "cpu"
-    with caplog.at_level(logging.WARNING):
-        fixed = default_train(
-            "mix",
-            mixture,
-            versioned(llama_nano),
-            SimpleTrainConfig(
-                resources=CpuOnlyConfig(num_cpus=1),
-                train_batch_size=4,
-                num_train_steps=3,
-                learning_rate=1e-3,
-                beta1=0.8,
-            ),
-            override_output_path="checkpoints/fixed-mix",
-        )
-    assert StepGraph([fixed], "/p").resolved(fixed).output_path == "/p/checkpoints/fixed-mix"
-    assert "not applied" in caplog.text and "beta1" in caplog.text
+    lev = build_levanter_config(resolved)
+    assert lev.data.train_weights == {"web": 0.75, "code": 0.25}
+    assert {name: source.cache_dir for name, source in lev.data.configs.items()} == caches
+    assert (lev.model.hidden_dim, lev.model.num_layers, lev.model.seq_len) == (32, 2, 512)
+    assert lev.trainer.require_accelerator is False and lev.data.tokenizer == tokenizer
+    fixed = default_train(
+        "mix",
+        mixture,
+        versioned(llama_nano),
+        SimpleTrainConfig(
+            resources=CpuOnlyConfig(num_cpus=1),
+            train_batch_size=4,
+            num_train_steps=3,
+            learning_rate=1e-3,
+            beta1=0.8,
+        ),
+        eval_harness_tasks=[],
+        override_output_path="checkpoints/fixed-mix",
+    )
+    fixed_graph = StepGraph([fixed], "/p")
+    assert fixed_graph.resolved(fixed).output_path == "/p/checkpoints/fixed-mix"
+    applied = build_levanter_config(instantiate_config(fixed.config, fixed_graph.resolved(fixed), None, fixed_graph))
+    assert applied.optimizer.beta1 == 0.8  # every SimpleTrainConfig field reaches Levanter

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import sys
 
+from marin_assets.processing.tokenize.levanter_cache import default_tokenize
+from marin_assets.training.levanter_train import default_train
+
 from marin_assets.execution import ExecutorStep, executor_main
 from marin_assets.experiments.sample_documents import sample_documents_step
-from marin_assets.processing.tokenize.levanter_cache import default_tokenize
 from marin_assets.processing.tokenize.train_tokenizer import default_tokenizer
-from marin_assets.training.levanter_train import default_train
 from marin_assets.training.train_config import LlamaModelConfig, SimpleTrainConfig
 
 

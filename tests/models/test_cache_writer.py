@@ -17,7 +17,7 @@ import pytest
 from marin_assets.core.io import write_jsonl_shard
 from marin_assets.processing.tokenize.cache_encoding import cache_format, encode_block
 from marin_assets.processing.tokenize.cache_writer import build_cache, read_cache_ledger, shard_names
-from marin_assets.processing.tokenize.levanter_cache import TokenizeConfig, tokenize
+from marin_assets.processing.tokenize.tokenize import TokenizeConfig, tokenize
 from marin_assets.processing.tokenize.train_tokenizer import build_fast_tokenizer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -277,7 +277,7 @@ def test_cache_on_gcs_is_read_by_levanter(corpus, gcs_server, gcs_prefix, monkey
 
 def test_writer_choice_does_not_change_the_step_version():
     from marin_assets.execution.versioning import StepGraph
-    from marin_assets.processing.tokenize.levanter_cache import default_tokenize
+    from marin_assets.experiments.defaults import default_tokenize
 
     marin = default_tokenize("docs", "/data/docs", "/data/tok")
     levanter = default_tokenize("docs", "/data/docs", "/data/tok", writer="levanter")

@@ -41,10 +41,11 @@ def test_partitioned_tokenize_and_token_weighted_mixture(ray_session, tmp_path, 
 
     from marin_assets.execution.runner import run_steps
     from marin_assets.execution.versioning import StepGraph, instantiate_config
-    from marin_assets.processing.tokenize.levanter_cache import cache_split_stats, default_tokenize
+    from marin_assets.experiments.defaults import default_tokenize, default_train
+    from marin_assets.experiments.simple_train_config import SimpleTrainConfig
+    from marin_assets.processing.tokenize import cache_split_stats, lm_mixture_data_config
     from marin_assets.training.levanter_config import build_levanter_config, levanter_config_yaml
-    from marin_assets.training.levanter_train import default_train
-    from marin_assets.training.train_config import TrainConfig, lm_mixture_data_config
+    from marin_assets.training.train_config import TINY_LLAMA
 
     tokenizer_dir = quickstart_run["paths"]["tokenizers"]
     other_cache = quickstart_run["paths"]["tokenized"]
@@ -69,10 +70,11 @@ def test_partitioned_tokenize_and_token_weighted_mixture(ray_session, tmp_path, 
         tokens[drop] = stats["tokens"]
 
     mixture = lm_mixture_data_config({"drops": tokenized, "other": other_cache}, {"drops": 0.75, "other": 0.25})
-    train = default_train("mix", mixture)
+    simple = SimpleTrainConfig(resources=None, train_batch_size=4, num_train_steps=2, learning_rate=1e-3)
+    train = default_train("mix", mixture, TINY_LLAMA, simple)
     graph = StepGraph([train], prefix, partitions)
-    config: TrainConfig = instantiate_config(train.config, graph.resolved(train), None, graph)
-    assert config.components["drops"] == [join_path(root, "d1"), join_path(root, "d2")]
+    config = instantiate_config(train.config, graph.resolved(train), None, graph)
+    assert config.train_config.data.configs["drops"].cache_dir == [join_path(root, "d1"), join_path(root, "d2")]
     lev = build_levanter_config(config)
     weights = lev.data.train_weights
     assert set(weights) == {"drops-d1", "drops-d2", "other"}
@@ -97,9 +99,9 @@ def test_partitioned_tokenize_and_token_weighted_mixture(ray_session, tmp_path, 
 
 
 def test_mixture_rejects_unknown_and_all_zero_weights():
-    from marin_assets.training.train_config import lm_mixture_data_config
+    from marin_assets.processing.tokenize import lm_mixture_data_config
 
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown"):
         lm_mixture_data_config({"a": "/x"}, {"b": 1.0})
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="positive weight"):
         lm_mixture_data_config({"a": "/x"}, {"a": 0.0})

@@ -61,6 +61,11 @@ def test_training_decreases_loss_and_writes_checkpoints_and_hf_export(quickstart
     assert [os.path.basename(p) for p in meta["checkpoints"]] == ["step-10", "step-20"]
     assert os.path.basename(meta["hf_export"]) == "step-23"
     assert meta["loss_curve"]["value"].startswith("![loss curve](data:image/png;base64,")
+    # Numbers Dagster can plot: flat floats, and the curve as a table (one row per logged step).
+    assert isinstance(meta["final_loss"], float) and isinstance(meta["eval/quickstart-test/loss"], float)
+    rows = meta["loss_table"]["value"]
+    assert meta["loss_table"]["__marin_metadata_type__"] == "table" and rows[-1]["step"] >= 20
+    assert rows[-1]["train_loss"] == pytest.approx(meta["final_loss"])
     assert os.path.getsize(os.path.join(out, "loss_curve.png")) > 1000
     # The HF export is a working transformers model whose loss matches Levanter's.
     model = AutoModelForCausalLM.from_pretrained(meta["hf_export"])
@@ -86,22 +91,26 @@ def test_training_decreases_loss_and_writes_checkpoints_and_hf_export(quickstart
 
 
 def test_eval_writes_results_for_every_task_with_finite_bpb(quickstart_run):
-    from marin_assets.evaluation.evaluate import LOCAL_TASKS
+    from marin_assets.experiments.evals.task_configs import LOCAL_TASKS
 
     out = quickstart_run["paths"]["evaluation"]
     with open(os.path.join(out, "results.json")) as handle:
         results = json.load(handle)["results"]
     for task in LOCAL_TASKS:
-        assert task in results, sorted(results)
+        assert task.name in results, sorted(results)
     assert 0.0 <= results["marin_docstring_mc"]["acc,none"] <= 1.0
     assert math.isfinite(results["marin_docstring_cloze"]["perplexity,none"])
-    lev = results["levanter_validation/data"]
+    lev = results["levanter_validation/quickstart-test"]  # the component is named after its tokenize step
     assert math.isfinite(lev["bpb,none"]) and 0 < lev["bpb,none"] < 10
     # Levanter (JAX, on the cache) and lm-eval (torch, on the HF export) measure bits per byte of
     # similar held-out docstrings: the two should be in the same range.
     assert abs(lev["bpb,none"] - results["marin_docstring_ppl"]["bits_per_byte,none"]) < 1.0
     meta = read_metadata(out)
     assert "| marin_docstring_mc | acc |" in meta["metrics"]["value"]
+    # Every metric is a flat float in the materialization metadata; the export named is the run's own.
+    assert meta["levanter_validation/quickstart-test/bpb"] == pytest.approx(lev["bpb,none"])
+    assert meta["marin_docstring_mc/acc"] == pytest.approx(results["marin_docstring_mc"]["acc,none"])
+    assert meta["hf_export"].startswith(quickstart_run["paths"]["checkpoints"])
     # Both evaluators ran (side by side, each in its own subprocess with its own log).
     assert meta["lm_eval_s"] > 0 and meta["levanter_eval_s"] > 0
     for log in ("lm_eval.log", "levanter_eval.log"):

@@ -12,37 +12,46 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
 
 def test_sigkilled_training_resumes_from_checkpoint(quickstart_run, tmp_path):
-    from marin_assets.training.levanter_train import (
-        LlamaModelConfig,
-        SimpleTrainConfig,
-        TrainConfig,
-        build_levanter_config,
-        launch_training,
-        levanter_config_yaml,
-        list_step_dirs,
-        parse_metrics,
-        run_training,
-        write_reference_checkpoint,
+    from marin_assets.training import levanter_main, subprocess_runner
+    from marin_assets.training.train_config import LlamaModelConfig
+    from marin_assets.training.training import (
+        LmTrainSpec,
+        MixtureSpec,
+        OptimizerSpec,
+        SourceSpec,
+        TrainerSpec,
+        TrainLmOnPodConfig,
+        run_levanter_train_lm,
+        training_env,
     )
+    from marin_assets.training.training_log import list_step_dirs, parse_metrics
 
     out = str(tmp_path / "run")
-    config = TrainConfig(
+    config = TrainLmOnPodConfig(
+        train_config=LmTrainSpec(
+            data=MixtureSpec(
+                configs={"data": SourceSpec(cache_dir=quickstart_run["paths"]["tokenized"])},
+                train_weights={"data": 1.0},
+            ),
+            trainer=TrainerSpec(
+                train_batch_size=8, num_train_steps=120, checkpoint_every=5, steps_per_eval=1000, max_eval_batches=1
+            ),
+            model=LlamaModelConfig(
+                seq_len=64, hidden_dim=32, intermediate_dim=64, num_layers=1, num_heads=2, num_kv_heads=2
+            ),
+            optimizer=OptimizerSpec(learning_rate=3e-3),
+            hf_save_steps=120,
+        ),
         output_path=out,
-        components={"data": quickstart_run["paths"]["tokenized"]},
-        weights={"data": 1.0},
-        model=LlamaModelConfig(
-            seq_len=64, hidden_dim=32, intermediate_dim=64, num_layers=1, num_heads=2, num_kv_heads=2
-        ),
-        train=SimpleTrainConfig(
-            train_batch_size=8, num_train_steps=120, steps_per_checkpoint=5, steps_per_eval=1000, max_eval_batches=1
-        ),
     )
-    lev = build_levanter_config(config)
-    write_reference_checkpoint(lev.model.reference_checkpoint, config.model, lev.data.tokenizer)
-    yaml_path = str(tmp_path / "cfg.yaml")
-    with open(yaml_path, "w") as handle:
-        handle.write(levanter_config_yaml(lev))
-    proc = launch_training(config, yaml_path, os.path.join(out, "train.log"))
+    log_path = os.path.join(out, "train.log")
+    os.makedirs(out)
+    with open(log_path, "w") as handle:
+        handle.write("===== marin: train_lm start (killed run) =====\n")
+    spec = levanter_main.write_spec(
+        str(tmp_path / "spec.pkl"), "marin_assets.training.levanter_config:prepare_training", config
+    )
+    proc = subprocess_runner.start(levanter_main.command("train", spec), log_path, training_env())
     deadline = time.monotonic() + 240
     try:
         while not list_step_dirs(os.path.join(out, "checkpoints")):
@@ -57,7 +66,7 @@ def test_sigkilled_training_resumes_from_checkpoint(quickstart_run, tmp_path):
     assert 0 < killed_at < 120
 
     # Re-running the step with the same output path picks the run up where it stopped.
-    meta = run_training(config)
+    meta = run_levanter_train_lm(config)
     assert meta["resumed_from_step"] >= killed_at
     with open(os.path.join(out, "train.log")) as handle:
         log = handle.read()

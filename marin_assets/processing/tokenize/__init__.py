@@ -1,5 +1,5 @@
-"""Marin's ``marin.processing.tokenize`` package: tokenize configs and step function (``tokenize``),
-data mixtures (``data_configs``). Everything resolves offline (see ``tokenize.tokenize``)."""
+"""Marin's ``marin.processing.tokenize`` package: ``TokenizeConfig`` and the ``tokenize`` step function
+(``tokenize``), data mixtures (``data_configs``). Everything resolves offline (see ``tokenize.tokenize``)."""
 
 from marin_assets.processing.tokenize.data_configs import (
     TokenizerStep,
@@ -12,6 +12,7 @@ from marin_assets.processing.tokenize.tokenize import (
     OFFLINE_HINT,
     HfDatasetSpec,
     TokenizeConfig,
+    cache_split_stats,
     hf_dataset_records,
     resolve_tokenizer,
     tokenize,
@@ -22,6 +23,7 @@ __all__ = [
     "HfDatasetSpec",
     "TokenizeConfig",
     "TokenizerStep",
+    "cache_split_stats",
     "hf_dataset_records",
     "lm_data_config",
     "lm_mixture_data_config",

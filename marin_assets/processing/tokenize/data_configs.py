@@ -7,20 +7,30 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from marin_assets.execution.step import ExecutorStep, InputName, output_path_of
+from marin_assets.execution.step import ExecutorStep, InputName, output_path_of, unwrap_versioned_value
 from marin_assets.processing.tokenize.tokenize import TokenizeConfig
 
 TokenizerStep = ExecutorStep
 
 
-def step_to_lm_mixture_component(step: ExecutorStep | InputName, include_raw_paths: bool) -> Any:
-    """Levanter's ``UrlDatasetSourceConfig`` for a tokenize step, its cache dir a placeholder."""
+def step_to_lm_mixture_component(step: ExecutorStep | InputName | str, include_raw_paths: bool) -> Any:
+    """Levanter's ``UrlDatasetSourceConfig`` for a tokenize step, its cache dir a placeholder.
+
+    A step partitioned by drops contributes every drop's cache (a list, flattened with
+    token-proportional weights when training starts); a string is a fixed cache path.
+    """
     from levanter.data.text import UrlDatasetSourceConfig
 
+    if isinstance(step, str):
+        return UrlDatasetSourceConfig(cache_dir=InputName.hardcoded(step), train_urls=[], validation_urls=[])
     tokenize_step = step if isinstance(step, ExecutorStep) else step.step
-    cache_dir = output_path_of(step) if isinstance(step, ExecutorStep) else step
+    if isinstance(step, ExecutorStep):
+        cache_dir = step.partitions() if step.partitioned_by is not None else output_path_of(step)
+    else:
+        cache_dir = step
     config = tokenize_step.config if tokenize_step is not None else None
-    if not isinstance(config, TokenizeConfig):
+    if not isinstance(config, TokenizeConfig) or tokenize_step.partitioned_by is not None:
+        # A partitioned cache's documents are per partition: the caches alone carry the version.
         return UrlDatasetSourceConfig(cache_dir=cache_dir, train_urls=[], validation_urls=[])
     return UrlDatasetSourceConfig(
         cache_dir=cache_dir,
@@ -36,9 +46,9 @@ def _text_format() -> Any:
     return TextLmDatasetFormat()
 
 
-def tokenizer_of(step: ExecutorStep | InputName) -> Any:
-    """The (versioned) tokenizer of a tokenize step."""
-    tokenize_step = step if isinstance(step, ExecutorStep) else step.step
+def tokenizer_of(step: ExecutorStep | InputName | str) -> Any:
+    """The (versioned) tokenizer of a tokenize step; ValueError when ``step`` is not one."""
+    tokenize_step = step if isinstance(step, ExecutorStep) else getattr(step, "step", None)
     config = getattr(tokenize_step, "config", None)
     if not isinstance(config, TokenizeConfig):
         raise ValueError(f"could not determine the tokenizer of {step!r}: not a tokenize step")
@@ -46,15 +56,17 @@ def tokenizer_of(step: ExecutorStep | InputName) -> Any:
 
 
 def lm_mixture_data_config(
-    components: Mapping[str, ExecutorStep | InputName],
+    components: Mapping[str, ExecutorStep | InputName | str],
     weights: Mapping[str, float],
     *,
     shuffle: bool | int = True,
     missing_weights_are_validation: bool = True,
     include_raw_paths: bool = True,
+    permutation_type: str | None = None,
 ) -> Any:
     """Levanter's ``LMMixtureDatasetConfig`` over tokenize steps (cache dirs stay placeholders until
-    the training step runs). Components without a weight are validation-only (weight 0)."""
+    the training step runs). Components without a weight are validation-only (weight 0).
+    ``permutation_type`` (``"feistel"`` or ``"linear"``) applies when shuffling (default feistel)."""
     from levanter.data.text import LMMixtureDatasetConfig
 
     unknown = set(weights) - set(components)
@@ -62,17 +74,25 @@ def lm_mixture_data_config(
         raise ValueError(f"weights for unknown components: {sorted(unknown)}")
     if not components:
         raise ValueError("a mixture needs at least one component")
+    if not any(float(unwrap_versioned_value(w)) > 0 for w in weights.values()):
+        raise ValueError("at least one component needs a positive weight")
     full_weights = dict(weights)
     if missing_weights_are_validation:
         full_weights.update({name: 0.0 for name in components if name not in weights})
-    first = next(iter(components.values()))
+    tokenizer = None  # fixed cache paths only: read from their ledgers when training starts
+    for step in components.values():
+        try:
+            tokenizer = tokenizer_of(step)
+            break
+        except ValueError:
+            continue
     return LMMixtureDatasetConfig(
         configs={name: step_to_lm_mixture_component(step, include_raw_paths) for name, step in components.items()},
         train_weights=full_weights,
-        tokenizer=tokenizer_of(first),
+        tokenizer=tokenizer,
         cache_dir=None,
         shuffle=shuffle,
-        permutation_type="feistel" if shuffle else None,
+        permutation_type=(permutation_type or "feistel") if shuffle else None,
     )
 
 
@@ -80,6 +100,7 @@ def lm_data_config(
     training_set: ExecutorStep | InputName,
     validation_sets: Mapping[str, ExecutorStep | InputName] | None = None,
     shuffle: bool | int = True,
+    permutation_type: str | None = None,
 ) -> Any:
     """One tokenized training set (weight 1, named after its step) plus validation-only sets."""
     validation_sets = dict(validation_sets or {})
@@ -89,4 +110,9 @@ def lm_data_config(
     train_name = os.path.basename(step.name)
     if train_name in validation_sets:
         raise ValueError(f"training set name {train_name!r} is also a validation set name")
-    return lm_mixture_data_config({train_name: training_set, **validation_sets}, {train_name: 1.0}, shuffle=shuffle)
+    return lm_mixture_data_config(
+        {train_name: training_set, **validation_sets},
+        {train_name: 1.0},
+        shuffle=shuffle,
+        permutation_type=permutation_type,
+    )
