@@ -23,7 +23,7 @@ tiny_eval = ExecutorStep(
         launch_with_ray=False,
         discover_latest_checkpoint=False,
     ),
-    pip_dependency_groups=["eval"],  # Marin adds "cpu"; this project has no such group (see report)
+    pip_dependency_groups=["cpu", "eval"],
 )
 
 default_tiny_eval = default_eval(MODEL_PATH, evals=[LOCAL_TASKS[2]], max_eval_instances=4)
