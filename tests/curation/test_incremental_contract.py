@@ -26,6 +26,7 @@ import pytest
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.runner import Executor, ExecutorOptions
 from marin_assets.execution.status import read_info
+from marin_assets.execution.step import versioned
 from marin_assets.execution.versioning import ResolvedStep, StepGraph
 from marin_assets.experiments import curation, quickstart, quickstart_steps
 from marin_assets.experiments.curation_pipeline import PARTITION_SET, curation_steps
@@ -94,8 +95,8 @@ def test_dry_run_names_the_root_cause_first(finished):
 def test_config_change_is_the_only_difference_shown(finished, monkeypatch):
     prefix, steps, before = finished
     size = quickstart_steps.SIZES["test"]
-    lr = size.train.learning_rate
-    changed = dataclasses.replace(size, train=dataclasses.replace(size.train, learning_rate=lr / 3))
+    lr = size.train.learning_rate.value  # versioned: it enters the train step's hash
+    changed = dataclasses.replace(size, train=dataclasses.replace(size.train, learning_rate=versioned(lr / 3)))
     monkeypatch.setitem(quickstart_steps.SIZES, "test", changed)
     new_steps = quickstart.build_steps("test")
     planned = {_label(p): p for p in plan(StepGraph(_roots(new_steps), prefix, {PARTITION_SET: DROPS}))}
