@@ -18,6 +18,7 @@ from typing import Any
 import dagster as dg
 
 from marin_assets.browse.links import browser_url
+from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
 from marin_assets.dagster_bridge.partition_sets import partition_set_key
 from marin_assets.dagster_bridge.unit_run import SOURCE_TAG as SOURCE_TAG  # re-exported: jobs tag their runs
 from marin_assets.dagster_bridge.unit_run import (
@@ -34,7 +35,6 @@ from marin_assets.execution.experiment import Experiment as Experiment  # re-exp
 from marin_assets.execution.experiment import StepCheck as StepCheck
 from marin_assets.execution.experiment import StepSchedule as StepSchedule
 from marin_assets.execution.experiment import landing_partition_sources
-from marin_assets.execution.metadata import TYPE_KEY
 from marin_assets.execution.runner import (
     Executor,
     ExecutorOptions,
@@ -78,13 +78,6 @@ def asset_key_for(step_name: str) -> dg.AssetKey:
     return dg.AssetKey(parts)
 
 
-def uri_metadata(path: str) -> dg.MetadataValue:
-    """``dagster/uri`` as text: the UI shows a text (or URL) ``dagster/uri`` in the asset page's
-    Storage section and hides the entry from the metadata tables -- a path-typed one is hidden
-    from both, so nobody would see where the output lives."""
-    return dg.MetadataValue.text(path)
-
-
 def step_failure(label: str, output_path: str, error: Exception) -> dg.Failure:
     """The Dagster failure of a step: the real cause (the last line of the recorded traceback) is
     its first line, above Dagster's own stack trace; the full traceback is in its metadata."""
@@ -100,52 +93,6 @@ def step_failure(label: str, output_path: str, error: Exception) -> dg.Failure:
         },
         allow_retries=False,
     )
-
-
-def _table(rows: Sequence[Mapping[str, Any]]) -> Any:
-    """Dagster's table of ``rows``; a column's type comes from all its non-None values (None: a gap)."""
-    names = list(dict.fromkeys(k for row in rows for k in row))
-
-    def kind(name: str) -> str:
-        values = [row.get(name) for row in rows if row.get(name) is not None]
-        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            return "int"
-        return "float" if values and all(isinstance(v, (int, float)) for v in values) else "string"
-
-    schema = dg.TableSchema(columns=[dg.TableColumn(name, kind(name)) for name in names])
-    records = [dg.TableRecord({name: row.get(name) for name in names}) for row in rows]  # same fields in each
-    return dg.MetadataValue.table(records, schema=schema)
-
-
-def to_dagster_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Map step metadata (plain JSON plus ``execution.metadata`` markers) to Dagster values."""
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, dict) and TYPE_KEY in value:
-            kind, inner = value[TYPE_KEY], value.get("value")
-            if kind == "markdown":
-                out[key] = dg.MetadataValue.md(str(inner))
-            elif kind == "path":
-                out[key] = dg.MetadataValue.path(str(inner))
-            elif kind == "url":  # e.g. marin/ray_job (marin_resources.ray_cluster.ray_links)
-                out[key] = dg.MetadataValue.url(str(inner))
-            elif kind == "table":  # rows of plain values: Dagster's table (a plottable series)
-                out[key] = _table(inner)
-            else:
-                out[key] = dg.MetadataValue.json(inner)
-        elif isinstance(value, bool):
-            out[key] = dg.MetadataValue.bool(value)
-        elif isinstance(value, int):
-            out[key] = dg.MetadataValue.int(value)
-        elif isinstance(value, float):
-            out[key] = dg.MetadataValue.float(value)
-        elif isinstance(value, str):
-            out[key] = dg.MetadataValue.text(value)
-        elif value is None:
-            out[key] = dg.MetadataValue.null()
-        else:
-            out[key] = dg.MetadataValue.json(value)
-    return out
 
 
 class GraphCache:

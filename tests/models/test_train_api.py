@@ -304,7 +304,7 @@ def test_training_metadata_is_numeric_and_the_loss_curve_a_dagster_table(tmp_pat
     """Flat floats for the losses, and the curve as Dagster's table (columns typed from every row)."""
     import dagster as dg
 
-    from marin_assets.dagster_bridge.assets import to_dagster_metadata
+    from marin_assets.dagster_bridge.metadata import to_dagster_metadata
     from marin_assets.training.training import summarize_training
 
     log = "\n".join(

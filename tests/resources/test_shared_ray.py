@@ -219,7 +219,7 @@ def _step(config: dict) -> dict:
 def test_a_step_on_ray_records_its_job_task_and_worker_log_and_links_them(ray_head, ray_tmpdir):
     import ray
 
-    from marin_assets.dagster_bridge.assets import to_dagster_metadata
+    from marin_assets.dagster_bridge.metadata import to_dagster_metadata
     from marin_assets.execution.metadata import TYPE_KEY
     from marin_resources.ray_cluster import _METADATA_TYPE_KEY, PLACEMENT_KEY, ray_links, recording_placement
 
