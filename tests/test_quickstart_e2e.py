@@ -51,6 +51,9 @@ def run_readme_command(prefix: str, dagster_home: str, ray_tmp: str) -> tuple[di
         "MARIN_PREFIX": prefix,
         "DAGSTER_HOME": dagster_home,
         "MARIN_RAY_TMPDIR": ray_tmp,
+        # The code location then defines the test-size quickstart, so the run records on its assets
+        # (the README's tiny run needs nothing: the location's default size is tiny).
+        "MARIN_QUICKSTART_SIZE": "test",
     }
     env.pop("MARIN_KEEP_RAY", None)
     cmd = ["bash", "scripts/quickstart.sh", "--size", "test", "--sample_docs", "120", "--sample_drops", "2"]

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import sys
 
-from marin_assets.processing.tokenize.levanter_cache import default_tokenize
-from marin_assets.training.levanter_train import default_train
-
 from marin_assets.execution import ExecutorStep, executor_main
+from marin_assets.experiments.defaults import default_tokenize, default_train
 from marin_assets.experiments.sample_documents import sample_documents_step
+from marin_assets.experiments.simple_train_config import SimpleTrainConfig
 from marin_assets.processing.tokenize.train_tokenizer import default_tokenizer
-from marin_assets.training.train_config import LlamaModelConfig, SimpleTrainConfig
+from marin_assets.training.train_config import LlamaModelConfig
+from marin_resources.resource_config import CpuOnlyConfig
 
 
 def steps() -> list[ExecutorStep]:
@@ -26,7 +26,16 @@ def steps() -> list[ExecutorStep]:
         tokenized,
         LlamaModelConfig(seq_len=64, hidden_dim=32, intermediate_dim=64, num_layers=1, num_heads=2, num_kv_heads=2),
         SimpleTrainConfig(
-            train_batch_size=8, num_train_steps=120, steps_per_checkpoint=5, steps_per_eval=1000, max_eval_batches=1
+            resources=CpuOnlyConfig(num_cpus=1),
+            train_batch_size=8,
+            num_train_steps=120,
+            learning_rate=3e-3,
+            weight_decay=0.0,
+            warmup=0.05,
+            min_lr_ratio=0.1,
+            steps_per_export=5,
+            steps_per_eval=1000,
+            max_eval_batches=1,
         ),
     )
     return [docs, tokenizer, tokenized, train]
