@@ -133,6 +133,14 @@ def discard_attempts(output_path: str, keep: str | None = None) -> list[str]:
 def prepare_staging(staging: str) -> None:
     """Create the staging folder of an attempt (a no-op on object stores, which have no folders)."""
     fs, p = filesystem(staging)
+    for _ in range(20):
+        try:
+            fs.makedirs(p, exist_ok=True)
+            return
+        except FileNotFoundError:
+            # Another step's publish removed an empty shared parent (``.marin_attempts``) between
+            # two of these mkdirs (steps under the same folder run concurrently): create it again.
+            continue
     fs.makedirs(p, exist_ok=True)
 
 
