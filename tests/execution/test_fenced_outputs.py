@@ -22,6 +22,7 @@ from marin_assets.execution import StepGraph
 from marin_assets.execution.status import read_status
 from marin_assets.execution.storage import filesystem, join_path, read_text
 from tests.execution import fencing_steps
+from tests.execution.test_fencing import _events, _wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 FILES, CHUNKS, LINES = 4, 4, 50
@@ -48,20 +49,6 @@ def _runner(name: str, prefix: str, markers: Path) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
     )
-
-
-def _events(markers: Path) -> list[list[str]]:
-    log = markers / "events.log"
-    return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
-
-
-def _wait_for(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _all_files(folder: str) -> dict[str, bytes]:

@@ -46,7 +46,7 @@ def _wait_for(predicate, timeout_s: float, what: str) -> None:
     while time.monotonic() < deadline:
         if predicate():
             return
-        time.sleep(0.05)
+        time.sleep(0.01)  # fine enough to catch a runner between two chunks it writes
     raise AssertionError(f"timed out waiting for {what}")
 
 
