@@ -302,7 +302,6 @@ def _static_metadata(node: ResolvedStep, prefix: str) -> dict[str, Any]:
     step = node.step
     meta: dict[str, Any] = {
         "marin/step": node.name,
-        "marin/code_version": code_version_of(node),
         "marin/fn": function_name(step.fn),
         # The step's folder (its partitions, or its versions when the drops change its hash).
         **_browser_link(
@@ -393,20 +392,30 @@ class AssetKeys:
 
     def __init__(self, graphs: Sequence["StepGraph | GraphView"] = ()) -> None:
         self._versions: dict[str, set[str]] = {}
+        # (name, code version) -> key: a key is asked for once per asset and once per dependent.
+        self._keys: dict[tuple[str, str], dg.AssetKey] = {}
         for graph in graphs:
             self.add(graph)
 
     def add(self, graph: "StepGraph | GraphView") -> None:
         """Count the code versions of ``graph``'s steps."""
+        self._keys.clear()
         for node in graph.topological():
             self._versions.setdefault(node.name, set()).add(code_version_of(node))
 
     def key_for(self, node: ResolvedStep) -> dg.AssetKey:
         """The asset key of ``node`` (a step resolved under any partition keys)."""
-        versions = self._versions.get(node.name)
-        if versions is None or len(versions) > 1 or code_version_of(node) not in versions:
-            return asset_key_for(f"{node.name}-{code_version_of(node)}" if versions else node.asset_name)
-        return asset_key_for(node.name)
+        code_version = code_version_of(node)
+        key = self._keys.get((node.name, code_version))
+        if key is None:
+            versions = self._versions.get(node.name)
+            if versions is None or len(versions) > 1 or code_version not in versions:
+                key = asset_key_for(f"{node.name}-{code_version}" if versions else node.asset_name)
+            else:
+                key = asset_key_for(node.name)
+            if versions is not None:  # unknown steps fall back on their graph's asset_name: not cached
+                self._keys[(node.name, code_version)] = key
+        return key
 
     def known(self, node: ResolvedStep) -> bool:
         """True when the location defines an asset for this step (same name and code version)."""

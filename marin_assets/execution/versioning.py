@@ -98,8 +98,9 @@ class _Collected:
     config_version: dict[str, Any] = field(default_factory=dict)
     dependencies: list[ResolvedStep] = field(default_factory=list)
     pseudo_dependencies: list[ResolvedStep] = field(default_factory=list)
-    dependency_versions: list[dict[str, Any]] = field(default_factory=list)
-    pseudo_dependency_versions: list[dict[str, Any]] = field(default_factory=list)
+    dependency_refs: list[ResolvedStep] = field(default_factory=list)
+    """Every reference, in walk order (a step referenced twice is listed twice, as Marin does)."""
+    pseudo_dependency_refs: list[ResolvedStep] = field(default_factory=list)
     all_partition_inputs: list[ResolvedStep] = field(default_factory=list)
     specific_partition_inputs: list[tuple[ResolvedStep, str]] = field(default_factory=list)
     same_partition_inputs: list[ResolvedStep] = field(default_factory=list)
@@ -124,13 +125,13 @@ def _walk_config(
             collected.config_version[prefix] = rel if rel is not None else name
             return
         # Marin: one counter over blocking and non-blocking references, every reference counts.
-        index = len(collected.dependency_versions) + len(collected.pseudo_dependency_versions)
+        index = len(collected.dependency_refs) + len(collected.pseudo_dependency_refs)
         dep = resolve(obj.step)
         if obj.block_on_step:
-            collected.dependency_versions.append(dep.version)
+            collected.dependency_refs.append(dep)
             deps = collected.dependencies
         else:
-            collected.pseudo_dependency_versions.append(dep.version)
+            collected.pseudo_dependency_refs.append(dep)
             deps = collected.pseudo_dependencies
         # For running, a dependency is one node however often it is referenced (identical upstream
         # steps are merged into their canonical node).
@@ -237,15 +238,21 @@ class StepGraph:
         self.partitions = {k: sorted(validate_partition_key(p) for p in v) for k, v in (partitions or {}).items()}
         self._by_step: dict[ExecutorStep, ResolvedStep] = {}
         self._by_version: dict[str, ResolvedStep] = {}
+        # The canonical JSON of each node's version while resolving: a dependent's text embeds its
+        # dependencies' texts as they are instead of encoding the whole nested ancestry again.
+        self._texts: dict[int, str] = {}
         self.roots: list[ResolvedStep] = []
+        root_ids: set[int] = set()
         for step in steps:
             if isinstance(step, InputName):  # Marin: an InputName in the list means its step
                 if step.step is None:
                     continue
                 step = step.step
             resolved = self._resolve(step, stack=())
-            if resolved not in self.roots:
+            if id(resolved) not in root_ids:
+                root_ids.add(id(resolved))
                 self.roots.append(resolved)
+        self._texts.clear()
         versions_per_name = collections.Counter(node.name for node in self._by_version.values())
         for node in self._by_version.values():
             node.asset_name = node.name if versions_per_name[node.name] == 1 else f"{node.name}-{node.hash}"
@@ -263,28 +270,36 @@ class StepGraph:
         collected = _Collected()
         _walk_config(step.config, "", collected, self.prefix, lambda dep: self._resolve(dep, (*stack, step)))
         deps, pseudo, all_parts = collected.dependencies, collected.pseudo_dependencies, collected.all_partition_inputs
+        config = canonical_version(collected.config_version)
         version: dict[str, Any] = {
             "name": step.name,
-            "config": collected.config_version,
-            "dependencies": collected.dependency_versions,
+            "config": config,
+            "dependencies": [d.version for d in collected.dependency_refs],
         }
-        if collected.pseudo_dependency_versions:
-            version["pseudo_dependencies"] = collected.pseudo_dependency_versions
+        # version_json(version), composed: sorted keys, each dependency's text as already encoded.
+        texts = {
+            "config": version_json(config),
+            "dependencies": "[" + ", ".join(self._text(d) for d in collected.dependency_refs) + "]",
+            "name": json.dumps(step.name),
+        }
+        if collected.pseudo_dependency_refs:
+            version["pseudo_dependencies"] = [d.version for d in collected.pseudo_dependency_refs]
+            texts["pseudo_dependencies"] = "[" + ", ".join(self._text(d) for d in collected.pseudo_dependency_refs) + "]"
         if all_parts:
             consumed: dict[str, list[str]] = {}
             for dep in all_parts:
                 if dep.partitioned_by is None:
                     raise ValueError(f"step {step.name} reads all partitions of {dep.name}, which is not partitioned")
                 consumed[f"{dep.name}-{dep.hash}"] = self.partition_keys(dep.partitioned_by)
-            version["consumed_partitions"] = consumed
-        version = canonical_version(version)
-        key = version_json(version)
+            version["consumed_partitions"] = canonical_version(consumed)
+            texts["consumed_partitions"] = version_json(version["consumed_partitions"])
+        key = "{" + ", ".join(f'"{k}": {texts[k]}' for k in sorted(texts)) + "}"
         if key in self._by_version:
             # Identical version (same name, config and dependencies): merge into the first one.
             merged = self._by_version[key]
             self._by_step[step] = merged
             return merged
-        digest = hash_version(version)
+        digest = hashlib.md5(key.encode("utf-8")).hexdigest()[:HASH_LENGTH]
         if step.override_output_path:
             override = step.override_output_path
             output_path = (
@@ -305,7 +320,13 @@ class StepGraph:
         )
         self._by_step[step] = resolved
         self._by_version[key] = resolved
+        self._texts[id(resolved)] = key
         return resolved
+
+    def _text(self, node: ResolvedStep) -> str:
+        """The canonical JSON of a node's version (kept while resolving, else encoded again)."""
+        text = self._texts.get(id(node))
+        return text if text is not None else version_json(node.version)
 
     def step_objects(self) -> list[ExecutorStep]:
         """Every step object seen, merged duplicates included (each maps to its canonical node)."""

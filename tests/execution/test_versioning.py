@@ -227,3 +227,32 @@ def test_one_fixed_partition_enters_the_version_and_resolves_to_its_folder():
     assert node.partitions_needed(g_small.resolved(drops), None, g_small) == ["d1"]
     with pytest.raises(ValueError, match="unsafe partition key"):
         drops.at_partition("../d1")
+
+
+def test_every_hash_is_the_md5_of_the_whole_nested_version():
+    """The graph composes a step's JSON from its dependencies' texts; it must equal encoding the
+    whole nested version (dependencies twice, pseudo dependencies, consumed partitions, int keys,
+    non-ASCII text)."""
+    raw = ExecutorStep("data/raw", noop, Config(output_path=this_output_path(), seed=versioned("café")))
+    drops = ExecutorStep(
+        "docs", noop, Config(output_path=this_output_path(), input_path=raw, seed=versioned(1)), partitioned_by="drops"
+    )
+    side = ExecutorStep("side", noop, Config(output_path=this_output_path(), weights={"b": versioned({10: 1, 2: 3})}))
+    top = ExecutorStep(
+        "top",
+        noop,
+        Config(
+            output_path=this_output_path(),
+            input_path=side.nonblocking(),
+            files=[raw, raw / "again", drops.partitions(), drops.at_partition("d1")],
+            inner=Inner(lr=versioned(1e-3)),
+        ),
+    )
+    graph = StepGraph([top, side], "/p", {"drops": ["d2", "d1"]})
+    nodes = graph.topological()
+    assert sorted(n.name for n in nodes) == ["data/raw", "docs", "side", "top"]
+    for node in nodes:
+        expected = json.loads(json.dumps(node.version, sort_keys=True))
+        assert node.hash == md5_6(expected), node.name
+    assert {d["name"] for d in graph.resolved(top).version["dependencies"]} == {"data/raw", "docs"}
+    assert len(graph.resolved(top).version["dependencies"]) == 4  # every reference counts, as in Marin
