@@ -285,11 +285,12 @@ def _compact_version(node: ResolvedStep) -> Any:
     """The version as the definition shows it: the step's own config, each dependency as its
     ``name-hash`` (the full dict nests every ancestor's version -- megabytes of snapshot for a
     large graph; each materialization's ``marin/version`` carries it in full)."""
-    version = {"name": node.name, "config": node.version.get("config", {})}
+    # node.version is canonical already (plain JSON types): no encode/decode round trip.
+    version: dict[str, Any] = {"name": node.name, "config": node.version.get("config", {})}
     version["dependencies"] = [f"{d.name}-{d.hash}" for d in node.dependencies]
     if node.pseudo_dependencies:
         version["pseudo_dependencies"] = [f"{d.name}-{d.hash}" for d in node.pseudo_dependencies]
-    return redact_secrets(json.loads(version_json(version)))
+    return redact_secrets(version)
 
 
 def _browser_link(output_path: str, prefix: str) -> dict[str, Any]:
@@ -300,14 +301,10 @@ def _browser_link(output_path: str, prefix: str) -> dict[str, Any]:
 
 def _static_metadata(node: ResolvedStep, prefix: str) -> dict[str, Any]:
     step = node.step
-    meta: dict[str, Any] = {
-        "marin/step": node.name,
-        "marin/fn": function_name(step.fn),
-        # The step's folder (its partitions, or its versions when the drops change its hash).
-        **_browser_link(
-            node.output_path.rpartition("/")[0] if depends_on_partition_set(node) else node.output_path, prefix
-        ),
-    }
+    # Few entries on purpose: each is two serialized objects per asset in every snapshot the
+    # webserver loads (a 10,000-step location pays ~0.3 s per entry). The step's name, function and
+    # browser link are in the description (a plain string); its hash is the code version.
+    meta: dict[str, Any] = {}
     if depends_on_partition_set(node):
         # Its hash and path follow the drops it consumes, which change without a code reload:
         # materializations carry them (marin/hash, dagster/uri); the definition shows the pattern.
@@ -318,7 +315,6 @@ def _static_metadata(node: ResolvedStep, prefix: str) -> dict[str, Any]:
         # folders (the current one is each materialization's dagster/uri).
         meta["dagster/uri"] = uri_metadata(f"{base}/{stem}-*")
         return _optional_metadata(node, meta)
-    meta["marin/hash"] = node.hash
     meta["marin/version"] = dg.MetadataValue.json(_compact_version(node))
     # Where the output lives, on the asset page (Storage) before any run: the step's folder, which
     # for a partitioned step holds one subfolder per partition.
@@ -326,6 +322,18 @@ def _static_metadata(node: ResolvedStep, prefix: str) -> dict[str, Any]:
     if step.partitioned_by is not None:
         meta["marin/output_path_pattern"] = f"{node.output_path}/<{step.partitioned_by}>"
     return _optional_metadata(node, meta)
+
+
+def _description(node: ResolvedStep, prefix: str) -> str:
+    """The asset's description (markdown): the step's own, then which step and function it runs and
+    a link to its output in the data browser (its folder of versions when the drops change its hash)."""
+    own = node.step.description
+    folder = node.output_path.rpartition("/")[0] if depends_on_partition_set(node) else node.output_path
+    url = browser_url(folder, prefix)
+    where = f"Step `{node.name}`, function `{function_name(node.step.fn)}`" + (
+        f" · [browse its output]({url})" if url else ""
+    )
+    return f"{own}\n\n{where}" if own else where
 
 
 def _optional_metadata(node: ResolvedStep, meta: dict[str, Any]) -> dict[str, Any]:
@@ -568,7 +576,7 @@ def build_step_assets(
             deps=deps,
             code_version=code_version_of(node),
             group_name=experiment.name,
-            description=node.step.description or f"Step {node.name}",
+            description=_description(node, prefix),
             metadata=_static_metadata(node, prefix),
             kinds={"ray"} if (node.step.resources is not None or is_ray_remote_function(node.step.fn)) else None,
             automation_condition=dg.AutomationCondition.eager() if id(node) in eager_nodes else None,

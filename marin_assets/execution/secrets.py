@@ -21,6 +21,7 @@ hidden in every string field, whatever its name.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -82,6 +83,7 @@ def _words(key: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", snake.lower()).strip("_")
 
 
+@functools.lru_cache(maxsize=4096)  # config keys repeat across thousands of steps
 def is_secret_name(key: str) -> bool:
     """True when a field / variable name looks like it holds a credential."""
     words = _words(str(key))

@@ -284,7 +284,9 @@ class StepGraph:
         }
         if collected.pseudo_dependency_refs:
             version["pseudo_dependencies"] = [d.version for d in collected.pseudo_dependency_refs]
-            texts["pseudo_dependencies"] = "[" + ", ".join(self._text(d) for d in collected.pseudo_dependency_refs) + "]"
+            texts["pseudo_dependencies"] = (
+                "[" + ", ".join(self._text(d) for d in collected.pseudo_dependency_refs) + "]"
+            )
         if all_parts:
             consumed: dict[str, list[str]] = {}
             for dep in all_parts:

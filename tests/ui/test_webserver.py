@@ -27,6 +27,7 @@ ASSET_NODES = """
     opVersion
     jobNames
     dependencyKeys { path }
+    description
     metadataEntries { label ... on PathMetadataEntry { path } ... on TextMetadataEntry { text } }
   }
 }
@@ -68,7 +69,9 @@ def test_asset_graph_lists_hello_world_with_step_hashes_as_code_versions(dagster
         assert asset["groupName"] == "hello_world"
         assert "hello_world_job" in asset["jobNames"]
         metadata = {e["label"]: e.get("path", e.get("text")) for e in asset["metadataEntries"]}
-        assert metadata["marin/hash"] == node.hash
+        # The description names the step and its function, and links the output in the data browser.
+        assert f"Step `{name}`, function `marin_assets.experiments.hello_world." in asset["description"]
+        assert f"/browse/{os.path.relpath(node.output_path, dagster_dev.prefix)})" in asset["description"]
         # The definitions were loaded with the fixture's MARIN_PREFIX: the asset points at our output folder.
         assert metadata["dagster/uri"] == node.output_path
     assert served["hello_world/stats"]["dependencyKeys"] == [{"path": ["hello_world", "numbers"]}]
