@@ -21,10 +21,12 @@ import dagster as dg
 from marin_assets.dagster_bridge.assets import (
     SOURCE_TAG,
     AssetKeys,
+    StepAssetMember,
+    assemble_step_ops,
     asset_key_for,
-    build_step_assets,
     location_graphs,
     partition_local_steps,
+    step_asset_members,
 )
 from marin_assets.dagster_bridge.landing_assets import build_landing_status_sensor, landing_zone_asset
 from marin_assets.dagster_bridge.maintenance_jobs import MAINTENANCE_JOBS
@@ -36,6 +38,7 @@ from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
 logger = logging.getLogger("marin.definitions")
 ERROR_PREFIX = "experiment_errors"
+LOCATION_OP_NAME = "marin"  # the shared ops: marin__steps, marin__<partition set>
 
 
 def load_error_asset(name: str, where: str, error: str) -> dg.AssetsDefinition:
@@ -64,11 +67,9 @@ def _experiment_definitions(
     claimed_sources: dict[str, str],
     prefix: str,
 ) -> tuple[list, list, list, list, list]:
-    """Assets, jobs, schedules, sensors and landing assets of one experiment (raises on a bad one)."""
-    group_assets = build_step_assets(experiment, partitions_defs, prefix, emitted=emitted, keys=keys, graph=graph)
-    partition_sets = {
-        a.partitions_def.name for a in group_assets if isinstance(a.partitions_def, dg.DynamicPartitionsDefinition)
-    }
+    """Asset members, jobs, schedules, sensors and landing assets of one experiment (raises on a bad one)."""
+    members = step_asset_members(experiment, partitions_defs, prefix, keys, graph, emitted)
+    partition_sets = {m.partition_set for m in members if m.partition_set is not None}
     if len(partition_sets) > 1:
         raise ValueError(f"experiment {experiment.name} mixes partition sets {sorted(partition_sets)}")
     partitions_def = partitions_defs[partition_sets.pop()] if partition_sets else None
@@ -132,7 +133,34 @@ def _experiment_definitions(
         sensors.append(build_landing_sensor(drop_job, definition, default_prefix, source=source))
         claimed_sources[source] = experiment.name
         landing.append((source, set_name, local_keys))
-    return group_assets, jobs, schedules, sensors, landing
+    return members, jobs, schedules, sensors, landing
+
+
+def _location_ops(
+    experiment_list: Sequence[Experiment],
+    members: list[StepAssetMember],
+    partitions_defs: dict[str, dg.PartitionsDefinition],
+    errors: list[tuple[str, str, str]],
+    isolate: bool,
+) -> list[dg.AssetsDefinition]:
+    """Every experiment's assets in shared ops (``marin__steps``, ``marin__<partition set>``).
+
+    Should Dagster reject the shared ops, each experiment is tried in ops of its own so that only
+    the one at fault becomes its group's error (with ``isolate``; else the error propagates).
+    """
+    try:
+        return assemble_step_ops(members, LOCATION_OP_NAME, partitions_defs)
+    except Exception:  # noqa: BLE001 - find the experiment at fault below
+        if not isolate:
+            raise
+    ops: list[dg.AssetsDefinition] = []
+    for experiment in experiment_list:
+        own = [m for m in members if m.spec.group_name == experiment.name]
+        try:
+            ops.extend(assemble_step_ops(own, experiment.name, partitions_defs))
+        except Exception:  # noqa: BLE001
+            errors.append((experiment.name, experiment.name, traceback.format_exc()))
+    return ops
 
 
 def build_definitions(
@@ -157,6 +185,7 @@ def build_definitions(
     partitions_defs: dict[str, dg.PartitionsDefinition] = {}
     emitted: dict[dg.AssetKey, str] = {}
     claimed_sources: dict[str, str] = {}
+    members: list[StepAssetMember] = []
     assets: list = []
     jobs: list = []
     schedules: list = []
@@ -175,8 +204,9 @@ def build_definitions(
             emitted.update(before)
             errors.append((experiment.name, experiment.name, traceback.format_exc()))
             continue
-        for total, part in zip((assets, jobs, schedules, sensors, landing), parts, strict=True):
+        for total, part in zip((members, jobs, schedules, sensors, landing), parts, strict=True):
             total.extend(part)
+    assets.extend(_location_ops(experiment_list, members, partitions_defs, errors, isolate=scripts is not None))
     for name, where, error in errors:
         assets.append(load_error_asset(name, where, error))
     jobs.extend(MAINTENANCE_JOBS)  # invalidate / gc: dry runs unless configured with apply: true

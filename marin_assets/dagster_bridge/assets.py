@@ -13,6 +13,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -508,25 +509,32 @@ def definition_graph(experiment: Experiment, prefix: str) -> StepGraph:
     return StepGraph(experiment.steps, prefix, partitions)
 
 
-def build_step_assets(
+@dataclass
+class StepAssetMember:
+    """One step's asset, before it is placed in an op (see :func:`assemble_step_ops`)."""
+
+    spec: dg.AssetSpec
+    checks: list[dg.AssetCheckSpec]
+    compute: Callable[..., dg.MaterializeResult]
+    partition_set: str | None
+    upstream_mappings: dict[dg.AssetKey, str]
+    """repr of the partition mapping to each upstream key (Dagster wants one per key within an op)."""
+
+
+def step_asset_members(
     experiment: Experiment,
-    partitions_defs: dict[str, dg.PartitionsDefinition] | None = None,
-    prefix: str | None = None,
+    partitions_defs: dict[str, dg.PartitionsDefinition],
+    prefix: str,
+    keys: AssetKeys,
+    graph: "StepGraph | GraphView",
     emitted: dict[dg.AssetKey, str] | None = None,
-    keys: AssetKeys | None = None,
-    graph: StepGraph | None = None,
-) -> list[dg.AssetsDefinition]:
-    """One asset per distinct step of ``experiment`` (merged duplicates become one asset).
+) -> list[StepAssetMember]:
+    """The assets of ``experiment``'s distinct steps (merged duplicates become one asset).
 
     ``emitted`` (asset key -> code version) carries the steps earlier experiments already turned
     into assets: an experiment that builds on another (the quickstart on curation) reuses them.
-    ``keys`` names the assets across the whole location (default: this experiment alone).
+    ``partitions_defs`` is shared across experiments (mutated): one DynamicPartitionsDefinition per set.
     """
-    # Shared across experiments (mutated): one DynamicPartitionsDefinition per partition set.
-    partitions_defs = partitions_defs if partitions_defs is not None else {}
-    prefix = prefix or default_prefix()
-    graph = graph if graph is not None else definition_graph(experiment, prefix)
-    keys = keys if keys is not None else AssetKeys([graph])
     try:  # partition sets without a source: the landing zone's drops, or an error at run time
         sources: tuple[Mapping[str, PartitionSource], str | None] = (
             landing_partition_sources(
@@ -543,14 +551,7 @@ def build_step_assets(
     for check in experiment.checks:
         checks_by_node.setdefault(id(graph.resolved(check.step)), []).append(check)
     eager_nodes = {id(graph.resolved(s)) for s in experiment.eager_steps}
-    # One op per partition set (and one for unpartitioned steps) holding every asset of the group
-    # as a spec: Dagster builds, snapshots and hashes one op instead of one per step, which is what
-    # made a 10,000-step location load several times slower than plain asset specs. The op can be
-    # subset, so materializing one asset runs that step only.
-    # Dagster wants one partition mapping per upstream key within an op: a step that reads another
-    # step's partitions differently from its op-mates (all drops vs. a fixed one) opens a new op.
-    ops: dict[tuple[str | None, int], list[tuple[dg.AssetSpec, list[dg.AssetCheckSpec], Callable[..., Any]]]] = {}
-    mappings: dict[tuple[str | None, int], dict[dg.AssetKey, str]] = {}
+    members: list[StepAssetMember] = []
     seen_keys: dict[dg.AssetKey, str] = {}
     for node in graph.topological():
         key = keys.key_for(node)
@@ -586,32 +587,75 @@ def build_step_assets(
         ]
         compute = _make_compute(experiment, node.step, cache, partitions_defs, node_checks, keys, sources, key)
         wanted = {d.asset_key: repr(d.partition_mapping) for d in deps}
+        members.append(StepAssetMember(spec, check_specs, compute, node.partitioned_by, wanted))
+    return members
+
+
+def assemble_step_ops(
+    members: Sequence[StepAssetMember], name: str, partitions_defs: Mapping[str, dg.PartitionsDefinition]
+) -> list[dg.AssetsDefinition]:
+    """Place ``members`` in as few subsettable ops as Dagster allows, named ``<name>__<set or steps>``.
+
+    One op per partition set (and one for unpartitioned steps) holding every asset as a spec:
+    Dagster builds, snapshots and hashes one op instead of one per step (one per step made a
+    10,000-step location several times slower to load than plain asset specs), and a dependency
+    between two assets of one op is no op input (an op per script gave a 100-script location
+    10,000 inputs). The op can be subset, so materializing one asset runs that step only.
+    Dagster wants one partition mapping per upstream key within an op: a step that reads another
+    step's partitions differently from its op-mates (all drops vs. a fixed one) opens a new op.
+    """
+    ops: dict[tuple[str | None, int], list[StepAssetMember]] = {}
+    mappings: dict[tuple[str | None, int], dict[dg.AssetKey, str]] = {}
+    for member in members:
         index = 0
-        while any(mappings.get((node.partitioned_by, index), {}).get(k, m) != m for k, m in wanted.items()):
+        while any(
+            mappings.get((member.partition_set, index), {}).get(k, m) != m for k, m in member.upstream_mappings.items()
+        ):
             index += 1
-        mappings.setdefault((node.partitioned_by, index), {}).update(wanted)
-        ops.setdefault((node.partitioned_by, index), []).append((spec, check_specs, compute))
+        mappings.setdefault((member.partition_set, index), {}).update(member.upstream_mappings)
+        ops.setdefault((member.partition_set, index), []).append(member)
     return [
-        _group_op(experiment.name, name, index, members, partitions_defs.get(name) if name else None)
-        for (name, index), members in ops.items()
+        _group_op(name, set_name, index, op_members, partitions_defs.get(set_name) if set_name else None)
+        for (set_name, index), op_members in ops.items()
     ]
 
 
+def build_step_assets(
+    experiment: Experiment,
+    partitions_defs: dict[str, dg.PartitionsDefinition] | None = None,
+    prefix: str | None = None,
+    emitted: dict[dg.AssetKey, str] | None = None,
+    keys: AssetKeys | None = None,
+    graph: StepGraph | None = None,
+) -> list[dg.AssetsDefinition]:
+    """One asset per distinct step of ``experiment``, in ops of its own (``<experiment>__steps``).
+
+    The code location places every experiment's assets in shared ops instead (see
+    :func:`assemble_step_ops`); this builds one experiment alone (tests, command-line recordings).
+    """
+    partitions_defs = partitions_defs if partitions_defs is not None else {}
+    prefix = prefix or default_prefix()
+    graph = graph if graph is not None else definition_graph(experiment, prefix)
+    keys = keys if keys is not None else AssetKeys([graph])
+    members = step_asset_members(experiment, partitions_defs, prefix, keys, graph, emitted)
+    return assemble_step_ops(members, experiment.name, partitions_defs)
+
+
 def _group_op(
-    group: str,
+    name: str,
     partition_set: str | None,
     index: int,
-    members: list[tuple[dg.AssetSpec, list[dg.AssetCheckSpec], Callable[..., Any]]],
+    members: list[StepAssetMember],
     partitions_def: dg.PartitionsDefinition | None,
 ) -> dg.AssetsDefinition:
     """One subsettable op materializing the selected steps of ``members`` (in dependency order)."""
-    computes = {spec.key: compute for spec, _, compute in members}
-    op_name = _INVALID_KEY_CHARS.sub("_", f"{group}__{partition_set or 'steps'}" + (f"_{index}" if index else ""))
+    computes = {m.spec.key: m.compute for m in members}
+    op_name = _INVALID_KEY_CHARS.sub("_", f"{name}__{partition_set or 'steps'}" + (f"_{index}" if index else ""))
 
     @dg.multi_asset(
         name=op_name,
-        specs=[spec for spec, _, _ in members],
-        check_specs=[c for _, checks, _ in members for c in checks],
+        specs=[m.spec for m in members],
+        check_specs=[c for m in members for c in m.checks],
         partitions_def=partitions_def,
         can_subset=True,
         # Every step gets the (lazy) "ray" resource: stage functions that shard work on Ray call
