@@ -10,7 +10,11 @@ script), then starts ``dagster-webserver -f <file>`` twice, side by side in one 
 Each is timed from process start until the webserver answers and GraphQL ``assetNodes`` lists
 every step's asset. Prints seconds, the ratio ours/plain and the load average beside them.
 
-    python -m bench.location_load [--steps 1000 10000] [--scripts 1 100] [--timeout 600]
+``--phases`` also shows where the time goes, in a fresh process per side: building the definitions
+(discovery, hashing, Dagster specs and ops), the repository, the snapshot the code server sends,
+its serialization and the webserver's deserialization, with the snapshot's size.
+
+    python -m bench.location_load [--steps 1000 10000] [--scripts 1 100] [--timeout 600] [--phases]
 """
 
 from __future__ import annotations
@@ -162,11 +166,51 @@ def time_load(file: str, env: dict[str, str], expected: int, timeout: float) -> 
                 process.wait()
 
 
+PHASES = """
+import importlib.util, json, sys, time
+start = time.perf_counter()
+import dagster
+from dagster._core.remote_representation.external_data import JobDataSnap, RepositorySnap
+from dagster_shared.serdes import deserialize_value, serialize_value
+times = {"import dagster": time.perf_counter() - start}
+t = time.perf_counter()
+spec = importlib.util.spec_from_file_location("location", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+times["definitions"] = time.perf_counter() - t
+t = time.perf_counter()
+repo = module.defs.get_repository_def()  # ours builds it while loading: ~0 here
+times["repository"] = time.perf_counter() - t
+t = time.perf_counter()
+snap = RepositorySnap.from_def(repo, defer_snapshots=True)  # as the code server answers the webserver
+jobs = [JobDataSnap.from_job_def(job, include_parent_snapshot=True) for job in repo.get_all_jobs()]
+times["snapshot"] = time.perf_counter() - t
+t = time.perf_counter()
+texts = [serialize_value(snap)] + [serialize_value(job) for job in jobs]
+times["serialize"] = time.perf_counter() - t
+t = time.perf_counter()
+for text in texts:
+    deserialize_value(text)
+times["deserialize"] = time.perf_counter() - t
+times["MB"] = sum(len(text) for text in texts) / 1e6
+print(json.dumps(times))
+"""
+
+
+def phase_times(file: str, env: dict[str, str]) -> dict[str, float]:
+    """Seconds per load phase of ``file`` in a fresh process (and the snapshot's MB)."""
+    out = subprocess.run(
+        [sys.executable, "-c", PHASES, file], cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--scripts", type=int, nargs="+", default=[1, 100])
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--phases", action="store_true", help="also time each load phase in-process")
     args = parser.parse_args()
     print(f"location load: ours (discovered scripts) vs plain Dagster AssetSpecs, {os.cpu_count()} cores")
     for steps in args.steps:
@@ -177,15 +221,24 @@ def main() -> None:
                 env = {**os.environ, "PYTHONPATH": pythonpath, "MARIN_PROJECT_ROOT": root}
                 env.pop("MARIN_EXPERIMENTS", None)
                 env["MARIN_PREFIX"] = os.path.join(root, "prefix")
+                files = {
+                    "ours": os.path.join(REPO_ROOT, "definitions.py"),
+                    "plain": os.path.join(root, "plain_defs.py"),
+                }
                 load_before = os.getloadavg()[0]
-                plain = time_load(os.path.join(root, "plain_defs.py"), env, steps, args.timeout)
-                ours = time_load(os.path.join(REPO_ROOT, "definitions.py"), env, steps, args.timeout)
+                plain = time_load(files["plain"], env, steps, args.timeout)
+                ours = time_load(files["ours"], env, steps, args.timeout)
                 load_after = os.getloadavg()[0]
-            print(
-                f"  {steps:>6} steps / {scripts:>3} script(s): ours {ours:7.1f} s  plain {plain:7.1f} s  "
-                f"ratio {ours / plain:4.2f}  (goal <= 1.5; load avg {load_before:.1f} -> {load_after:.1f})",
-                flush=True,
-            )
+                print(
+                    f"  {steps:>6} steps / {scripts:>3} script(s): ours {ours:7.1f} s  plain {plain:7.1f} s  "
+                    f"ratio {ours / plain:4.2f}  (goal <= 1.5; load avg {load_before:.1f} -> {load_after:.1f})",
+                    flush=True,
+                )
+                if args.phases:
+                    for side, file in files.items():
+                        times = phase_times(file, env)
+                        cells = "  ".join(f"{k} {v:.2f}{'' if k == 'MB' else ' s'}" for k, v in times.items())
+                        print(f"      {side:>5}: {cells}", flush=True)
 
 
 if __name__ == "__main__":

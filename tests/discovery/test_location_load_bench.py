@@ -1,0 +1,33 @@
+"""bench/location_load runs end to end: both webservers list every asset, phases are reported."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_location_load_bench_times_both_sides_and_their_phases():
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.location_load", "--steps", "200", "--scripts", "1", "20", "--phases"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=540,
+        check=True,
+    ).stdout
+    rows = re.findall(r"(\d+) steps / +(\d+) script\(s\): ours +([\d.]+) s +plain +([\d.]+) s +ratio ([\d.]+)", out)
+    assert [(r[0], r[1]) for r in rows] == [("200", "1"), ("200", "20")], out
+    for _, _, ours, plain, ratio in rows:
+        assert float(ours) > 0 and float(plain) > 0
+        assert abs(float(ours) / float(plain) - float(ratio)) < 0.01
+    phases = re.findall(r"^ +(ours|plain): import dagster [\d.]+ s +definitions ([\d.]+) s .* MB ([\d.]+)$", out, flags=re.M)
+    assert [p[0] for p in phases] == ["ours", "plain", "ours", "plain"], out
+    assert all(float(p[2]) > 0 for p in phases)
