@@ -28,6 +28,8 @@ def test_location_load_bench_times_both_sides_and_their_phases():
     for _, _, ours, plain, ratio in rows:
         assert float(ours) > 0 and float(plain) > 0
         assert abs(float(ours) / float(plain) - float(ratio)) < 0.01
-    phases = re.findall(r"^ +(ours|plain): import dagster [\d.]+ s +definitions ([\d.]+) s .* MB ([\d.]+)$", out, flags=re.M)
+    phases = re.findall(
+        r"^ +(ours|plain): import dagster [\d.]+ s +definitions ([\d.]+) s .* MB ([\d.]+)$", out, flags=re.M
+    )
     assert [p[0] for p in phases] == ["ours", "plain", "ours", "plain"], out
     assert all(float(p[2]) > 0 for p in phases)
