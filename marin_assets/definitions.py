@@ -2,7 +2,8 @@
 
 Every experiment script the project lists (``[tool.marin] experiments`` in ``pyproject.toml``, or
 ``$MARIN_EXPERIMENTS``; see :mod:`marin_assets.execution.experiment`) becomes an asset group named
-after it (one asset per step) and an asset job ``<script>_job``. A script that fails to import or
+after it (one asset per step; every group's steps run in shared ops, one per partition set), and a
+script that declares ``EXPERIMENT`` an asset job ``<script>_job``. A script that fails to import or
 to build shows as its group's error (an asset ``experiment_errors/<script>`` whose description
 holds the traceback) while every other group loads. An experiment whose partitioned steps read a
 landing zone (``landing/<source>``) gets a drop job and a landing sensor for that source, and the
@@ -18,17 +19,14 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.assets import (
-    SOURCE_TAG,
+from marin_assets.dagster_bridge.assets import SOURCE_TAG, StepAssetMember, assemble_step_ops, step_asset_members
+from marin_assets.dagster_bridge.landing_assets import build_landing_status_sensor, landing_zone_asset
+from marin_assets.dagster_bridge.location_graph import (
     AssetKeys,
-    StepAssetMember,
-    assemble_step_ops,
     asset_key_for,
     location_graphs,
     partition_local_steps,
-    step_asset_members,
 )
-from marin_assets.dagster_bridge.landing_assets import build_landing_status_sensor, landing_zone_asset
 from marin_assets.dagster_bridge.maintenance_jobs import MAINTENANCE_JOBS
 from marin_assets.dagster_bridge.partition_sets import build_partition_set_sensor, partition_set_assets
 from marin_assets.execution.executor_main import default_prefix

@@ -26,14 +26,8 @@ from typing import Any
 import dagster as dg
 from dagster._core.definitions.data_version import extract_data_version_from_entry
 
-from marin_assets.dagster_bridge.assets import (
-    RUN_ID_TAG,
-    SOURCE_TAG,
-    AssetKeys,
-    Experiment,
-    build_step_assets,
-    location_graphs,
-)
+from marin_assets.dagster_bridge.assets import RUN_ID_TAG, SOURCE_TAG, Experiment, build_step_assets
+from marin_assets.dagster_bridge.location_graph import AssetKeys, location_graphs
 from marin_assets.dagster_bridge.partition_sets import observation, partition_set_key, partition_set_version
 from marin_assets.execution.experiment import Script, discover, script_of_file
 from marin_assets.execution.runner import Executor

@@ -166,7 +166,7 @@ def test_marin_resources_never_imports_marin_assets():
 
 
 def test_partition_mappings_follow_how_a_step_reads_partitions(prefix):
-    from marin_assets.dagster_bridge.assets import partition_local_steps
+    from marin_assets.dagster_bridge.location_graph import partition_local_steps
     from marin_assets.execution import this_output_path, versioned
     from tests.execution.sample_steps import WriteConfig, write_value
 
