@@ -231,3 +231,59 @@ def test_utils(tmp_path, monkeypatch):
     assert not is_local_ray_cluster()
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
     assert is_local_ray_cluster()
+
+
+def test_create_dataset_labels_documents_from_their_attributes(tmp_path):
+    from marin_assets.classifiers.utils import CreateDatasetConfig, create_dataset
+    from marin_assets.execution import ExecutorStep, executor_main, this_output_path, versioned
+
+    docs, attrs = tmp_path / "documents", tmp_path / "attributes"
+    for shard in ("a/shard-0.jsonl.gz", "b/shard-1.jsonl.gz"):
+        ids = [f"{shard[0]}{i}" for i in range(50)]
+        _write(docs / shard, [{"id": i, "text": f"text of {i}", "source": "web"} for i in ids])
+        _write(attrs / shard, [{"id": i, "attributes": {"score": int(i[1:]) / 50}} for i in ids])
+    _write(docs / "c/no-attrs.jsonl", [{"id": "x"}])  # another filetype: not read
+
+    def label(doc, attributes):
+        return "hq" if attributes[0]["attributes"]["score"] >= 0.5 else "lq"
+
+    out = tmp_path / "dataset"
+    config = CreateDatasetConfig(str(docs), str(out), label_func=label, input_attr_paths=[str(attrs)], seed=3)
+    counts = create_dataset(config)
+    data = out / "data" / str(docs).lstrip("/") / "data.jsonl.gz"  # Marin's place for the merged file
+    examples = _read(data)
+    assert counts["examples"] == len(examples) == 100 and counts["shards"] == 2
+    assert examples[0] == {"text": "text of a0", "label": "lq"}
+    assert sum(e["label"] == "hq" for e in examples) == 50
+
+    # A sample is a property of the documents and the seed: the same ids whatever the file order.
+    half = CreateDatasetConfig(str(docs), str(tmp_path / "half"), sampling_rate=0.5, seed=3, columns_to_keep=["id"])
+    create_dataset(half)
+    kept = {e["id"] for e in _read(tmp_path / "half" / "data" / str(docs).lstrip("/") / "data.jsonl.gz")}
+    assert 30 < len(kept) < 70
+    capped = CreateDatasetConfig(str(docs), str(tmp_path / "cap"), sampling_rate=0.5, seed=3, max_sample_size=10)
+    create_dataset(capped)
+    assert len(_read(tmp_path / "cap" / "data" / str(docs).lstrip("/") / "data.jsonl.gz")) == 10
+
+    # One output file per document shard, same relative paths.
+    per_shard = CreateDatasetConfig(str(docs), str(tmp_path / "sharded"), merge_dataset_shards=False)
+    create_dataset(per_shard)
+    base = tmp_path / "sharded" / "data" / str(docs).lstrip("/")
+    assert len(_read(base / "a/shard-0.jsonl.gz")) == len(_read(base / "b/shard-1.jsonl.gz")) == 50
+
+    # Attributes that are not co-sharded: the file and line are named, nothing is written.
+    _write(attrs / "b/shard-1.jsonl.gz", [{"id": "zzz", "attributes": {"score": 1.0}}])
+    broken = CreateDatasetConfig(str(docs), str(tmp_path / "broken"), label_func=label, input_attr_paths=[str(attrs)])
+    with pytest.raises(ValueError, match=r"attributes/b/shard-1\.jsonl\.gz:1: attribute record of id 'zzz'"):
+        create_dataset(broken)
+    assert not (tmp_path / "broken").exists() or not list((tmp_path / "broken").rglob("*.jsonl.gz"))
+
+    # As Marin's scripts use it: a step whose label function travels in its config.
+    step = ExecutorStep(
+        "classifiers/dataset",
+        create_dataset,
+        CreateDatasetConfig(str(docs), this_output_path(), label_func=lambda d, a: "any", seed=versioned(1)),
+    )
+    executor_main(steps=[step], argv=["--prefix", str(tmp_path / "prefix"), "--no_record"])
+    (written,) = (tmp_path / "prefix" / "classifiers").glob("dataset-*/data/**/data.jsonl.gz")
+    assert {e["label"] for e in _read(written)} == {"any"} and len(_read(written)) == 100
