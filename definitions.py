@@ -12,12 +12,13 @@ from marin_assets.execution import experiment
 
 experiment.FALLBACK_ROOT = os.path.dirname(os.path.abspath(__file__))
 
-# A large location allocates millions of objects that live as long as the process, and Python's
-# generational collector rescans them again and again while they are being built: at 10,000 steps
-# that was a third of the load (bench/location_load). So the collector is paused while the
-# definitions and their repository (built here once, cached, validated early) are made, and the
-# result is frozen: later collections (snapshots, sensor ticks) skip it. A paused build leaves a
-# few hundred unreachable objects (measured), which the freeze keeps: a bounded, one-time cost.
+# A large location allocates objects that live as long as the process (~640,000 tracked ones at
+# 10,000 steps), and Python's generational collector rescans them again and again while they are
+# being built: at 10,000 steps that was a third of the load (bench/location_load). So the collector
+# is paused while the definitions and their repository (built here once, cached, validated early)
+# are made, and the result is frozen: later collections (snapshots, sensor ticks) skip it. A paused
+# build leaves a few hundred unreachable objects (measured), which the freeze keeps: a bounded,
+# one-time cost.
 _collecting = gc.isenabled()
 gc.disable()
 try:
