@@ -104,7 +104,13 @@ def test_checkpoint_plots_show_the_loss_series_of_two_materializations(
     while True:
         text = body_text(ui)
         charts = ui.find_elements(By.TAG_NAME, "canvas")
-        headers = {h.text.strip() for h in ui.find_elements(By.XPATH, "//*[not(*)]") if h.text.strip() in LOSS_SERIES}
+        # The leaf texts in one script call: the charts re-render while they load, and an element
+        # found by one WebDriver call can be gone by the next (a stale element reference).
+        leaves = ui.execute_script(
+            "return Array.from(document.querySelectorAll('*'))"
+            ".filter(e => e.children.length === 0).map(e => (e.innerText || '').trim());"
+        )
+        headers = {t for t in leaves if t in LOSS_SERIES}
         if set(LOSS_SERIES) <= headers and len(charts) >= len(LOSS_SERIES):
             break
         if time.monotonic() > deadline:
