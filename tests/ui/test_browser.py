@@ -101,8 +101,15 @@ def first_run(dagster_dev: DagsterDev) -> dict:
 
 
 def body_text(driver) -> str:
+    """The rendered page text (read again when React replaced the body between two calls)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
+    for _ in range(20):
+        try:
+            return driver.find_element(By.TAG_NAME, "body").text
+        except StaleElementReferenceException:
+            time.sleep(0.1)
     return driver.find_element(By.TAG_NAME, "body").text
 
 
