@@ -223,3 +223,26 @@ def test_recording_of_a_step_the_location_does_not_define_says_so(project, tmp_p
     instance = dg.DagsterInstance.from_config(str(home))
     (run,) = instance.get_runs()
     assert "documents/small" in run.tags["marin/undefined_steps"]
+
+
+def test_a_script_dagster_rejects_in_the_shared_ops_becomes_its_groups_error(project, monkeypatch):
+    """Should Dagster reject the location's shared ops, each script gets ops of its own and only the
+    one at fault becomes its group's error (the rejection is simulated: no real script triggers it)."""
+    import marin_assets.definitions as definitions
+
+    real = definitions.assemble_step_ops
+
+    def rejecting(members, name, partitions_defs):
+        if name in ("marin", "sweep_small"):
+            raise ValueError(f"simulated Dagster rejection of ops {name!r}")
+        return real(members, name, partitions_defs)
+
+    monkeypatch.setattr(definitions, "assemble_step_ops", rejecting)
+    defs = definitions.build_definitions(scripts=discover())
+    graph = defs.resolve_asset_graph()
+    ops = {a.node_def.name for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.is_executable}
+    assert {"train_small__steps", "curation_web__steps"} <= ops
+    assert not any(name.startswith("marin__") for name in ops)
+    error = graph.get(dg.AssetKey(["experiment_errors", "sweep_small"]))
+    assert "simulated Dagster rejection of ops 'sweep_small'" in error.description
+    assert graph.get(asset_key_for("tokenized/small")).group_name == "train_small"
