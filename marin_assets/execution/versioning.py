@@ -80,7 +80,12 @@ def canonical_version(version: Mapping[str, Any]) -> dict[str, Any]:
 
 def hash_version(version: Mapping[str, Any]) -> str:
     """The 6-hex-character hash of a version dict."""
-    return hashlib.md5(version_json(version).encode("utf-8")).hexdigest()[:HASH_LENGTH]
+    return _hash_text(version_json(version))
+
+
+def _hash_text(text: str) -> str:
+    """The 6-hex-character hash of a version's canonical JSON."""
+    return hashlib.md5(text.encode("utf-8")).hexdigest()[:HASH_LENGTH]
 
 
 def relative_to_prefix(path: str, prefix: str) -> str | None:
@@ -279,13 +284,13 @@ class StepGraph:
         # version_json(version), composed: sorted keys, each dependency's text as already encoded.
         texts = {
             "config": version_json(config),
-            "dependencies": "[" + ", ".join(self._text(d) for d in collected.dependency_refs) + "]",
+            "dependencies": "[" + ", ".join(self._texts[id(d)] for d in collected.dependency_refs) + "]",
             "name": json.dumps(step.name),
         }
         if collected.pseudo_dependency_refs:
             version["pseudo_dependencies"] = [d.version for d in collected.pseudo_dependency_refs]
             texts["pseudo_dependencies"] = (
-                "[" + ", ".join(self._text(d) for d in collected.pseudo_dependency_refs) + "]"
+                "[" + ", ".join(self._texts[id(d)] for d in collected.pseudo_dependency_refs) + "]"
             )
         if all_parts:
             consumed: dict[str, list[str]] = {}
@@ -301,7 +306,7 @@ class StepGraph:
             merged = self._by_version[key]
             self._by_step[step] = merged
             return merged
-        digest = hashlib.md5(key.encode("utf-8")).hexdigest()[:HASH_LENGTH]
+        digest = _hash_text(key)
         if step.override_output_path:
             override = step.override_output_path
             output_path = (
@@ -324,11 +329,6 @@ class StepGraph:
         self._by_version[key] = resolved
         self._texts[id(resolved)] = key
         return resolved
-
-    def _text(self, node: ResolvedStep) -> str:
-        """The canonical JSON of a node's version (kept while resolving, else encoded again)."""
-        text = self._texts.get(id(node))
-        return text if text is not None else version_json(node.version)
 
     def step_objects(self) -> list[ExecutorStep]:
         """Every step object seen, merged duplicates included (each maps to its canonical node)."""
