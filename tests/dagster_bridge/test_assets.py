@@ -214,7 +214,9 @@ def test_experiments_sharing_steps_get_one_asset_and_other_versions_stay_distinc
     by_group = {k.to_user_string(): a.group_names_by_key[k] for a in defs.assets for k in a.keys}
     assert set(by_group) == expected
     assert sorted(by_group.values()) == ["first", "first", "third", "third"]
-    assert all(by_group[f"hello_world/{role}__{g}_v1"] == g for role in ("numbers", "stats") for g in ("first", "third"))
+    assert all(
+        by_group[f"hello_world/{role}__{g}_v1"] == g for role in ("numbers", "stats") for g in ("first", "third")
+    )
     # Editing the other version (n=7 -> 9) changes its code version, never its key.
     edited = build_definitions([Experiment("first", base), Experiment("third", hello_world.build_steps(n=9))])
     assert {k.to_user_string() for a in edited.assets for k in a.keys} == expected

@@ -90,7 +90,9 @@ def test_location_groups_code_versions_shared_steps_and_the_error_group(project)
     assert models[0] is engine.resolved(train_small.model)
     # One step name with two configs: each key names the script and variable defining it (never a
     # hash, so an edit keeps it).
-    model_keys = [dg.AssetKey(["checkpoints", f"small_model__{v}"]) for v in ("train_small_model", "sweep_small_RUNS_1")]
+    model_keys = [
+        dg.AssetKey(["checkpoints", f"small_model__{v}"]) for v in ("train_small_model", "sweep_small_RUNS_1")
+    ]
     for node in engine.topological():
         key = asset_key_for(node.name) if node.name != "checkpoints/small" else model_keys[models.index(node)]
         assert graph.get(key).code_version == node.hash, key
