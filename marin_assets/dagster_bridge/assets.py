@@ -39,10 +39,10 @@ from marin_assets.execution.experiment import StepCheck as StepCheck
 from marin_assets.execution.experiment import StepSchedule as StepSchedule
 from marin_assets.execution.experiment import landing_partition_sources
 from marin_assets.execution.runner import (
-    Executor,
     ExecutorOptions,
     StepFailedError,
     StepOutcome,
+    StepRunner,
     Unit,
     function_name,
     is_ray_remote_function,
@@ -139,7 +139,7 @@ def _make_compute(
             stale_s=experiment.stale_s,
             force_run_failed=explicit,
         )
-        executor = Executor(options)
+        executor = StepRunner(options)
         label = unit_label((node, partition))
         try:
             if explicit:

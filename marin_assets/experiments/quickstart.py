@@ -35,8 +35,9 @@ import time
 from collections.abc import Sequence
 
 from marin_assets.execution import ExecutorStep, executor_main, output_path_of
-from marin_assets.execution.executor_main import DEFAULT_OBSERVERS, default_prefix
+from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.experiment import Experiment, StepSchedule
+from marin_assets.execution.observers import register_run_observer, unregister_run_observer
 from marin_assets.execution.step import versioned
 from marin_assets.experiments import curation
 from marin_assets.experiments.defaults import default_tokenize, default_train
@@ -142,7 +143,7 @@ def start_ray_in_background() -> threading.Thread | None:
 class RayStopper:
     """Stops the embedded Ray head in a thread once the steps are done, while the run is recorded.
 
-    Registered as the first run observer of ``executor_main`` (``$MARIN_RUN_OBSERVERS``), so it is
+    Registered as the first run observer of ``executor_main`` (``register_run_observer(first=True)``), so it is
     called right after the last unit; the Dagster recording that follows computes nothing and needs
     no Ray. Some of Ray's daemons take seconds to exit on SIGTERM, time the recording now hides.
     """
@@ -172,6 +173,7 @@ class RayStopper:
 
 
 RAY_STOPPER = RayStopper()
+RAY_STOPPER_NAME = "quickstart.ray_stopper"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -189,11 +191,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     prefix = sample.prefix or default_prefix()
     dry_run = "--dry_run" in rest
     stop_ray = known.stop_ray and not dry_run and not os.environ.get("RAY_ADDRESS")
-    observers = os.environ.get("MARIN_RUN_OBSERVERS")
-    if stop_ray:  # __name__: the instance of this very module, also when it runs as __main__
-        os.environ["MARIN_RUN_OBSERVERS"] = (
-            f"{__name__}:RAY_STOPPER,{DEFAULT_OBSERVERS if observers is None else observers}".rstrip(",")
-        )
+    if stop_ray:
+        register_run_observer(RAY_STOPPER_NAME, RAY_STOPPER, first=True)
     try:
         if sample.sample_drops and not dry_run:
             present = set(curation.discover_drops(prefix))
@@ -216,11 +215,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     finally:
         if stop_ray:
+            unregister_run_observer(RAY_STOPPER_NAME)
             RAY_STOPPER.finish()
-            if observers is None:
-                os.environ.pop("MARIN_RUN_OBSERVERS", None)
-            else:
-                os.environ["MARIN_RUN_OBSERVERS"] = observers
     if report is not None:  # None: --dry_run
         print(summary(report, steps, prefix, os.environ.get("DAGSTER_HOME"), time.monotonic() - start))
 
