@@ -31,17 +31,12 @@ from marin_assets.execution.status import write_json
 from marin_assets.execution.step import ExecutorStep, InputName
 from marin_assets.execution.storage import join_path, local_prefix
 from marin_assets.execution.versioning import StepGraph, hash_version
+from marin_resources.storage import default_prefix as default_prefix  # re-exported: the one default
 
 logger = logging.getLogger("marin.executor")
 
-DEFAULT_PREFIX = "./data"
 
 PartitionSource = Sequence[str] | Callable[[str], Sequence[str]]
-
-
-def default_prefix() -> str:
-    """``$MARIN_PREFIX`` or ``./data``, as an absolute path for local folders."""
-    return local_prefix(os.environ.get("MARIN_PREFIX") or DEFAULT_PREFIX)
 
 
 def resolve_partitions(partitions: Mapping[str, PartitionSource] | None, prefix: str) -> dict[str, list[str]]:

@@ -38,15 +38,10 @@ from marin_assets.execution import ExecutorStep, executor_main, output_path_of
 from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.experiment import Experiment, StepSchedule
 from marin_assets.execution.observers import register_run_observer, unregister_run_observer
-from marin_assets.execution.step import versioned
 from marin_assets.experiments import curation
-from marin_assets.experiments.defaults import default_tokenize, default_train
-from marin_assets.experiments.evals import default_eval
-from marin_assets.experiments.evals.task_configs import LOCAL_TASKS
 from marin_assets.experiments.quickstart_output import configure_output, summary
-from marin_assets.experiments.quickstart_steps import SIZES
+from marin_assets.experiments.quickstart_steps import SIZES, quickstart_model_steps
 from marin_assets.experiments.sample_documents import sample_documents_step
-from marin_assets.processing.tokenize.train_tokenizer import default_tokenizer
 
 REFERENCE_DROP = "drop-001"
 
@@ -55,39 +50,16 @@ def build_steps(size: str = "tiny", curation_steps: dict[str, ExecutorStep] | No
     """The quickstart's model steps on top of the curation steps, keyed by role."""
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r}; choose from {sorted(SIZES)}")
-    s = SIZES[size]
     cur = curation_steps if curation_steps is not None else curation.STEPS
     cleaned = output_path_of(cur["consolidated"], "docs")
-    name = f"quickstart-{size}"
-    heldout_docs = sample_documents_step(max_bytes=s.sample_bytes)
-    tokenizer = default_tokenizer(name, cleaned.at_partition(REFERENCE_DROP), vocab_size=s.vocab_size)
-    tokenized = default_tokenize(name, cleaned, tokenizer)
-    heldout = default_tokenize(f"{name}-heldout", heldout_docs / "validation", tokenizer, is_validation=True)
-    train = default_train(
-        name,
-        {"web": tokenized},
-        versioned(s.model),
-        s.train,
-        tags=("quickstart", size),
-        validation_sets={"heldout": heldout},
+    heldout_docs = sample_documents_step(max_bytes=SIZES[size].sample_bytes)
+    model = quickstart_model_steps(
+        cleaned,
+        size=size,
+        tokenizer_documents=cleaned.at_partition(REFERENCE_DROP),
+        heldout_documents=heldout_docs / "validation",
     )
-    evaluation = default_eval(
-        train,
-        evals=LOCAL_TASKS,
-        max_eval_instances=s.max_eval_instances,
-        max_eval_batches=s.max_eval_batches,
-        validation_caches={"heldout": heldout},
-        name=name,
-    )
-    return {
-        **cur,
-        "heldout_documents": heldout_docs,
-        "tokenizer": tokenizer,
-        "tokenized": tokenized,
-        "heldout": heldout,
-        "train": train,
-        "evaluation": evaluation,
-    }
+    return {**cur, "heldout_documents": heldout_docs, **model}
 
 
 # The size the code location shows: the README's tiny model, or the test size where minutes matter
