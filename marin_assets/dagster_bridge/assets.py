@@ -19,6 +19,7 @@ from typing import Any
 import dagster as dg
 
 from marin_assets.browse.links import browser_url
+from marin_assets.dagster_bridge.experiment_records import record_dagster_run
 from marin_assets.dagster_bridge.location_graph import AssetKeys, GraphView, definition_graph
 from marin_assets.dagster_bridge.location_graph import asset_key_for as asset_key_for  # re-exported
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
@@ -150,6 +151,8 @@ def _make_compute(
                     lambda u, o, r: _record_input(context, u, o, r, key_of, asset_key or key_of(node)),
                 )
             reason = reason_for((node, partition))
+            # The browser and the maintenance commands read lineage from experiment records.
+            record_dagster_run(graph, experiment, options.run_id, context.run.tags)
             outcome = executor.execute_unit((node, partition), graph)
         except InputFailedError as exc:  # the input's own cause first, then which input of what
             input_node, input_partition = exc.unit
