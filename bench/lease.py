@@ -173,7 +173,7 @@ def fenced_write(prefix: str, mb: int, files: int) -> dict[str, float]:
     try:
         step = ExecutorStep("bench/big", write_big, BigConfig(this_output_path(), versioned(mb), versioned(files)))
         start = time.perf_counter()
-        report = runner.Executor(runner.ExecutorOptions()).run(StepGraph([step], prefix))
+        report = runner.StepRunner(runner.ExecutorOptions()).run(StepGraph([step], prefix))
         fenced = time.perf_counter() - start
     finally:
         runner.publish = original

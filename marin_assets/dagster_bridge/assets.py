@@ -19,6 +19,7 @@ from typing import Any
 import dagster as dg
 
 from marin_assets.browse.links import browser_url
+from marin_assets.dagster_bridge.experiment_records import record_dagster_run
 from marin_assets.dagster_bridge.location_graph import AssetKeys, GraphView, definition_graph
 from marin_assets.dagster_bridge.location_graph import asset_key_for as asset_key_for  # re-exported
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
@@ -39,10 +40,10 @@ from marin_assets.execution.experiment import StepCheck as StepCheck
 from marin_assets.execution.experiment import StepSchedule as StepSchedule
 from marin_assets.execution.experiment import landing_partition_sources
 from marin_assets.execution.runner import (
-    Executor,
     ExecutorOptions,
     StepFailedError,
     StepOutcome,
+    StepRunner,
     Unit,
     function_name,
     is_ray_remote_function,
@@ -139,7 +140,7 @@ def _make_compute(
             stale_s=experiment.stale_s,
             force_run_failed=explicit,
         )
-        executor = Executor(options)
+        executor = StepRunner(options)
         label = unit_label((node, partition))
         try:
             if explicit:
@@ -150,6 +151,8 @@ def _make_compute(
                     lambda u, o, r: _record_input(context, u, o, r, key_of, asset_key or key_of(node)),
                 )
             reason = reason_for((node, partition))
+            # The browser and the maintenance commands read lineage from experiment records.
+            record_dagster_run(graph, experiment, options.run_id, context.run.tags)
             outcome = executor.execute_unit((node, partition), graph)
         except InputFailedError as exc:  # the input's own cause first, then which input of what
             input_node, input_partition = exc.unit

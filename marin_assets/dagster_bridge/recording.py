@@ -14,6 +14,10 @@ external asset, and the recording says so: a warning naming the steps and the ru
 
 Recording happens only when ``$DAGSTER_HOME`` is set (the README's commands set it), because
 without it Dagster would use a throwaway instance.
+
+Importing this module registers :func:`record_cli_run` as a run observer of ``executor_main``
+(:mod:`marin_assets.execution.observers`); the package declares the module as an observer plugin
+(``pyproject.toml``), so ``executor_main`` imports it after the steps ran.
 """
 
 from __future__ import annotations
@@ -30,11 +34,14 @@ from marin_assets.dagster_bridge.assets import RUN_ID_TAG, SOURCE_TAG, Experimen
 from marin_assets.dagster_bridge.location_graph import AssetKeys, location_asset_keys, location_graphs
 from marin_assets.dagster_bridge.partition_sets import observation, partition_set_key, partition_set_version
 from marin_assets.execution.experiment import Script, discover, script_of_file
-from marin_assets.execution.runner import Executor
+from marin_assets.execution.observers import register_run_observer
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.versioning import StepGraph
 
 logger = logging.getLogger("marin.executor")
 UNDEFINED_TAG = "marin/undefined_steps"
+OBSERVER_NAME = "dagster"
+"""The name this module registers its run observer under."""
 
 
 def location_keys(prefix: str, scripts: Sequence[Script]) -> AssetKeys:
@@ -83,7 +90,7 @@ def record_cli_run(
     from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
     instance = dg.DagsterInstance.get()
-    units = Executor.units(graph, list(run_only) if run_only else None)
+    units = StepRunner.units(graph, list(run_only) if run_only else None)
     selected_nodes = {id(node): node for node, _ in units}
     scripts = discover() if scripts is None else scripts
     keys = location_keys(graph.prefix, scripts)
@@ -150,3 +157,6 @@ def record_cli_run(
         run_ids.append(result.run_id)
     logger.info("recorded in Dagster instance %s as run(s) %s", os.environ["DAGSTER_HOME"], ", ".join(run_ids))
     return run_ids
+
+
+register_run_observer(OBSERVER_NAME, record_cli_run)

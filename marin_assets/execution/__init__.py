@@ -7,7 +7,7 @@ leases (``lease``), the runner (``runner``), dry runs (``dry_run``) and the comm
 
 This package exports what Marin's ``marin.execution`` does (``Executor`` is Marin's
 ``Executor(prefix, executor_info_base_path, description)``; the runner behind it is
-``marin_assets.execution.runner.Executor``), plus the engine's own names.
+``marin_assets.execution.runner.StepRunner``), plus the engine's own names.
 """
 
 from marin_assets.execution.executor import Executor, ExecutorMainConfig, get_executor_step
@@ -18,6 +18,7 @@ from marin_assets.execution.runner import (
     ExecutorOptions,
     StepFailedError,
     StepOutcome,
+    StepRunner,
     run_steps,
 )
 from marin_assets.execution.secrets import EnvSecret, secret_from_env
@@ -65,6 +66,7 @@ __all__ = [
     "StepFailedError",
     "StepGraph",
     "StepOutcome",
+    "StepRunner",
     "VersionedValue",
     "ensure_versioned",
     "executor_main",

@@ -225,8 +225,12 @@ def launch_step_function(node: ResolvedStep, config: Any) -> Any:
         unregister()
 
 
-class Executor:
-    """Runs units of a :class:`StepGraph` with status files and leases."""
+class StepRunner:
+    """Runs units of a :class:`StepGraph` with status files and leases.
+
+    The engine's runner; Marin's public ``Executor`` (:mod:`marin_assets.execution.executor`) and
+    ``executor_main`` build a graph and hand it to this class.
+    """
 
     def __init__(
         self, options: ExecutorOptions | None = None, launch: Callable[[ResolvedStep, Any], Any] = launch_step_function
@@ -604,4 +608,4 @@ def run_steps(
 ) -> ExecutionReport:
     """Resolve ``steps`` under ``prefix`` and run them (the library form of ``executor_main``)."""
     graph = StepGraph(steps, prefix, partitions)
-    return Executor(options).run(graph, run_only)
+    return StepRunner(options).run(graph, run_only)

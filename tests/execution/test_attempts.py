@@ -14,7 +14,7 @@ import pytest
 from marin_assets.execution import ExecutorStep, StepGraph, this_output_path, versioned
 from marin_assets.execution.attempt import published_path, staging_path
 from marin_assets.execution.lease import StepLease, lease_for_output, process_start_ticks
-from marin_assets.execution.runner import Executor, ExecutorError, ExecutorOptions
+from marin_assets.execution.runner import ExecutorError, ExecutorOptions, StepRunner
 from marin_assets.execution.status import read_metadata, read_status, write_status_if
 from marin_assets.execution.storage import join_path, read_bytes
 
@@ -53,12 +53,12 @@ def test_a_failed_attempt_is_resumed_by_the_retry_and_paths_name_the_output(pref
     graph = StepGraph([step], prefix)
     out = graph.resolved(step).output_path
     with pytest.raises(ExecutorError):
-        Executor(ExecutorOptions()).run(graph)
+        StepRunner(ExecutorOptions()).run(graph)
     failed = read_status(out)
     assert failed.status == "FAILED" and failed.attempt
     assert not os.path.exists(join_path(out, "checkpoints"))  # a failed attempt publishes nothing
     assert os.path.exists(join_path(staging_path(out, failed.attempt), "checkpoints/latest"))
-    Executor(ExecutorOptions(force_run_failed=True)).run(graph)
+    StepRunner(ExecutorOptions(force_run_failed=True)).run(graph)
     assert read_status(out).status == "SUCCESS"
     with open(join_path(out, "model.txt")) as handle:
         assert handle.read() == "resumed"
@@ -91,7 +91,7 @@ def test_a_provably_dead_holders_attempt_is_adopted(prefix):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     _plant_attempt(out, "deadbeef", dead.pid, heartbeat_age_s=0)
-    Executor(ExecutorOptions(heartbeat_s=0.2, stale_s=1.0)).run(graph)
+    StepRunner(ExecutorOptions(heartbeat_s=0.2, stale_s=1.0)).run(graph)
     assert read_metadata(out)["resumed"] is True
 
 
@@ -102,7 +102,7 @@ def test_a_stale_but_live_holders_attempt_is_discarded_not_adopted(prefix):
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         _plant_attempt(out, "cafebabe", alive.pid, heartbeat_age_s=30)  # paused or cut off, not dead
-        Executor(ExecutorOptions(heartbeat_s=0.2, stale_s=1.0)).run(graph)
+        StepRunner(ExecutorOptions(heartbeat_s=0.2, stale_s=1.0)).run(graph)
     finally:
         alive.kill()
         alive.wait()
@@ -143,12 +143,12 @@ def test_publishing_replaces_the_earlier_content_of_an_output(where, prefix, req
     out = graph.resolved(step).output_path
     monkeypatch.setenv("NAMES", "a,b")
     monkeypatch.setenv("TAG", "first")
-    Executor(ExecutorOptions()).run(graph)
+    StepRunner(ExecutorOptions()).run(graph)
     fs, p = filesystem(out)
     fs.rm_file(filesystem(status_path(out))[1])  # invalidated: the next run computes it again
     monkeypatch.setenv("NAMES", "a,c")
     monkeypatch.setenv("TAG", "second")
-    Executor(ExecutorOptions()).run(graph)
+    StepRunner(ExecutorOptions()).run(graph)
     files = sorted(
         f[len(p.rstrip("/")) + 1 :] for f in fs.find(p) if "/.executor_" not in f and "/." not in f[len(p) :]
     )

@@ -17,7 +17,7 @@ from marin_assets.execution import ExecutorOptions, StepGraph
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
 from marin_assets.execution.gcs import GCSLeaseBackend
 from marin_assets.execution.lease import StepLease, lease_for_output
-from marin_assets.execution.runner import Executor
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import read_status, read_statuses, write_status_if
 from marin_assets.experiments import hello_world
 from tests.execution.sample_steps import diamond
@@ -88,7 +88,7 @@ def test_storage_without_conditional_writes_fails_once_at_startup():
     calls: list[str] = []
     graph = StepGraph(diamond(), "http://127.0.0.1:9/marin")  # HTTP: reads, but no conditional writes
     with pytest.raises(UnsupportedStorageError, match=r"http:// .* cannot do the conditional writes"):
-        Executor(ExecutorOptions(), launch=lambda node, config: calls.append(node.name)).run(graph)
+        StepRunner(ExecutorOptions(), launch=lambda node, config: calls.append(node.name)).run(graph)
     assert calls == []
     cli = subprocess.run(
         [

@@ -18,7 +18,7 @@ from marin_assets.core.io import JsonlShardWriter
 from marin_assets.execution import ExecutorStep, StepGraph, this_output_path
 from marin_assets.execution.fence import LeaseLostError
 from marin_assets.execution.lease import StepLease, lease_for_output
-from marin_assets.execution.runner import Executor, ExecutorOptions
+from marin_assets.execution.runner import ExecutorOptions, StepRunner
 from marin_assets.execution.status import read_info
 from marin_assets.execution.storage import exists, filesystem, join_path, list_dir, open_for_write, read_bytes
 
@@ -157,7 +157,7 @@ def test_credentials_inside_urls_are_redacted_in_executor_info(prefix):
         ),
     )
     graph = StepGraph([step], prefix)
-    report = Executor(ExecutorOptions()).run(graph)
+    report = StepRunner(ExecutorOptions()).run(graph)
     assert [o.action for o in report.outcomes] == ["ran"]
     out = graph.resolved(step).output_path
     info = read_info(out)
@@ -176,5 +176,5 @@ def test_a_run_without_competitor_never_loses_its_leases_at_a_fast_heartbeat(whe
 
     base = prefix if where == "local" else request.getfixturevalue("gcs_prefix")
     steps = generate_dag(30)
-    report = Executor(ExecutorOptions(heartbeat_s=0.05, stale_s=1.0)).run(StepGraph(steps, base))
+    report = StepRunner(ExecutorOptions(heartbeat_s=0.05, stale_s=1.0)).run(StepGraph(steps, base))
     assert [o.action for o in report.outcomes].count("ran") == 30

@@ -363,8 +363,3 @@ def tokenize(config: TokenizeConfig) -> dict[str, Any]:
         summary["tags"] = list(config.tags)
     atomic_write_bytes(join_path(config.cache_path, "tokenize_stats.json"), json.dumps(summary, indent=2).encode())
     return summary
-
-
-def tokenized_split_paths(paths: str | Sequence[str], split: str) -> list[str]:
-    """``<cache>/<split>`` for each cache root in ``paths`` (one per drop for a partitioned step)."""
-    return [join_path(p, split) for p in as_path_list(paths)]
