@@ -454,7 +454,9 @@ class StepRunner:
                     "pip_dependency_groups": node.step.pip_dependency_groups,
                     "resources": repr(node.step.resources) if node.step.resources is not None else None,
                     "run_id": run_id,
-                }
+                },
+                # The config as given: its EnvSecret values, copied anywhere into it, are hidden too.
+                secret_values(config),
             ),
         )
         logger.info("%s: running %s -> %s (staged in %s)", label, function_name(node.step.fn), output_path, staging)
