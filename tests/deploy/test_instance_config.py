@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from marin_resources.deploy import instance_config
-from marin_resources.deploy.local import topology_env
+from marin_resources.deploy.local import REPO, topology_env
 
 
 def _derive(tmp_path):
@@ -89,6 +89,12 @@ def test_local_processes_get_every_variable_the_helm_values_give_the_pods(tmp_pa
     assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in env
     assert env["RAY_AUTH_TOKEN_PATH"] == os.path.join(str(tmp_path), "secrets", "ray_auth_token")
     assert env["RAY_API_SERVER_ADDRESS"] == env["MARIN_RAY_DASHBOARD_URL"] == "http://127.0.0.1:4"
+    # The project the location serves: this repository unless the team's repository is named, which
+    # then is also importable by the Ray workers (its scripts' step functions).
+    assert env["MARIN_PROJECT_ROOT"] == str(REPO) and env["PYTHONPATH"] == str(REPO)
+    team = tmp_path / "team"
+    env = topology_env(str(tmp_path), ports, "bkt", "pw", project_root=str(team))
+    assert env["MARIN_PROJECT_ROOT"] == str(team) and env["PYTHONPATH"].split(os.pathsep) == [str(team), str(REPO)]
 
 
 def test_ray_client_proxy_runs_without_grpc_fork_handlers_locally_and_on_kuberay():
