@@ -606,10 +606,10 @@ def _relog_progress(text: str) -> None:
 def forward_worker_progress() -> None:
     """Log the progress lines of this driver's Ray tasks (their output forwarded to the driver) to
     :data:`PROGRESS_LOGGER`, for Ray Client and for direct connections alike (once per connection)."""
-    import ray
+    from ray.util.client import ray as client_ray
 
-    if ray.util.client.ray.is_connected():
-        log_client = ray.util.client.ray.worker.log_client
+    if client_ray.is_connected():
+        log_client = client_ray.worker.log_client
         if getattr(log_client, "marin_progress", False):
             return
         printed = log_client.stdstream

@@ -109,3 +109,22 @@ def test_ray_client_proxy_runs_without_grpc_fork_handlers_locally_and_on_kuberay
     cluster = yaml.safe_load((Path(instance_config.DEFAULT_VALUES).parent / "raycluster.yaml").read_text())
     (head,) = cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"]
     assert {"name": "GRPC_ENABLE_FORK_SUPPORT", "value": "false"} in head["env"]
+
+
+def test_the_local_code_server_reloads_and_the_dashboard_port_is_fixed(monkeypatch):
+    """`dagster code-server start` (reloads), not `dagster api grpc`; `reload` / `restart-code`
+    commands; the dashboard on 8265 unless configured ($MARIN_RAY_DASHBOARD_PORT, --ray_dashboard_port)."""
+    from marin_resources.deploy import local
+
+    command = local.code_server_command(4321)
+    assert command[1:3] == ["code-server", "start"] and "grpc" not in command
+    assert command[command.index("-p") + 1] == "4321"
+    assert command[command.index("--python-file") + 1].endswith("definitions.py")
+    parser = local.build_parser()
+    assert parser.parse_args(["reload"]).command == "reload"
+    assert parser.parse_args(["restart-code"]).command == "restart-code"
+    monkeypatch.delenv("MARIN_RAY_DASHBOARD_PORT", raising=False)
+    assert local.build_parser().parse_args([]).ray_dashboard_port == 8265
+    monkeypatch.setenv("MARIN_RAY_DASHBOARD_PORT", "18265")
+    assert local.build_parser().parse_args([]).ray_dashboard_port == 18265
+    assert local.build_parser().parse_args(["--ray_dashboard_port", "0"]).ray_dashboard_port == 0

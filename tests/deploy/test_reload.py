@@ -99,6 +99,15 @@ fixed = ExecutorStep(name="evaluation/team_fixed", fn=run_stage,
                      config=StageConfig(this_output_path(), "fixed", {"n": versioned(2)}))
 '''
 
+RUN_ERRORS = """
+query Errors($runId: ID!) {
+  logsForRun(runId: $runId) {
+    ... on EventConnection { events { __typename
+      ... on ExecutionStepFailureEvent { stepKey error { message causes { message } } }
+      ... on RunFailureEvent { message } } }
+  }
+}
+"""
 ASSET_NODES = "{ assetNodes { assetKey { path } groupName opVersion staleStatus } }"
 LAUNCH = """
 mutation Launch($params: ExecutionParams!) {
@@ -200,7 +209,9 @@ def _materialize(topology: Topology, names: tuple[str, ...], timeout: float = 60
     launched = topology.graphql(LAUNCH, {"params": params})["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     run = topology.wait_for_run(launched["run"]["runId"], timeout=timeout)
-    assert run["status"] == "SUCCESS", (run, topology.log_tail())
+    if run["status"] != "SUCCESS":
+        events = topology.graphql(RUN_ERRORS, {"runId": run["runId"]})["logsForRun"]["events"]
+        pytest.fail(f"run {run['runId']} {run['status']}: {[e for e in events if len(e) > 1]}")
     return run["runId"]
 
 
