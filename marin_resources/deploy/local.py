@@ -62,7 +62,8 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEFAULT_STATE_DIR = os.path.join(REPO, ".local_deploy")
 PROJECT = "marin-local"
 LOCATION_NAME = "marin"
-WORKER_START_ATTEMPTS = 3
+# Ray nodes (head, worker) started at most this often: see start_ray.
+WORKER_START_ATTEMPTS = 5
 # The Ray dashboard (Jobs API, `marin/ray_*` links): Ray's own default, fixed across restarts.
 DEFAULT_DASHBOARD_PORT = 8265
 DASHBOARD_PORT_ENV = "MARIN_RAY_DASHBOARD_PORT"
@@ -172,6 +173,9 @@ def _ray_node_env(env: dict[str, str]) -> dict[str, str]:
     # The Ray Client proxy gives each client's server process 30 s to come up: too short on a
     # busy small machine (clients then fail with "Starting Ray client server failed").
     node_env.setdefault("RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S", "120")
+    # A raylet waits this long for its dashboard agent (a Python process) to report its port, then
+    # aborts; on a loaded small machine the agent's start alone can take longer than the default.
+    node_env.setdefault("RAY_agent_register_timeout_ms", "120000")
     return node_env
 
 
@@ -246,17 +250,30 @@ def start_ray(
     ports = state.ports
     node_env = _ray_node_env(env)
     ray_tmp = os.path.join("/tmp", f"marin-deploy-{os.getuid()}-{ports['ray_gcs']}")  # short: socket paths
-    head = services.start_service(
-        "ray-head",
-        services.ray_head_command(_bin("ray"), ray_tmp, ports, 256 * 1024**2),
-        _ray_head_env(node_env),
-        log_dir,
-    )
-    head.port = ports["ray_gcs"]
-    state.services.append(head)
     state.ray_temp_dir = ray_tmp
-    state.save()
-    services.wait_for_port(ports["ray_gcs"], "Ray head", head.log, 120, head.pid)
+    for attempt in range(1, WORKER_START_ATTEMPTS + 1):
+        head = services.start_service(
+            "ray-head",
+            services.ray_head_command(_bin("ray"), ray_tmp, ports, 256 * 1024**2),
+            _ray_head_env(node_env),
+            log_dir,
+        )
+        head.port = ports["ray_gcs"]
+        state.services.append(head)
+        state.save()
+        try:
+            services.wait_for_port(ports["ray_gcs"], "Ray head", head.log, 120, head.pid)
+            services.wait_for_port(ports["ray_client"], "Ray Client server", head.log, 120, head.pid)
+            break
+        except DeployError:
+            # `ray start --head` also gives its raylet 30 s (hard-coded) to register with the GCS;
+            # on an overloaded machine it gives up and exits. Another attempt usually succeeds.
+            if attempt == WORKER_START_ATTEMPTS:
+                raise
+            services.stop_group(head.pid)  # its GCS server and raylet may still run: free the ports
+            state.services.remove(head)
+            if step:
+                step(f"ray head did not come up (attempt {attempt}); starting it again")
     worker_command = services.ray_worker_command(
         _bin("ray"),
         ray_tmp,
@@ -266,7 +283,6 @@ def start_ray(
         num_gpus=worker_gpus,
         resources=worker_resources,
     )
-    services.wait_for_port(ports["ray_client"], "Ray Client server", head.log, 120, head.pid)
     for attempt in range(1, WORKER_START_ATTEMPTS + 1):
         worker = services.start_service("ray-worker", worker_command, node_env, log_dir)
         state.services.append(worker)
