@@ -636,6 +636,40 @@ _INIT_LOCK = threading.Lock()
 CLIENT_CONNECT_ATTEMPTS = 3
 
 
+def _connect(address: str, namespace: str, runtime_env: dict[str, Any] | None, metadata: dict[str, str] | None) -> None:
+    """``ray.init`` with the job's ``metadata`` (its submission id) in the job config.
+
+    Ray Client (``ray://``) takes the job config from its connection builder only -- a ``job_config``
+    given to ``ray.init`` would be sent to the server as a JSON keyword and fail -- so that path
+    builds the connection as ``ray.init`` does and puts the metadata on the builder's job config.
+    """
+    import ray
+
+    # Worker output in the driver's terminal; MARIN_RAY_LOG_TO_DRIVER=0 (the quickstart without
+    # -v) keeps it in Ray's log files only.
+    log_to_driver = os.environ.get("MARIN_RAY_LOG_TO_DRIVER", "1") != "0"
+    if address.startswith("ray://"):
+        builder = ray.client(address, _deprecation_warn_enabled=False).namespace(namespace)
+        if runtime_env:
+            builder = builder.env(runtime_env)
+        if not log_to_driver:
+            builder._init_args(log_to_driver=False)
+        if metadata:
+            builder._job_config.metadata.update(metadata)
+        builder.connect()
+        return
+    from ray.job_config import JobConfig
+
+    ray.init(
+        address=address,
+        namespace=namespace,
+        runtime_env=runtime_env,
+        job_config=JobConfig(metadata=dict(metadata)) if metadata else None,
+        log_to_driver=log_to_driver,
+        ignore_reinit_error=True,
+    )
+
+
 def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
     """Connect this process to Ray (once) and return the cluster's resources."""
     import ray
@@ -656,15 +690,12 @@ def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
                     Config.initialize("")
                 address = resolve_address(config)
             runtime_env = dict(config.runtime_env or {})
-            job_config, driver_metadata = None, None
+            driver_metadata = None
             if not embedded and not os.environ.get(_JOBS_API_DRIVER_ENV):
                 # A driver of its own (a Dagster run's step process, executor_main): give its job a
                 # submission id unique across restarts for the dashboard links (ray_links). A job of
                 # the Jobs API (ray_run) already has one.
-                from ray.job_config import JobConfig
-
                 driver_metadata = {SUBMISSION_ID_KEY: new_submission_id(), DRIVER_MARK_KEY: "ray-client"}
-                job_config = JobConfig(metadata=driver_metadata)
             if embedded:
                 # The embedded head's workers have a minimal environment: this run's settings
                 # (JAX platform, offline flags, emulator hosts -- no secrets) travel with its job.
@@ -679,16 +710,7 @@ def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
             attempts = CLIENT_CONNECT_ATTEMPTS if address.startswith("ray://") else 1
             for attempt in range(1, attempts + 1):
                 try:
-                    ray.init(
-                        address=address,
-                        namespace=config.namespace,
-                        runtime_env=runtime_env or None,
-                        job_config=job_config,
-                        # Worker output in the driver's terminal; MARIN_RAY_LOG_TO_DRIVER=0 (the
-                        # quickstart without -v) keeps it in Ray's log files only.
-                        log_to_driver=os.environ.get("MARIN_RAY_LOG_TO_DRIVER", "1") != "0",
-                        ignore_reinit_error=True,
-                    )
+                    _connect(address, config.namespace, runtime_env or None, driver_metadata)
                     break
                 except (ConnectionError, RuntimeError) as exc:
                     # The Ray Client proxy starts one server process per client; on a busy head

@@ -2,18 +2,15 @@
 
 A team's experiments repository (``--project_root``) with a four-step training script and a script
 that fails on import is served by the topology's code server (``dagster code-server start``). The
-tests, in order:
+script's assets are materialized through the daemon and the Ray worker; then a ``versioned(...)``
+value of the model step is edited, a new script is added and the broken one fixed, and
+``local_deploy.sh reload`` (GraphQL ``reloadRepositoryLocation``, what *Reload definitions* sends)
+serves, within seconds, the new code version on the same asset key with the stale marker, the new
+script's asset and the fixed script's asset. A run launched afterwards for every asset of the
+script recomputes only the edited step and its descendant, with the new code; ``restart-code``
+restarts the code server alone.
 
-1. reload: the script's assets are materialized through the daemon and the Ray worker; then a
-   ``versioned(...)`` value of the model step is edited, a new script is added and the broken one
-   fixed, and ``local_deploy.sh reload`` (GraphQL ``reloadRepositoryLocation``, what *Reload
-   definitions* sends) serves, within seconds, the new code version on the same asset key with the
-   stale marker, the new script's asset and the fixed script's asset. A run launched afterwards for
-   every asset of the script recomputes only the edited step and its descendant, with the new code
-   (its output holds the edited value); ``restart-code`` restarts the code server alone;
-2. restart: the topology goes down and up again on the same state folder; the Ray dashboard keeps
-   its port, and a ``marin/ray_job`` link of a materialization made before the restart either
-   opens that same job or says it is gone -- never another job.
+Links that survive a restart of Ray: ``tests/deploy/test_ray_links_restart.py``.
 """
 
 from __future__ import annotations
@@ -25,8 +22,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -294,56 +289,3 @@ def test_edit_reload_new_code_version_same_key_stale_then_only_the_edit_recomput
     assert services.group_processes(restarted.pid) and not services.group_processes(old_pid)
     assert _nodes(topology)[_key(EDITED)]["opVersion"] == after[_key(EDITED)]["opVersion"]
     topology.state = state
-
-
-def _job_via_api(state: DeployState, job: str) -> dict[str, Any] | None:
-    """The dashboard's answer for ``/api/jobs/<job>`` (None: not found), with the topology's token."""
-    url = f"{state.env['MARIN_RAY_DASHBOARD_URL']}/api/jobs/{job}"
-    with open(state.env["RAY_AUTH_TOKEN_PATH"]) as handle:
-        token = handle.read().strip()
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            return None
-        raise
-
-
-@pytest.mark.timeout(1200)
-def test_restart_keeps_the_dashboard_port_and_old_ray_job_links_never_open_another_job(deployment):
-    topology: Topology = deployment["topology"]
-    state = topology.state
-    model = _latest(topology, EDITED)
-    link = model["marin/ray_job"]
-    dashboard = state.env["MARIN_RAY_DASHBOARD_URL"]
-    assert dashboard == f"http://127.0.0.1:{deployment['dashboard_port']}"
-    assert link.startswith(f"{dashboard}/#/jobs/"), link
-    job = link.rsplit("/", 1)[1]
-    # The link names the job's submission id (unique across restarts), not Ray's 01000000-style id.
-    placement = json.loads(model["marin/ran_on"])
-    assert job != placement["ray_job_id"], job
-    assert placement["ray_job_submission_id"] == job
-    known = _job_via_api(state, job)
-    assert known is not None and known["submission_id"] == job, known
-    assert known["job_id"] == placement["ray_job_id"]
-
-    _local(state, "down")
-    state = _up(deployment["state_dir"], deployment["project"], deployment["dashboard_port"])
-    topology = _topology(state)
-    deployment["topology"] = topology
-    assert state.env["MARIN_RAY_DASHBOARD_URL"] == dashboard  # same port after the restart
-    # A new materialization after the restart: a new job, which the old link does not name.
-    (deployment["project"] / "experiments" / "team_train.py").write_text(TRAIN_SCRIPT.format(lr="0.003"))
-    _local(state, "reload")
-    _materialize(topology, (EDITED,))
-    new = _latest(topology, EDITED)
-    new_job = new["marin/ray_job"].rsplit("/", 1)[1]
-    assert new_job != job
-    # Ray's own job ids start again after a restart: whatever job now has the old id, the old link
-    # opens the old job or nothing.
-    reopened = _job_via_api(state, job)
-    assert reopened is None or (reopened["submission_id"] == job and reopened["job_id"] == placement["ray_job_id"]), (
-        reopened
-    )
