@@ -24,6 +24,7 @@ from marin_assets.dagster_bridge.location_graph import AssetKeys, GraphView, def
 from marin_assets.dagster_bridge.location_graph import asset_key_for as asset_key_for  # re-exported
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
 from marin_assets.dagster_bridge.partition_sets import partition_set_key
+from marin_assets.dagster_bridge.progress import with_progress_logs
 from marin_assets.dagster_bridge.unit_run import SOURCE_TAG as SOURCE_TAG  # re-exported: jobs tag their runs
 from marin_assets.dagster_bridge.unit_run import (
     InputFailedError,
@@ -215,7 +216,7 @@ def _make_compute(
             check_results=check_results,
         )
 
-    return compute
+    return with_progress_logs(compute)  # training/eval progress lines in the run's logs
 
 
 def _record_input(

@@ -197,7 +197,7 @@ def launch_step_function(node: ResolvedStep, config: Any) -> Any:
         return step.fn(config)
     import ray
 
-    from marin_resources.ray_cluster import ensure_ray, recording_placement
+    from marin_resources.ray_cluster import ensure_ray, name_task, recording_placement
 
     ensure_ray()
     # Every Ray path records where the step ran (node id, assigned resources) in its metadata.
@@ -209,9 +209,12 @@ def launch_step_function(node: ResolvedStep, config: Any) -> Any:
         resources = step.resources
         accelerator = resources if hasattr(resources, "launch") else accelerator_from_dict(resources)
         fn = getattr(step.fn, "_function", step.fn)
-        return accelerator.launch(_fenced(recording_placement(fn)), config, runtime_env=runtime_env or None)
+        # The Ray task is named after the step (not after the innermost wrapper, `fenced`).
+        task = name_task(_fenced(recording_placement(fn)), node.name)
+        return accelerator.launch(task, config, runtime_env=runtime_env or None)
     # A @ray.remote step keeps its own options (num_cpus, resources, ...).
     options = dict(getattr(step.fn, "_default_options", None) or {})
+    options.setdefault("name", node.name)
     if runtime_env:
         options["runtime_env"] = runtime_env
     wrapped = _fenced(recording_placement(step.fn._function))

@@ -154,7 +154,7 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
         log.write(f"\n===== marin: train_lm start {time.strftime('%Y-%m-%dT%H:%M:%S')} =====\n".encode())
     start = time.monotonic()
     proc = subprocess_runner.start(
-        levanter_main.command("train", spec), log_path, training_env(_env_of(config), accelerator)
+        levanter_main.command("train", spec), log_path, training_env(_env_of(config), accelerator), label="train"
     )
     try:
         rc = subprocess_runner.wait(proc, TRAIN_TIMEOUT_S)  # kills the trainer if cancelled
