@@ -25,7 +25,6 @@ import functools
 import json
 import logging
 import os
-import socket
 import threading
 import time
 import uuid
@@ -42,7 +41,7 @@ from marin_assets.execution.conditional import (
 )
 from marin_assets.execution.fence import LeaseLostError, StepCancelled, activate
 from marin_assets.execution.gcs import GCSLeaseBackend
-from marin_assets.execution.status import LEASE_FILE
+from marin_assets.execution.status import LEASE_FILE, host_id
 from marin_assets.execution.storage import filesystem, is_local, join_path
 
 __all__ = [
@@ -70,18 +69,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_HEARTBEAT_S = 30.0
 DEFAULT_STALE_S = 90.0
-
-
-HOST_ID_ENV = "MARIN_HOST_ID"
-
-
-def host_id() -> str:
-    """This host's identity in leases: ``$MARIN_HOST_ID`` when set, else the hostname.
-
-    The override lets tests run two "hosts" on one machine (a holder on another host is never
-    provably dead, only stale); on real machines the hostname is the identity.
-    """
-    return os.environ.get(HOST_ID_ENV) or socket.gethostname()
 
 
 class Clock(Protocol):

@@ -8,13 +8,19 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from marin_assets.core.io import read_jsonl_gz
+from marin_assets.training.training_log import list_step_dirs
 from tests.conformance.marin_import import map_imports, recorded_paths, run_marin_script, summary
+from tests.published_files import files_naming_a_staging_folder
 
 
 def marin_hash(version: dict) -> str:
@@ -166,6 +172,25 @@ def test_integration_pipeline_html_to_trained_model_and_reruns_cached(prefix):
 
     again = summary(run_marin_script("integration", prefix, timeout=600))
     assert (again["ran"], again["cached"]) == (0, 9)
+
+    # Every published file names published folders: no staging path in any text, JSON or YAML file
+    # (summaries, stats, Levanter's configs, HF configs, .executor_*, the experiment records).
+    assert files_naming_a_staging_folder(prefix) == []
+    assert yaml.safe_load((paths["train"] / "train_config.yaml").read_text())["trainer"]["checkpointer"][
+        "base_path"
+    ] == str(paths["train"] / "checkpoints")
+    assert trained["output_path"] == str(paths["train"]) and trained["hf_export"].startswith(str(paths["train"]))
+    # Levanter resumes from the published config: one more step continues from the last checkpoint.
+    last = list_step_dirs(str(paths["train"] / "checkpoints"))[-1][0]
+    resumed = subprocess.run(
+        [sys.executable, "-m", "levanter.main.train_lm", "--config_path", str(paths["train"] / "train_config.yaml"),
+         "--trainer.num_train_steps", str(last + 1)],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "JAX_PLATFORMS": "cpu", "WANDB_MODE": "disabled"},
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-4000:]
+    assert f"Loading checkpoint from {paths['train'] / 'checkpoints'}" in resumed.stdout + resumed.stderr
+    assert list_step_dirs(str(paths["train"] / "checkpoints"))[-1][0] == last + 1
 
 
 # ------------------------------------------------------------------------------------------
