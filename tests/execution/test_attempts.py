@@ -17,6 +17,7 @@ from marin_assets.execution.lease import StepLease, lease_for_output, process_st
 from marin_assets.execution.runner import Executor, ExecutorError, ExecutorOptions
 from marin_assets.execution.status import read_metadata, read_status, write_status_if
 from marin_assets.execution.storage import join_path, read_bytes
+from tests.published_files import files_naming_a_staging_folder
 
 
 @dataclass(frozen=True)
@@ -214,8 +215,21 @@ def test_a_sigkilled_training_step_resumes_from_its_staged_checkpoints(prefix):
     assert read_status(out).status == "SUCCESS"
     metadata = read_metadata(out)
     assert metadata["resumed_from_step"] > 0 and metadata["resumed_from_step"] >= killed_at - 5
-    assert list_step_dirs(join_path(out, "checkpoints"))[-1][0] >= 115
+    last = list_step_dirs(join_path(out, "checkpoints"))[-1][0]
+    assert last >= 115
     assert str(metadata["hf_export"]).startswith(out) and ".marin_attempts" not in json.dumps(metadata)
+    # Nothing published names a staging folder, and Levanter resumes from the published config:
+    # asked for a few more steps, it loads the published checkpoint and continues from there.
+    assert files_naming_a_staging_folder(prefix) == []
+    resumed = subprocess.run(
+        [sys.executable, "-m", "levanter.main.train_lm", "--config_path", join_path(out, "train_config.yaml"),
+         "--trainer.num_train_steps", str(last + 5)],
+        cwd=repo, capture_output=True, text=True, timeout=500,
+        env={**env, "JAX_PLATFORMS": "cpu", "WANDB_MODE": "disabled"},
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"Loading checkpoint from {join_path(out, 'checkpoints')}" in resumed.stdout + resumed.stderr
+    assert list_step_dirs(join_path(out, "checkpoints"))[-1][0] == last + 5  # saved every 5 steps
 
 
 @dataclass(frozen=True)
