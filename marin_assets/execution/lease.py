@@ -333,7 +333,8 @@ class StepLease:
     # ------------------------------------------------------------------ acquire / renew / release
     def _held(self, token: str, previous: LeaseHolder | None = None, stale_holder: bool = False) -> bool:
         # Whether the previous holder may still be writing: it lost the lease to staleness while
-        # alive (paused, cut off). Its attempt's staged output must then never be adopted.
+        # alive (paused, cut off, on another host). Its attempt's staged output is then adopted
+        # only by copying it (execution.attempt.copy_attempt), never in place.
         self.took_over_live_holder = stale_holder
         self.previous_holder = previous
         self._token = token
