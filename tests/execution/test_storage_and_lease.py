@@ -211,3 +211,11 @@ def test_a_holder_on_another_host_is_only_stale_never_provably_dead(tmp_path, mo
     monkeypatch.setenv("MARIN_HOST_ID", "host-b")  # this process now plays another host
     assert not here.is_provably_dead()
     assert json.loads(lease._content())["host"] == "host-b"
+
+
+def test_the_adoption_bench_takes_over_and_continues_from_the_copied_checkpoint(gcs_server, gcs_prefix):
+    from bench.lease import adoption
+
+    result = adoption(lambda: f"gs://{gcs_server.create_bucket()}/adopt", 2, 4)
+    # (the bench itself asserts the takeover wrote no checkpoint object and copied once)
+    assert result["objects"] == 4 and result["takeover_with_adoption_s"] > result["adoption_copy_s"] > 0
