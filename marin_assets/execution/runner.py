@@ -38,9 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from marin_assets.execution.attempt import (
+    copy_attempt,
     discard_attempts,
     prepare_staging,
     publish,
+    relocate_staged_text,
     rewrite_paths,
     staging_path,
 )
@@ -388,15 +390,23 @@ class StepRunner:
             )
 
     @staticmethod
-    def _attempt_for(lease: StepLease, label: str, status: StatusRecord | None) -> str:
-        """The staging folder this attempt writes to: the previous attempt's when that one is known
-        to have stopped (it recorded FAILED, released the lease, or its holder is provably dead) --
-        so a retried training step resumes from its checkpoints -- else a fresh one."""
+    def _attempt_for(lease: StepLease, label: str, status: StatusRecord | None) -> tuple[str, str | None]:
+        """The staging folder this attempt writes to, and the attempt to copy into it first.
+
+        The previous attempt's folder itself when that attempt is known to have stopped (it
+        recorded FAILED, released the lease, or its holder is provably dead) -- so a retried
+        training step resumes from its checkpoints in place. When its holder may still be alive
+        (we took its lease over because it went stale: paused, cut off, on another host), or a
+        copy from such an attempt was under way: a fresh folder, into which that attempt is copied
+        before it is discarded -- the step still resumes, and the old holder never writes into
+        anything this attempt publishes.
+        """
         previous = status.attempt if status is not None else None
         if previous and not lease.took_over_live_holder:
             logger.info("%s: resuming in the staging folder of attempt %s", label, previous)
-            return previous
-        return lease.owner[:16]
+            return previous, None
+        source = previous or (status.copying_from if status is not None else None)
+        return lease.owner[:16], source
 
     @staticmethod
     def _fenced_status(
@@ -430,11 +440,29 @@ class StepRunner:
         status: StatusRecord | None,
     ) -> StepOutcome:
         run_id = self.options.run_id
-        attempt = self._attempt_for(lease, label, status)
-        token = self._fenced_status(lease, label, output_path, STATUS_RUNNING, token, run_id=run_id, attempt=attempt)
-        # Every attempt but ours is made unpublishable before our step writes anything.
-        discard_attempts(output_path, keep=attempt)
+        attempt, copy_from = self._attempt_for(lease, label, status)
         staging = staging_path(output_path, attempt)
+        if copy_from is not None:
+            # The status names the source while we copy: a runner that takes over from us mid-copy
+            # copies again (our half-copied folder is never adopted in place).
+            token = self._fenced_status(
+                lease, label, output_path, STATUS_RUNNING, token, run_id=run_id, copying_from=copy_from
+            )
+            discard_attempts(output_path, keep=copy_from)
+            copy_start = time.monotonic()
+            copied = copy_attempt(staging_path(output_path, copy_from), staging, lease)
+            logger.info(
+                "%s: continuing from attempt %s, whose holder may still be alive: copied %d files into %s in %.1fs",
+                label,
+                copy_from,
+                copied,
+                attempt,
+                time.monotonic() - copy_start,
+            )
+        token = self._fenced_status(lease, label, output_path, STATUS_RUNNING, token, run_id=run_id, attempt=attempt)
+        # Every attempt but ours is made unpublishable before our step writes anything (the one we
+        # copied from included: what its holder writes from now on lands in discarded objects).
+        discard_attempts(output_path, keep=attempt)
         prepare_staging(staging)
         config = instantiate_config(node.step.config, node, partition, graph, output_path=staging)
         write_json(
@@ -447,7 +475,8 @@ class StepRunner:
                     "fn_name": function_name(node.step.fn),  # Marin's key for the same
                     "description": node.step.description,
                     "override_output_path": node.step.override_output_path,
-                    "config": _config_for_info(config),
+                    # As published: the output path, not the staging folder the function writes to.
+                    "config": rewrite_paths(_config_for_info(config), staging, output_path),
                     "version": node.version,
                     "hash": node.hash,
                     "output_path": output_path,
@@ -468,6 +497,9 @@ class StepRunner:
             with lease.fencing():
                 result = self.launch(node, resolve_secrets(config))
             lease.check()
+            # Files the step wrote that name its staging folder (summaries, Levanter's configs)
+            # name the output instead. Still adoptable if this fails: paths are all they change.
+            relocate_staged_text(staging, output_path, lease)
             # From here the staging folder is half-moved: no later attempt may adopt it.
             token = self._fenced_status(lease, label, output_path, STATUS_RUNNING, token, run_id=run_id)
             publishing = True

@@ -32,6 +32,7 @@ so a rerun of a killed step finds ``checkpoints/step-N`` and Levanter continues 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import os
@@ -164,6 +165,10 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
         log_text = handle.read()
     if rc != 0:
         raise RuntimeError(f"levanter train_lm exited with {rc}; log {log_path}:\n{log_text[-4000:]}")
+    # The pickled spec was the subprocess's input only: train_config.yaml is the record of what ran
+    # (the pickle would publish the attempt's staging path and the step's env_vars).
+    with contextlib.suppress(OSError):
+        os.remove(spec)
     if not is_local(out):
         atomic_write_bytes(join_path(out, "train.log"), log_text.encode())
     with open(levanter_main.plan_path(spec)) as handle:
