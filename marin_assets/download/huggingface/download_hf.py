@@ -106,7 +106,7 @@ def cached_snapshot(config: DownloadConfig) -> str:
         what = (
             f"revision {config.revision!r} of it"
             if os.path.isdir(repo_folder)
-            else f"no folder {os.path.basename(repo_folder)!r} at all"
+            else f"its folder {os.path.basename(repo_folder)!r}"
         )
         raise HfDatasetNotCachedError(
             f"HF dataset {config.hf_dataset_id!r} at revision {config.revision!r} is not in the local "
