@@ -96,11 +96,18 @@ def team_roots() -> list[str]:
     return seen
 
 
+def _is_team_folder(folder: str) -> bool:
+    """An ``experiments`` folder holding Python: an ``__init__.py`` or, as a namespace package, ``.py`` files."""
+    try:
+        return os.path.isdir(folder) and any(name.endswith(".py") for name in os.listdir(folder))
+    except OSError:
+        return False
+
+
 def _team_package_spec() -> importlib.machinery.ModuleSpec | None:
-    """The spec of the team's ``experiments`` folder (one with an ``__init__.py``), if any."""
+    """The spec of the team's ``experiments`` folder, if any (nearest root first)."""
     for root in team_roots():
-        folder = os.path.join(root, TEAM_PACKAGE)
-        if os.path.isfile(os.path.join(folder, "__init__.py")):
+        if _is_team_folder(os.path.join(root, TEAM_PACKAGE)):
             return importlib.machinery.PathFinder.find_spec(TEAM_PACKAGE, [root])
     return None
 
@@ -181,8 +188,8 @@ class MarinAliasFinder(importlib.abc.MetaPathFinder):
 
     def _experiments_spec(self, fullname: str, path: Sequence[str] | None) -> importlib.machinery.ModuleSpec | None:
         if fullname == TEAM_PACKAGE:
-            if _real_package_exists(TEAM_PACKAGE):
-                return None  # the team's package on sys.path: the normal import finds it
+            if importlib.machinery.PathFinder.find_spec(TEAM_PACKAGE, sys.path) is not None:
+                return None  # the team's package on sys.path (a namespace package too): the normal import finds it
             team = _team_package_spec()
             if team is not None:
                 return team

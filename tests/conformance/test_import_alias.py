@@ -27,10 +27,12 @@ import marin.processing.classification.consolidate as c, marin_assets.processing
 from fray.cluster import ResourceConfig
 from marin.resources import GpuConfig
 import marin_resources, experiments.defaults as e, marin_assets.experiments.defaults as f
+from experiments.defaults import default_download
+from experiments.llama import llama_1_4b_train_config
 print(json.dumps({
     "executor": a is b, "consolidate": c is d, "spec": a.__spec__.name,
     "fray": ResourceConfig is marin_resources.ResourceConfig, "resources": GpuConfig is marin_resources.GpuConfig,
-    "experiments": e is f, "class_module": a.ExecutorStep.__module__,
+    "experiments": e is f and default_download is f.default_download, "class_module": a.ExecutorStep.__module__,
 }))
 """
 

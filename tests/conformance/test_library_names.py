@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import marin.execution.step as step_module
-from experiments.defaults import default_download
-from experiments.llama import llama_1_4b_train_config, llama_150m_train_config
 from marin.core.runtime import TaskConfig, cached_or_construct_output, map_files_in_directory
 from marin.download.huggingface.download import DownloadConfig as OldDownloadConfig
 from marin.download.huggingface.download_hf import DownloadConfig
@@ -20,7 +18,12 @@ from marin.execution import StepContext, StepRef, deferred, output, step, versio
 from marin.execution.executor import ExecutorStep, output_path_of, this_output_path
 from marin.processing.classification.inference import TaskConfig as InferenceTaskConfig
 
+# ``experiments.*`` is imported by Marin's name only in subprocesses (test_import_alias,
+# test_team_repo): in this process it would bind ``experiments`` to the built-ins for the whole
+# session, and later tests import a project's own ``experiments`` package.
 from marin_assets.execution.versioning import StepGraph
+from marin_assets.experiments.defaults import default_download
+from marin_assets.experiments.llama import llama_1_4b_train_config, llama_150m_train_config
 from tests.conformance.marin_import import SCRIPTS, alias_env, recorded_paths, run_unmodified
 from tests.conformance.test_team_repo import hf_hub  # noqa: F401 - the fixture
 
