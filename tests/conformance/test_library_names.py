@@ -17,6 +17,18 @@ from marin.download.huggingface.download_hf import download_hf as _download_hf
 from marin.execution import StepContext, StepRef, deferred, output, step, versioned
 from marin.execution.executor import ExecutorStep, output_path_of, this_output_path
 from marin.processing.classification.inference import TaskConfig as InferenceTaskConfig
+from marin.processing.tokenize import (
+    HfTokenizeConfig,
+    TokenizeConfig,
+    TokenizeConfigBase,
+    add_validation_sets_to_mixture,
+    get_vocab_size_for_tokenizer,
+    lm_data_config,
+    tokenize,
+)
+from marin.processing.tokenize.data_configs import mixture_for_evaluation
+from marin.utilities.executor_utils import ckpt_path_to_step_name
+from marin.utils import fsspec_cpdir, fsspec_get_atomic_directories, fsspec_get_curr_subdirectories
 
 # ``experiments.*`` is imported by Marin's name only in subprocesses (test_import_alias,
 # test_team_repo): in this process it would bind ``experiments`` to the built-ins for the whole
@@ -134,3 +146,66 @@ def test_the_step_decorator_script_runs_unmodified(hf_hub, tmp_path, prefix):  #
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert recorded_paths(prefix) == {"raw/tiny-web": ["raw/tiny-web-main"]}
     assert os.path.exists(Path(prefix, "raw/tiny-web-main/data/train.jsonl"))
+
+
+def tokenize_step(name: str, tokenizer: str) -> ExecutorStep:
+    config = TokenizeConfig(
+        train_paths=["/data/" + name],
+        validation_paths=[],
+        cache_path=this_output_path(),
+        tokenizer=versioned(tokenizer),
+    )
+    return ExecutorStep(name=f"tokenized/{name}", fn=tokenize, config=config)
+
+
+def test_tokenize_names_of_marins_defaults(tmp_path):
+    """What Marin's experiments/defaults.py imports from marin.processing.tokenize."""
+    hf = HfTokenizeConfig(id="org/web", cache_path=this_output_path(), tokenizer=versioned("gpt2"), name="en")
+    made = ExecutorStep(name="tokenized/web", fn=tokenize, config=hf)
+    marin = marin_hash({"name": "tokenized/web", "config": {"tokenizer": "gpt2"}, "dependencies": []})
+    assert StepGraph([made], "/p").resolved(made).hash == marin == "6f7f1e"
+    converted = hf.as_tokenize_config()
+    assert isinstance(converted, TokenizeConfigBase) and isinstance(hf, TokenizeConfigBase)
+    assert (converted.hf_dataset.id, converted.hf_dataset.name) == ("org/web", "en")
+
+    web, paloma = tokenize_step("web", "t"), tokenize_step("paloma", "t")
+    mixture = add_validation_sets_to_mixture(lm_data_config(web), {"paloma": paloma})
+    assert mixture.train_weights == {"web": 1.0, "paloma": 0.0} and set(mixture.configs) == {"web", "paloma"}
+    evaluation = mixture_for_evaluation({"web": web, "paloma": paloma})
+    assert evaluation.train_weights == {"web": 0.0, "paloma": 0.0} and not evaluation.shuffle
+
+    from marin_assets.processing.tokenize.train_tokenizer import build_fast_tokenizer
+
+    texts = [f"alpha beta gamma delta {i} {i * 7}" for i in range(200)]
+    tokenizer = build_fast_tokenizer(texts, vocab_size=300, special_tokens=["<s>", "</s>", "<pad>", "<unk>"])
+    tokenizer.save_pretrained(tmp_path / "tok")
+    assert get_vocab_size_for_tokenizer(str(tmp_path / "tok")) == len(tokenizer) > 4
+
+
+def test_ckpt_path_to_step_name_as_marin():
+    run = ExecutorStep(name="checkpoints/marin-nano", fn=tokenize_fn, config=TokenizeCfg([], this_output_path(), ""))
+    assert (
+        ckpt_path_to_step_name("gs://b/checkpoints/llama-8b-tootsie/checkpoints/step-730000")
+        == "llama-8b-tootsie-730000"
+    )
+    assert ckpt_path_to_step_name("meta-llama/Meta-Llama-3.1-8B") == "Meta-Llama-3.1-8B"
+    assert ckpt_path_to_step_name("/models/some-model/") == "some-model"
+    assert ckpt_path_to_step_name(output_path_of(run, "hf/step-15")) == "marin-nano-15"
+    assert ckpt_path_to_step_name(output_path_of(run)) == "marin-nano"
+    for bad in ("gs://b/checkpoints/run/checkpoints", output_path_of(run, "checkpoints/latest")):
+        try:
+            ckpt_path_to_step_name(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{bad} should be invalid")
+
+
+def test_fsspec_directory_helpers(tmp_path):
+    for rel in ("a/x/1.txt", "a/y/2.txt", "b/3.txt"):
+        (tmp_path / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "src" / rel).write_text(rel)
+    src = str(tmp_path / "src")
+    assert fsspec_get_curr_subdirectories(src) == [f"{src}/a", f"{src}/b"]
+    assert fsspec_get_atomic_directories(src) == [f"{src}/a/x", f"{src}/a/y", f"{src}/b"]
+    fsspec_cpdir(src, str(tmp_path / "copy"))
+    assert (tmp_path / "copy" / "a" / "y" / "2.txt").read_text() == "a/y/2.txt"
