@@ -5,8 +5,8 @@ because the interpreter resolves Marin's names through :class:`MarinAliasFinder`
 ``marin_alias.pth`` (shipped in the wheel and in editable installs, see ``setup.py``) installs at
 interpreter start:
 
-* ``marin`` -> ``marin_assets`` and ``marin.X.Y`` -> ``marin_assets.X.Y``; ``marin.resources``
-  and ``fray.cluster`` -> ``marin_resources``. The alias *is* the module: ``marin.execution.executor
+* ``marin`` -> ``marin_assets`` and ``marin.X.Y`` -> ``marin_assets.X.Y``; ``marin.resources``,
+  ``fray.cluster`` and ``fray.v2`` -> ``marin_resources``. The alias *is* the module: ``marin.execution.executor
   is marin_assets.execution.executor``, so classes, ``isinstance`` checks, pickles and step hashes
   are the same under either name.
 * ``experiments`` -> the team's own ``experiments`` package when there is one: on ``sys.path``
@@ -41,6 +41,7 @@ ENV_SWITCH = "MARIN_IMPORT_ALIAS"
 # Longest prefix first: ``marin.resources`` before ``marin``.
 PREFIXES: tuple[tuple[str, str], ...] = (
     ("fray.cluster", "marin_resources"),
+    ("fray.v2", "marin_resources"),  # Marin's newer ``from fray.v2 import ResourceConfig``
     ("marin.resources", "marin_resources"),
     ("marin", "marin_assets"),
 )
@@ -132,7 +133,7 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 class _FrayLoader(importlib.abc.Loader):
-    """``fray`` without Fray: an empty package whose ``cluster`` is ``marin_resources``."""
+    """``fray`` without Fray: an empty package whose ``cluster`` and ``v2`` are ``marin_resources``."""
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         module = types.ModuleType("fray", "Marin's fray (not installed): fray.cluster is marin_resources here.")

@@ -25,13 +25,14 @@ import json
 import marin.execution.executor as a, marin_assets.execution.executor as b
 import marin.processing.classification.consolidate as c, marin_assets.processing.classification.consolidate as d
 from fray.cluster import ResourceConfig
+from fray.v2 import ResourceConfig as V2ResourceConfig
 from marin.resources import GpuConfig
 import marin_resources, experiments.defaults as e, marin_assets.experiments.defaults as f
 from experiments.defaults import default_download
 from experiments.llama import llama_1_4b_train_config
 print(json.dumps({
     "executor": a is b, "consolidate": c is d, "spec": a.__spec__.name,
-    "fray": ResourceConfig is marin_resources.ResourceConfig, "resources": GpuConfig is marin_resources.GpuConfig,
+    "fray": ResourceConfig is marin_resources.ResourceConfig is V2ResourceConfig, "resources": GpuConfig is marin_resources.GpuConfig,
     "experiments": e is f and default_download is f.default_download, "class_module": a.ExecutorStep.__module__,
 }))
 """
