@@ -27,8 +27,10 @@ target modules are imported when a script first imports a Marin name.
 
 from __future__ import annotations
 
+# Little beyond what the interpreter has loaded already: this module is imported at every interpreter
+# start (``importlib.abc`` alone costs tens of milliseconds there, so the finder and loaders are plain
+# classes with the protocol's methods).
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
@@ -113,7 +115,7 @@ def _team_package_spec() -> importlib.machinery.ModuleSpec | None:
     return None
 
 
-class _AliasLoader(importlib.abc.Loader):
+class _AliasLoader:
     """Loads an alias as the target module itself (no second copy)."""
 
     def __init__(self, target: str) -> None:
@@ -132,7 +134,7 @@ class _AliasLoader(importlib.abc.Loader):
             module.__spec__ = self._spec
 
 
-class _FrayLoader(importlib.abc.Loader):
+class _FrayLoader:
     """``fray`` without Fray: an empty package whose ``cluster`` and ``v2`` are ``marin_resources``."""
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
@@ -162,7 +164,7 @@ def _alias_spec(fullname: str, target: str) -> importlib.machinery.ModuleSpec:
     return spec
 
 
-class MarinAliasFinder(importlib.abc.MetaPathFinder):
+class MarinAliasFinder:
     """Resolves Marin's module names to this project's (see the module docstring)."""
 
     def find_spec(
