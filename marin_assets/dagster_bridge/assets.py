@@ -403,7 +403,7 @@ def step_asset_members(
             key=key,
             deps=deps,
             code_version=code_version_of(node),
-            group_name=experiment.name,
+            group_name=keys.group_of(node) or experiment.name,
             description=_description(node, prefix),
             metadata=_static_metadata(node, prefix),
             kinds={"ray"} if (node.step.resources is not None or is_ray_remote_function(node.step.fn)) else None,
@@ -463,7 +463,7 @@ def build_step_assets(
     partitions_defs = partitions_defs if partitions_defs is not None else {}
     prefix = prefix or default_prefix()
     graph = graph if graph is not None else definition_graph(experiment, prefix)
-    keys = keys if keys is not None else AssetKeys([graph])
+    keys = keys if keys is not None else AssetKeys([graph], [experiment.name])
     members = step_asset_members(experiment, partitions_defs, prefix, keys, graph, emitted)
     return assemble_step_ops(members, experiment.name, partitions_defs)
 

@@ -27,7 +27,7 @@ import dagster as dg
 from dagster._core.definitions.data_version import extract_data_version_from_entry
 
 from marin_assets.dagster_bridge.assets import RUN_ID_TAG, SOURCE_TAG, Experiment, build_step_assets
-from marin_assets.dagster_bridge.location_graph import AssetKeys, location_graphs
+from marin_assets.dagster_bridge.location_graph import AssetKeys, location_asset_keys, location_graphs
 from marin_assets.dagster_bridge.partition_sets import observation, partition_set_key, partition_set_version
 from marin_assets.execution.experiment import ENV_VAR, Script, discover, project_root, script_of_file
 from marin_assets.execution.runner import Executor
@@ -41,8 +41,8 @@ def location_keys(prefix: str, scripts: Sequence[Script]) -> AssetKeys:
     """The code location's asset keys (the same naming as ``definitions.build_definitions``)."""
     experiments = [s.experiment for s in scripts if s.experiment is not None]
     # A script whose steps do not resolve is an error group in the location: it defines nothing.
-    graphs = [g for g in location_graphs(experiments, prefix) if not isinstance(g, Exception)]
-    return AssetKeys(graphs)
+    graphs = [None if isinstance(g, Exception) else g for g in location_graphs(experiments, prefix)]
+    return location_asset_keys(experiments, graphs, scripts, warn=False)  # the location warns, not each run
 
 
 def observe_partition_sets(instance: dg.DagsterInstance, nodes: Sequence[Any]) -> None:
