@@ -26,7 +26,7 @@ from marin_assets.execution import (
     this_output_path,
     versioned,
 )
-from marin_assets.execution.runner import Executor
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.storage import atomic_write_text
 
 
@@ -75,7 +75,7 @@ def main() -> None:
         os.makedirs(os.environ["DAGSTER_HOME"])
         steps = generate_dag(args.steps)
         t = time.perf_counter()
-        report = Executor(ExecutorOptions(max_concurrent=4)).run(StepGraph(steps, prefix))
+        report = StepRunner(ExecutorOptions(max_concurrent=4)).run(StepGraph(steps, prefix))
         first = time.perf_counter() - t
         assert len(report.by_action("ran")) == args.steps
         t = time.perf_counter()

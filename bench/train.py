@@ -129,7 +129,7 @@ def main() -> None:
         prefix = os.path.join(work, "prefix")
         if args.quickstart:
             shutil.rmtree(prefix, ignore_errors=True)
-        steps = quickstart_model_steps(size="tiny")
+        steps = list(quickstart_model_steps(size="tiny").values())
         t0 = time.monotonic()
         with PeakRss(ray_tmp) as rss:
             report = run_steps(steps, prefix, run_only=None)

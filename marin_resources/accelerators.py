@@ -28,8 +28,8 @@ import logging
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, TypeVar
 
 logger = logging.getLogger(__name__)
 
@@ -92,19 +92,6 @@ def tpu_topology(tpu_type: str) -> TpuTopology:
 
 class InfeasibleResourceError(RuntimeError):
     """The Ray cluster has no node (and no autoscaler node type) that could ever run a request."""
-
-
-@runtime_checkable
-class AcceleratorConfig(Protocol):
-    """What every accelerator config offers."""
-
-    def ray_remote_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``ray.remote``/``.options`` that request this accelerator."""
-        ...
-
-    def launch(self, fn: Callable[[ConfigT], Any], config: ConfigT, runtime_env: dict | None = None) -> Any:
-        """Run ``fn(config)`` on Ray with this request; block and return its result."""
-        ...
 
 
 def _requested_resources(options: Mapping[str, Any]) -> dict[str, float]:
@@ -217,8 +204,25 @@ def _run_remote(
     opts = dict(options)
     if runtime_env:
         opts["runtime_env"] = runtime_env
+    from marin_resources.ray_cluster import task_name_of
+
+    if task_name_of(fn):  # the step's name, shown by the dashboard and `ray list tasks`
+        opts.setdefault("name", task_name_of(fn))
     remote_fn = fn if isinstance(fn, ray.remote_function.RemoteFunction) else ray.remote(fn)
     return ray.get(remote_fn.options(**opts).remote(config))
+
+
+def merged_runtime_env(own: Mapping[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``extra`` (the step's pip / pass-through env) with a config's own ``runtime_env`` on top."""
+    merged = dict(extra or {})
+    for key, value in own.items():
+        if key == "env_vars":
+            merged["env_vars"] = {**(merged.get("env_vars") or {}), **dict(value)}
+        elif key == "pip":
+            merged["pip"] = list(dict.fromkeys([*(merged.get("pip") or []), *value]))
+        else:
+            merged[key] = value
+    return merged
 
 
 @dataclass(frozen=True)
@@ -247,29 +251,75 @@ class CpuConfig:
 
 @dataclass(frozen=True)
 class GpuConfig:
-    """GPU work on one node.
+    """GPU work on one node: ``gpu_count`` GPUs of ``accelerator_type`` (the only ``GpuConfig``).
+
+    Marin's ``marin.resources.GpuConfig`` (same fields, defaults and methods; ``marin_resources``
+    exports this class), the GPU device of :class:`~marin_resources.resource_config.ResourceConfig`
+    and what a ``gpu:A100x8`` spec parses to.
 
     Attributes:
-        count: GPUs for the task (fractions share a GPU).
-        type: Ray accelerator type such as ``"A100"``, ``"H100"``, ``"L4"`` (None: any GPU).
+        gpu_count: GPUs for the task (fractions share a GPU).
+        runtime_env: the Ray ``runtime_env`` of the task (``with_env_vars`` adds to it).
+        accelerator_type: Ray accelerator type such as ``"A100"``, ``"H100"``, ``"L4"`` (upper-cased;
+            None: any GPU).
+        device_flops_override: Marin's figure for MFU logging (kept, not applied).
+        packing_strategy: Marin's placement-group strategy (kept, not applied: one task, one node).
         num_cpus: CPUs that come with the task.
     """
 
-    count: float = 1
-    type: str | None = None
+    gpu_count: float = 1
+    runtime_env: Mapping[str, Any] = field(default_factory=dict)
+    accelerator_type: str | None = None
+    device_flops_override: float | None = None
+    packing_strategy: Literal["PACK", "STRICT_PACK"] = "PACK"
     num_cpus: float = 1
+
+    def __post_init__(self) -> None:
+        if self.accelerator_type is not None:  # Ray's accelerator types are upper case
+            object.__setattr__(self, "accelerator_type", self.accelerator_type.upper())
+        if self.gpu_count <= 0:
+            raise ValueError(f"gpu_count must be positive, got {self.gpu_count}")
 
     def ray_remote_options(self) -> dict[str, Any]:
         """``{"num_cpus", "num_gpus"}`` plus ``accelerator_type`` when a type is given."""
-        options: dict[str, Any] = {"num_cpus": self.num_cpus, "num_gpus": self.count}
-        if self.type:
-            options["accelerator_type"] = self.type
+        options: dict[str, Any] = {"num_cpus": self.num_cpus, "num_gpus": self.gpu_count}
+        if self.accelerator_type:
+            options["accelerator_type"] = self.accelerator_type
         return options
 
-    def launch(self, fn: Callable[[ConfigT], Any], config: ConfigT, runtime_env: dict | None = None) -> Any:
+    def as_remote_kwargs(self) -> dict[str, Any]:
+        """Marin's ``{"num_gpus", "runtime_env"}`` plus ``accelerator_type`` when set."""
+        out: dict[str, Any] = {"num_gpus": self.gpu_count, "runtime_env": dict(self.runtime_env)}
+        if self.accelerator_type is not None:
+            out["accelerator_type"] = self.accelerator_type
+        return out
+
+    def as_decorator(self) -> Callable[[Callable[..., Any]], Any]:
+        """``ray.remote(**self.as_remote_kwargs())``."""
+        import ray
+
+        return ray.remote(**self.as_remote_kwargs())  # type: ignore[attr-defined]
+
+    def accelerator_descriptor(self) -> str | None:
+        """The GPU type, or None for any GPU."""
+        return self.accelerator_type
+
+    def total_device_count(self) -> int:
+        """The GPUs a training run sees (at least one)."""
+        return max(1, int(self.gpu_count))
+
+    def with_env_vars(self, env: Mapping[str, str] | None = None, /, **kwargs: str) -> GpuConfig:
+        """A copy with extra environment variables in ``runtime_env``."""
+        env_vars = {**(self.runtime_env.get("env_vars") or {}), **(env or {}), **kwargs}
+        return replace(self, runtime_env={**self.runtime_env, "env_vars": env_vars})
+
+    def launch(
+        self, fn: Callable[[ConfigT], Any], config: ConfigT, runtime_env: Mapping[str, Any] | None = None
+    ) -> Any:
         """Run ``fn(config)`` as a Ray task on a node with the GPUs; block and return its result."""
-        label = f"{self.count:g}x{self.type or 'GPU'}"
-        return _run_remote(fn, config, self.ray_remote_options(), runtime_env, f"GPU task ({label})")
+        label = f"{self.gpu_count:g}x{self.accelerator_type or 'GPU'}"
+        env = merged_runtime_env(self.runtime_env, runtime_env)
+        return _run_remote(fn, config, self.ray_remote_options(), env or None, f"GPU task ({label})")
 
 
 @dataclass(frozen=True)
@@ -413,7 +463,7 @@ def parse_accelerator(spec: str) -> Accelerator:
         else:
             raise ValueError(f"bad GPU spec {spec!r}: expected gpu, gpu:N, gpu:TYPE or gpu:TYPExN")
         count = float(count_text)
-        return GpuConfig(count=int(count) if count.is_integer() else count, type=gpu_type)
+        return GpuConfig(gpu_count=int(count) if count.is_integer() else count, accelerator_type=gpu_type)
     if kind == "tpu":
         match = re.fullmatch(r"(v\d+[a-z]*-\d+)(?:x(\d+))?", rest.strip().lower())
         if not match:
@@ -423,6 +473,7 @@ def parse_accelerator(spec: str) -> Accelerator:
 
 
 _KINDS: dict[str, type] = {"cpu": CpuConfig, "gpu": GpuConfig, "tpu": TpuConfig}
+_GPU_FIELD_ALIASES = {"count": "gpu_count", "type": "accelerator_type"}
 
 
 def accelerator_from_dict(value: str | Mapping[str, Any] | Accelerator | None) -> Accelerator:
@@ -447,6 +498,8 @@ def accelerator_from_dict(value: str | Mapping[str, Any] | Accelerator | None) -
             raise ValueError(f"accelerator dict needs 'kind' (cpu/gpu/tpu): {value!r}")
         if kind not in _KINDS:
             raise ValueError(f"unknown accelerator kind {kind!r}; expected one of {sorted(_KINDS)}")
+        if kind == "gpu":  # the short names config files used before GpuConfig took Marin's field names
+            fields = {_GPU_FIELD_ALIASES.get(k, k): v for k, v in fields.items()}
         try:
             return _KINDS[kind](**fields)
         except TypeError as exc:

@@ -1,5 +1,6 @@
 """Marin's resource configs: ``ResourceConfig`` (fray's, with ``with_cpu()`` / ``with_gpu()`` /
-``with_tpu()``) and ``marin.resources``'s ``CpuOnlyConfig``, ``GpuConfig``, ``TpuPodConfig``.
+``with_tpu()``) and ``marin.resources``'s ``CpuOnlyConfig``, ``GpuConfig``, ``TpuPodConfig``
+(``GpuConfig`` is :class:`marin_resources.accelerators.GpuConfig`, re-exported).
 
 A Marin script says ``SimpleTrainConfig(resources=TpuPodConfig(tpu_type="v4-128"))``; with the import
 mapping ``marin.resources`` -> ``marin_resources`` it gets these classes, with Marin's field names,
@@ -26,8 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from marin_resources.accelerators import CpuConfig, TpuConfig, tpu_topology
-from marin_resources.accelerators import GpuConfig as AcceleratorGpuConfig
+from marin_resources.accelerators import CpuConfig, GpuConfig, TpuConfig, merged_runtime_env, tpu_topology
 
 logger = logging.getLogger(__name__)
 
@@ -71,19 +71,6 @@ def removing_tpu_lockfile(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return remove_tpu_lockfile_on_exit(fn)
 
 
-def _merged_env(own: Mapping[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``extra`` (the step's pip / pass-through env) with this config's ``runtime_env`` on top."""
-    merged = dict(extra or {})
-    for key, value in own.items():
-        if key == "env_vars":
-            merged["env_vars"] = {**(merged.get("env_vars") or {}), **dict(value)}
-        elif key == "pip":
-            merged["pip"] = list(dict.fromkeys([*(merged.get("pip") or []), *value]))
-        else:
-            merged[key] = value
-    return merged
-
-
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -103,7 +90,7 @@ def parse_size(size: str | int) -> int:
         raise ValueError(f"cannot read the size {size!r} (want e.g. '128m', '16g')") from exc
 
 
-DeviceConfig = CpuConfig | AcceleratorGpuConfig | TpuConfig
+DeviceConfig = CpuConfig | GpuConfig | TpuConfig
 """A device of :class:`ResourceConfig`: fray's ``CpuConfig`` / ``GpuConfig`` / ``TpuConfig``, here the
 accelerator configs of :mod:`marin_resources.accelerators` (``TpuConfig.tpu_type`` is fray's ``type``)."""
 
@@ -157,7 +144,7 @@ class ResourceConfig:
     def with_gpu(gpu_type: str = "auto", count: int = 1, **kwargs: Any) -> ResourceConfig:
         """``count`` GPUs of ``gpu_type`` (``"auto"``: any GPU)."""
         kind = None if gpu_type in ("auto", "", None) else gpu_type.upper()
-        return ResourceConfig(device=AcceleratorGpuConfig(count=count, type=kind), **kwargs)
+        return ResourceConfig(device=GpuConfig(gpu_count=count, accelerator_type=kind), **kwargs)
 
     @staticmethod
     def with_tpu(tpu_type: str, slice_count: int = 1, **kwargs: Any) -> ResourceConfig:
@@ -170,16 +157,16 @@ class ResourceConfig:
         """Accelerator chips over all replicas (0 for CPU only), as fray counts them."""
         if isinstance(self.device, TpuConfig):
             return self.device.topology.chips * self.replicas
-        if isinstance(self.device, AcceleratorGpuConfig):
-            return int(self.device.count) * self.replicas
+        if isinstance(self.device, GpuConfig):
+            return int(self.device.gpu_count) * self.replicas
         return 0
 
     def accelerator_descriptor(self) -> str | None:
         """The TPU or GPU type, or None (CPU only, any GPU)."""
         if isinstance(self.device, TpuConfig):
             return self.device.tpu_type
-        if isinstance(self.device, AcceleratorGpuConfig):
-            return self.device.type
+        if isinstance(self.device, GpuConfig):
+            return self.device.accelerator_type
         return None
 
     def total_device_count(self) -> int:
@@ -194,7 +181,7 @@ class ResourceConfig:
     def _accelerator(self) -> DeviceConfig:
         if isinstance(self.device, TpuConfig):
             return dataclasses.replace(self.device, slice_count=self.replicas, num_cpus=self.cpu)
-        if isinstance(self.device, AcceleratorGpuConfig):
+        if isinstance(self.device, GpuConfig):
             return dataclasses.replace(self.device, num_cpus=self.cpu)
         return CpuConfig(num_cpus=self.cpu, memory_bytes=parse_size(self.ram))
 
@@ -203,7 +190,7 @@ class ResourceConfig:
         return {**self._accelerator().ray_remote_options(), "runtime_env": dict(self._env())}
 
     def _env(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        env = _merged_env(self.runtime_env, extra)
+        env = merged_runtime_env(self.runtime_env, extra)
         if isinstance(self.device, CpuConfig):  # as CpuOnlyConfig: JAX on the CPU unless told otherwise
             env["env_vars"] = {"JAX_PLATFORMS": "cpu", **(env.get("env_vars") or {})}
         return env
@@ -255,44 +242,7 @@ class CpuOnlyConfig(_Common):
 
     def launch(self, fn: Callable[[Any], Any], config: Any, runtime_env: Mapping[str, Any] | None = None) -> Any:
         """Run ``fn(config)`` as a Ray task with ``num_cpus`` CPUs."""
-        return CpuConfig(num_cpus=self.num_cpus).launch(fn, config, _merged_env(self.runtime_env, runtime_env))
-
-
-@dataclass(frozen=True)
-class GpuConfig(_Common):
-    """GPU work: ``gpu_count`` GPUs of ``accelerator_type`` (a Ray accelerator type; None: any)."""
-
-    gpu_count: int = 1
-    runtime_env: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    accelerator_type: str | None = None
-    device_flops_override: float | None = None
-    packing_strategy: Literal["PACK", "STRICT_PACK"] = "PACK"
-
-    def __post_init__(self) -> None:
-        if self.accelerator_type is not None:  # Ray's accelerator types are upper case
-            object.__setattr__(self, "accelerator_type", self.accelerator_type.upper())
-        if self.gpu_count <= 0:
-            raise ValueError(f"gpu_count must be positive, got {self.gpu_count}")
-
-    def accelerator_descriptor(self) -> str | None:
-        """The GPU type, or None for any GPU."""
-        return self.accelerator_type
-
-    def as_remote_kwargs(self) -> dict[str, Any]:
-        """``{"num_gpus", "runtime_env"}`` plus ``accelerator_type`` when set."""
-        out: dict[str, Any] = {"num_gpus": self.gpu_count, "runtime_env": dict(self.runtime_env)}
-        if self.accelerator_type is not None:
-            out["accelerator_type"] = self.accelerator_type
-        return out
-
-    def total_device_count(self) -> int:
-        """``gpu_count``."""
-        return self.gpu_count
-
-    def launch(self, fn: Callable[[Any], Any], config: Any, runtime_env: Mapping[str, Any] | None = None) -> Any:
-        """Run ``fn(config)`` as a Ray task on a node with the GPUs."""
-        accelerator = AcceleratorGpuConfig(count=self.gpu_count, type=self.accelerator_type)
-        return accelerator.launch(fn, config, _merged_env(self.runtime_env, runtime_env))
+        return CpuConfig(num_cpus=self.num_cpus).launch(fn, config, merged_runtime_env(self.runtime_env, runtime_env))
 
 
 @dataclass(frozen=True)
@@ -335,4 +285,4 @@ class TpuPodConfig(_Common):
     def launch(self, fn: Callable[[Any], Any], config: Any, runtime_env: Mapping[str, Any] | None = None) -> Any:
         """Run ``fn(config)`` on every host of the slice(s), removing libtpu's lockfile afterwards."""
         accelerator = TpuConfig(tpu_type=self.tpu_type, slice_count=self.slice_count)
-        return accelerator.launch(removing_tpu_lockfile(fn), config, _merged_env(self.runtime_env, runtime_env))
+        return accelerator.launch(removing_tpu_lockfile(fn), config, merged_runtime_env(self.runtime_env, runtime_env))

@@ -80,15 +80,6 @@ def _load_project(path: str, mtime: float) -> tuple[str, dict[str, tuple[str, ..
     return str(project.get("name", "")), {name: tuple(reqs) for name, reqs in groups.items()}
 
 
-def optional_dependency_groups(pyproject_path: str | os.PathLike[str] | None = None) -> dict[str, list[str]]:
-    """``[project.optional-dependencies]`` of a pyproject.toml as ``{group: [requirement, ...]}``."""
-    path = Path(pyproject_path) if pyproject_path else default_pyproject_path()
-    if not path.exists():
-        return {}
-    _, groups = _load_project(str(path), path.stat().st_mtime)
-    return {name: list(reqs) for name, reqs in groups.items()}
-
-
 def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 

@@ -52,6 +52,13 @@ def normalize_prefix(prefix: str | os.PathLike[str] | None) -> str:
     return f"{protocol}://{rest}"
 
 
+def default_prefix() -> str:
+    """The prefix when none is given: ``$MARIN_PREFIX``, else ``./data``, normalised as
+    :func:`normalize_prefix` does (the one place this default is written; ``executor_main``, the
+    maintenance commands, the browser and the code location all use it)."""
+    return normalize_prefix(None)
+
+
 @dataclass(frozen=True)
 class StorageConfig:
     """Where outputs live.

@@ -422,9 +422,10 @@ class BrowserApp:
         if rel and rel.downstream:
             reason = removal.get(doc_id)
             verdict = "kept" if reason is None else f"removed — {reason}"
-            names = ", ".join(n for n, _, _ in rel.downstream)
+            # Each name links to that step's output (its status and config: the filters it applied).
+            names = ", ".join(self._link_or_text(down.rsplit("/docs/", 1)[0], n) for n, down, _ in rel.downstream)
             body.append(
-                f"<p>In {pages.esc(names)}: <b id='removal-reason' class='{'removed' if reason else ''}'>{pages.esc(verdict)}</b></p>"
+                f"<p id='removed-by'>In {names}: <b id='removal-reason' class='{'removed' if reason else ''}'>{pages.esc(verdict)}</b></p>"
             )
         attr_rows = [[pages.esc(k), pages.esc(pages.short_json(v, 2000))] for k, v in sorted(attrs.items())]
         body.append(

@@ -239,11 +239,6 @@ def encode_jsonl(records: Iterable[Any], compression: Compression = "gzip") -> b
     return b"".join(parts)
 
 
-def encode_jsonl_gz(records: Iterable[Any]) -> bytes:
-    """:func:`encode_jsonl` with gzip."""
-    return encode_jsonl(records, "gzip")
-
-
 def write_jsonl_shard(path: str, records: Iterable[Any]) -> int:
     """Atomically write ``records`` as JSON lines compressed as the suffix says; return bytes written."""
     data = encode_jsonl(records, compression_for(path))
@@ -254,13 +249,6 @@ def write_jsonl_shard(path: str, records: Iterable[Any]) -> int:
 def write_jsonl_gz(path: str, records: Iterable[Any]) -> int:
     """Atomically write ``records`` as a gzipped JSON-lines file; return the number of bytes."""
     data = encode_jsonl(records, "gzip")
-    atomic_write_bytes(path, data)
-    return len(data)
-
-
-def write_jsonl(path: str, records: Iterable[Any]) -> int:
-    """Atomically write ``records`` as plain JSON lines; return the number of bytes."""
-    data = encode_jsonl(records, "none")
     atomic_write_bytes(path, data)
     return len(data)
 
@@ -443,8 +431,3 @@ def list_files(directory: str, suffix: str | tuple[str, ...] = "") -> list[str]:
         if e.get("type") == "file" and e["name"].endswith(suffix)
     )
     return [join_path(directory, n) for n in names if not n.startswith((".", "_"))]
-
-
-def shard_name(index: int, suffix: str = ".jsonl.gz") -> str:
-    """Name of shard ``index`` (zero-padded so lexical order is shard order)."""
-    return f"shard-{index:05d}{suffix}"

@@ -19,10 +19,12 @@ from typing import Any
 import dagster as dg
 
 from marin_assets.browse.links import browser_url
+from marin_assets.dagster_bridge.experiment_records import record_dagster_run
 from marin_assets.dagster_bridge.location_graph import AssetKeys, GraphView, definition_graph
 from marin_assets.dagster_bridge.location_graph import asset_key_for as asset_key_for  # re-exported
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
 from marin_assets.dagster_bridge.partition_sets import partition_set_key
+from marin_assets.dagster_bridge.progress import with_progress_logs
 from marin_assets.dagster_bridge.unit_run import SOURCE_TAG as SOURCE_TAG  # re-exported: jobs tag their runs
 from marin_assets.dagster_bridge.unit_run import (
     InputFailedError,
@@ -39,10 +41,10 @@ from marin_assets.execution.experiment import StepCheck as StepCheck
 from marin_assets.execution.experiment import StepSchedule as StepSchedule
 from marin_assets.execution.experiment import landing_partition_sources
 from marin_assets.execution.runner import (
-    Executor,
     ExecutorOptions,
     StepFailedError,
     StepOutcome,
+    StepRunner,
     Unit,
     function_name,
     is_ray_remote_function,
@@ -139,7 +141,7 @@ def _make_compute(
             stale_s=experiment.stale_s,
             force_run_failed=explicit,
         )
-        executor = Executor(options)
+        executor = StepRunner(options)
         label = unit_label((node, partition))
         try:
             if explicit:
@@ -150,6 +152,8 @@ def _make_compute(
                     lambda u, o, r: _record_input(context, u, o, r, key_of, asset_key or key_of(node)),
                 )
             reason = reason_for((node, partition))
+            # The browser and the maintenance commands read lineage from experiment records.
+            record_dagster_run(graph, experiment, options.run_id, context.run.tags)
             outcome = executor.execute_unit((node, partition), graph)
         except InputFailedError as exc:  # the input's own cause first, then which input of what
             input_node, input_partition = exc.unit
@@ -212,7 +216,7 @@ def _make_compute(
             check_results=check_results,
         )
 
-    return compute
+    return with_progress_logs(compute)  # training/eval progress lines in the run's logs
 
 
 def _record_input(
@@ -403,7 +407,7 @@ def step_asset_members(
             key=key,
             deps=deps,
             code_version=code_version_of(node),
-            group_name=experiment.name,
+            group_name=keys.group_of(node) or experiment.name,
             description=_description(node, prefix),
             metadata=_static_metadata(node, prefix),
             kinds={"ray"} if (node.step.resources is not None or is_ray_remote_function(node.step.fn)) else None,
@@ -463,7 +467,7 @@ def build_step_assets(
     partitions_defs = partitions_defs if partitions_defs is not None else {}
     prefix = prefix or default_prefix()
     graph = graph if graph is not None else definition_graph(experiment, prefix)
-    keys = keys if keys is not None else AssetKeys([graph])
+    keys = keys if keys is not None else AssetKeys([graph], [experiment.name])
     members = step_asset_members(experiment, partitions_defs, prefix, keys, graph, emitted)
     return assemble_step_ops(members, experiment.name, partitions_defs)
 

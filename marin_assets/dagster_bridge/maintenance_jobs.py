@@ -58,7 +58,7 @@ def invalidate_step(
 
 @dg.op(description="List (and with apply: true delete) outputs no experiment record references")
 def gc_outputs(context: dg.OpExecutionContext, config: GcConfig, marin_storage: MarinStorageResource) -> None:
-    # Steps materialized from Dagster have no experiment record: keep every step of the code location.
+    # A step of the code location that never ran has no experiment record yet: keep every one of them.
     prefix = marin_storage.root()
     keep = [path for e in discovered_experiments() for path in step_outputs_of(e.steps, prefix, e.partitions)]
     plan = plan_gc(prefix, keep)

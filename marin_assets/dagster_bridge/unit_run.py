@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from marin_assets.execution.dry_run import explain_run
-from marin_assets.execution.runner import Executor, StepFailedError, StepOutcome, Unit
+from marin_assets.execution.runner import StepFailedError, StepOutcome, StepRunner, Unit
 from marin_assets.execution.status import STATUS_SUCCESS, read_status
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, hash_version
 
@@ -84,7 +84,7 @@ def missing_inputs(unit: Unit, graph: StepGraph) -> list[Unit]:
     seen: set[tuple[int, str | None]] = set()
 
     def visit(current: Unit) -> None:
-        for dep in Executor.unit_dependencies(current, graph):
+        for dep in StepRunner.unit_dependencies(current, graph):
             key = (id(dep[0]), dep[1])
             if key in seen:
                 continue
@@ -117,7 +117,7 @@ class InputFailedError(StepFailedError):
 
 
 def bring_inputs(
-    executor: Executor,
+    executor: StepRunner,
     unit: Unit,
     graph: StepGraph,
     record: Callable[[Unit, StepOutcome, str], None],

@@ -19,8 +19,7 @@ from typing import Any
 
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.executor_main import ExecutorMainConfig, executor_main, write_experiment_record
-from marin_assets.execution.runner import ExecutionReport, ExecutorOptions
-from marin_assets.execution.runner import Executor as StepRunner
+from marin_assets.execution.runner import ExecutionReport, ExecutorOptions, StepRunner
 from marin_assets.execution.step import (
     THIS_OUTPUT_PATH,
     ExecutorStep,
@@ -69,6 +68,9 @@ def get_executor_step(run: ExecutorStep | InputName) -> ExecutorStep:
 
 class Executor:
     """Marin's ``Executor(prefix, executor_info_base_path, description).run(steps, ...)``.
+
+    The only ``Executor`` in the engine: it resolves the graph, writes the experiment record and
+    hands the graph to :class:`~marin_assets.execution.runner.StepRunner`, which runs the units.
 
     After ``run``, ``output_paths`` and ``versions`` map each given step object to its output path
     and version dict, as Marin's attributes do.

@@ -1,8 +1,8 @@
 """``executor_main``: the command line of an experiment script (no Dagster import).
 
 Run observers -- e.g. the Dagster bridge, which records command-line runs in the Dagster
-instance -- are loaded by name from ``$MARIN_RUN_OBSERVERS`` (``module:callable``, comma
-separated), so this engine never imports Dagster itself.
+instance -- register themselves (:mod:`marin_assets.execution.observers`), so this engine neither
+imports nor names Dagster.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import argparse
 import dataclasses
 import datetime
 import getpass
-import importlib
 import inspect
 import json
 import logging
@@ -22,27 +21,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from marin_assets.execution import run_log
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.experiment import landing_partition_sources
-from marin_assets.execution.runner import ExecutionReport, Executor, ExecutorError, ExecutorOptions, function_name
+from marin_assets.execution.observers import load_run_observers
+from marin_assets.execution.runner import ExecutionReport, ExecutorError, ExecutorOptions, StepRunner, function_name
 from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.status import write_json
 from marin_assets.execution.step import ExecutorStep, InputName
 from marin_assets.execution.storage import join_path, local_prefix
 from marin_assets.execution.versioning import StepGraph, hash_version
+from marin_resources.storage import default_prefix as default_prefix  # re-exported: the one default
 
 logger = logging.getLogger("marin.executor")
 
-DEFAULT_PREFIX = "./data"
-DEFAULT_OBSERVERS = "marin_assets.dagster_bridge.recording:record_cli_run"
 
 PartitionSource = Sequence[str] | Callable[[str], Sequence[str]]
-
-
-def default_prefix() -> str:
-    """``$MARIN_PREFIX`` or ``./data``, as an absolute path for local folders."""
-    return local_prefix(os.environ.get("MARIN_PREFIX") or DEFAULT_PREFIX)
 
 
 def resolve_partitions(partitions: Mapping[str, PartitionSource] | None, prefix: str) -> dict[str, list[str]]:
@@ -103,18 +98,6 @@ def write_experiment_record(
         },
     )
     return path
-
-
-def _load_observers() -> list[Callable[..., Any]]:
-    spec = os.environ.get("MARIN_RUN_OBSERVERS", DEFAULT_OBSERVERS)
-    observers = []
-    for item in filter(None, (s.strip() for s in spec.split(","))):
-        module_name, _, attr = item.partition(":")
-        try:
-            observers.append(getattr(importlib.import_module(module_name), attr))
-        except (ImportError, AttributeError) as exc:
-            raise ImportError(f"run observer {item} unavailable: {exc}") from exc
-    return observers
 
 
 def parse_bool(text: str) -> bool:
@@ -246,8 +229,7 @@ def executor_main(
         for field in dataclasses.fields(config):
             setattr(args, field.name, getattr(config, field.name))
     args.run_only = parse_run_only(args.run_only)
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    console = run_log.configure_console()
     prefix = local_prefix(args.prefix or default_prefix())
     try:
         backend_for(prefix)  # leases need conditional writes: refuse such a prefix once, up front
@@ -274,7 +256,7 @@ def executor_main(
     if args.dry_run:
         print(format_plan(plan(graph, args.run_only, args.force_run_failed)))
         return None
-    concurrency = args.max_concurrent or max_concurrent or max(1, len(Executor.units(graph)))
+    concurrency = args.max_concurrent or max_concurrent or max(1, len(StepRunner.units(graph)))
     options = ExecutorOptions(
         force_run_failed=args.force_run_failed,
         max_concurrent=concurrency,
@@ -284,26 +266,48 @@ def executor_main(
     # The calling script's path (inspect.stack() would read the source of every frame).
     frame = inspect.currentframe()
     caller = frame.f_back.f_code.co_filename if frame is not None and frame.f_back is not None else sys.argv[0]
+    script = os.path.splitext(os.path.basename(caller))[0]
+    info_base = args.executor_info_base_path or join_path(prefix, "experiments")
+    with run_log.run_log(run_log.log_path(info_base, script, options.run_id), console) as log:
+        return _run_and_record(graph, args, options, description, caller, log)
+
+
+def _run_and_record(
+    graph: StepGraph,
+    args: argparse.Namespace,
+    options: ExecutorOptions,
+    description: str | None,
+    caller: str,
+    log: run_log.RunLog,
+) -> ExecutionReport:
+    """Run the graph, record it in the Dagster instance (its output into the run's log file only),
+    and report: a failed run ends with one line per failed step and the log file's path."""
+    prefix = graph.prefix
     record = write_experiment_record(graph, description, caller, options.run_id, args.executor_info_base_path)
     logger.info("experiment record: %s", record)
     error: ExecutorError | None = None
     try:
-        report = Executor(options).run(graph, args.run_only)
+        report = StepRunner(options).run(graph, args.run_only)
     except ExecutorError as exc:
         error = exc
         report = None
     recording_failed = False
     if not args.no_record:
         try:
-            observers = _load_observers()
+            observers = load_run_observers()
         except ImportError as exc:
             logger.error("%s -- the run is not recorded; pass --no_record to run without recording", exc)
             observers, recording_failed = [], True
         for observer in observers:
             try:
-                observer(
-                    graph=graph, run_id=options.run_id, run_only=args.run_only, description=description, caller=caller
-                )
+                with log.quiet():
+                    observer(
+                        graph=graph,
+                        run_id=options.run_id,
+                        run_only=args.run_only,
+                        description=description,
+                        caller=caller,
+                    )
             except Exception as exc:  # noqa: BLE001 - reported below; the step outputs stay valid
                 # A run the instance does not know about is invisible in the UI and its lineage is
                 # lost: that is a failure of this command (the outputs are written, so a re-run is
@@ -317,7 +321,8 @@ def executor_main(
                 )
                 recording_failed = True
     if error is not None:
-        logger.error("%s", error)
+        log.write_failures(error.failed)
+        logger.error("%s\nfull tracebacks and the run's log: %s", error, log.path)
         raise SystemExit(1)
     if recording_failed:
         raise SystemExit(2)

@@ -2,8 +2,8 @@
 that no recorded experiment references, then delete them on confirmation.
 
 Without ``--yes`` it lists and asks (a piped ``y`` answers too); no answer only lists. Outputs under
-a live lease are never deleted; ``--keep module:attribute`` keeps the outputs of those steps too (runs started from
-Dagster write no experiment record). See ``marin_assets.execution.maintenance``.
+a live lease are never deleted; ``--keep module:attribute`` keeps the outputs of those steps too (steps no record
+lists yet, e.g. run only through ``run_steps``). See ``marin_assets.execution.maintenance``.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="MODULE:ATTR",
-        help="also consider these steps (runs started from Dagster write no experiment record)",
+        help="also consider these steps (steps no experiment record lists yet)",
     )
     args = parser.parse_args(argv)
     prefix = checked_prefix(args.prefix or default_prefix())

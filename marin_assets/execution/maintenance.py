@@ -2,7 +2,7 @@
 outputs no experiment uses. No Dagster import; the command lines are ``invalidate`` and ``gc``.
 
 Both work from what is on storage, so they need no experiment script: every run of
-``executor_main`` writes an experiment record (``<prefix>/experiments/*.json``) listing each step's
+``executor_main`` (and every run launched from Dagster) writes an experiment record (``<prefix>/experiments/*.json``) listing each step's
 name, output path and full version dict, and a step's version holds the versions of everything it
 depends on. A step is a *descendant* of another when the other's version appears among its
 (pseudo-)dependency versions, at any depth.
@@ -15,9 +15,9 @@ depends on. A step is a *descendant* of another when the other's version appears
 * **gc** lists step outputs under the prefix (folders holding ``.executor_status`` or
   ``.executor_info``) that no recorded experiment references, and deletes them only on
   confirmation. Outputs under a live lease are never deleted; deleting an experiment record makes
-  its outputs collectable. Materializations started from Dagster write no experiment record: the
-  Dagster job keeps every step of the code location, and the command line keeps the steps named
-  with ``--keep module:attribute``.
+  its outputs collectable. Steps run only through the library (``run_steps``) write no experiment
+  record: the Dagster job keeps every step of the code location, and the command line keeps the
+  steps named with ``--keep module:attribute``.
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def plan_gc(prefix: str, keep: Iterable[str] = ()) -> GcPlan:
 
 def steps_of(steps: Sequence[Any], prefix: str, partitions: Mapping[str, Any] | None = None) -> list[RecordedStep]:
     """``steps`` and everything they depend on, resolved under ``prefix``, as records would list them
-    (for steps materialized from Dagster, which write no experiment record)."""
+    (for steps no experiment record lists yet)."""
     from marin_assets.execution.executor_main import resolve_partitions
     from marin_assets.execution.versioning import StepGraph
 

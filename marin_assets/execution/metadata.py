@@ -18,16 +18,6 @@ def markdown(text: str) -> dict[str, Any]:
     return {TYPE_KEY: "markdown", "value": text}
 
 
-def path_value(path: str) -> dict[str, Any]:
-    """A filesystem/URL path value."""
-    return {TYPE_KEY: "path", "value": path}
-
-
-def json_value(data: Any) -> dict[str, Any]:
-    """A JSON value shown as a tree."""
-    return {TYPE_KEY: "json", "value": data}
-
-
 def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """A table of rows (dicts of numbers/strings/None with the same keys), shown as Dagster's table."""
     return {TYPE_KEY: "table", "value": [dict(row) for row in rows]}

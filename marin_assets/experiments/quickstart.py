@@ -35,17 +35,13 @@ import time
 from collections.abc import Sequence
 
 from marin_assets.execution import ExecutorStep, executor_main, output_path_of
-from marin_assets.execution.executor_main import DEFAULT_OBSERVERS, default_prefix
+from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.experiment import Experiment, StepSchedule
-from marin_assets.execution.step import versioned
+from marin_assets.execution.observers import register_run_observer, unregister_run_observer
 from marin_assets.experiments import curation
-from marin_assets.experiments.defaults import default_tokenize, default_train
-from marin_assets.experiments.evals import default_eval
-from marin_assets.experiments.evals.task_configs import LOCAL_TASKS
 from marin_assets.experiments.quickstart_output import configure_output, summary
-from marin_assets.experiments.quickstart_steps import SIZES
+from marin_assets.experiments.quickstart_steps import SIZES, quickstart_model_steps
 from marin_assets.experiments.sample_documents import sample_documents_step
-from marin_assets.processing.tokenize.train_tokenizer import default_tokenizer
 
 REFERENCE_DROP = "drop-001"
 
@@ -54,39 +50,16 @@ def build_steps(size: str = "tiny", curation_steps: dict[str, ExecutorStep] | No
     """The quickstart's model steps on top of the curation steps, keyed by role."""
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r}; choose from {sorted(SIZES)}")
-    s = SIZES[size]
     cur = curation_steps if curation_steps is not None else curation.STEPS
     cleaned = output_path_of(cur["consolidated"], "docs")
-    name = f"quickstart-{size}"
-    heldout_docs = sample_documents_step(max_bytes=s.sample_bytes)
-    tokenizer = default_tokenizer(name, cleaned.at_partition(REFERENCE_DROP), vocab_size=s.vocab_size)
-    tokenized = default_tokenize(name, cleaned, tokenizer)
-    heldout = default_tokenize(f"{name}-heldout", heldout_docs / "validation", tokenizer, is_validation=True)
-    train = default_train(
-        name,
-        {"web": tokenized},
-        versioned(s.model),
-        s.train,
-        tags=("quickstart", size),
-        validation_sets={"heldout": heldout},
+    heldout_docs = sample_documents_step(max_bytes=SIZES[size].sample_bytes)
+    model = quickstart_model_steps(
+        cleaned,
+        size=size,
+        tokenizer_documents=cleaned.at_partition(REFERENCE_DROP),
+        heldout_documents=heldout_docs / "validation",
     )
-    evaluation = default_eval(
-        train,
-        evals=LOCAL_TASKS,
-        max_eval_instances=s.max_eval_instances,
-        max_eval_batches=s.max_eval_batches,
-        validation_caches={"heldout": heldout},
-        name=name,
-    )
-    return {
-        **cur,
-        "heldout_documents": heldout_docs,
-        "tokenizer": tokenizer,
-        "tokenized": tokenized,
-        "heldout": heldout,
-        "train": train,
-        "evaluation": evaluation,
-    }
+    return {**cur, "heldout_documents": heldout_docs, **model}
 
 
 # The size the code location shows: the README's tiny model, or the test size where minutes matter
@@ -142,7 +115,7 @@ def start_ray_in_background() -> threading.Thread | None:
 class RayStopper:
     """Stops the embedded Ray head in a thread once the steps are done, while the run is recorded.
 
-    Registered as the first run observer of ``executor_main`` (``$MARIN_RUN_OBSERVERS``), so it is
+    Registered as the first run observer of ``executor_main`` (``register_run_observer(first=True)``), so it is
     called right after the last unit; the Dagster recording that follows computes nothing and needs
     no Ray. Some of Ray's daemons take seconds to exit on SIGTERM, time the recording now hides.
     """
@@ -172,6 +145,7 @@ class RayStopper:
 
 
 RAY_STOPPER = RayStopper()
+RAY_STOPPER_NAME = "quickstart.ray_stopper"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -189,11 +163,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     prefix = sample.prefix or default_prefix()
     dry_run = "--dry_run" in rest
     stop_ray = known.stop_ray and not dry_run and not os.environ.get("RAY_ADDRESS")
-    observers = os.environ.get("MARIN_RUN_OBSERVERS")
-    if stop_ray:  # __name__: the instance of this very module, also when it runs as __main__
-        os.environ["MARIN_RUN_OBSERVERS"] = (
-            f"{__name__}:RAY_STOPPER,{DEFAULT_OBSERVERS if observers is None else observers}".rstrip(",")
-        )
+    if stop_ray:
+        register_run_observer(RAY_STOPPER_NAME, RAY_STOPPER, first=True)
     try:
         if sample.sample_drops and not dry_run:
             present = set(curation.discover_drops(prefix))
@@ -216,11 +187,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     finally:
         if stop_ray:
+            unregister_run_observer(RAY_STOPPER_NAME)
             RAY_STOPPER.finish()
-            if observers is None:
-                os.environ.pop("MARIN_RUN_OBSERVERS", None)
-            else:
-                os.environ["MARIN_RUN_OBSERVERS"] = observers
     if report is not None:  # None: --dry_run
         print(summary(report, steps, prefix, os.environ.get("DAGSTER_HOME"), time.monotonic() - start))
 

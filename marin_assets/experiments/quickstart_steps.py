@@ -1,8 +1,11 @@
 """The model half of the quickstart: documents -> tokenizer -> tokenized cache -> tiny model -> eval.
 
-``quickstart_model_steps(documents)`` returns the four steps; the lead wires ``documents`` to the
-curation output (until then :func:`marin_assets.experiments.sample_documents.sample_documents_step`
-provides offline documents). Two sizes:
+``quickstart_model_steps(documents, ...)`` builds the tokenizer, cache, training and evaluation
+steps: ``marin_assets.experiments.quickstart`` feeds it the curated documents of every drop (a
+tokenizer trained on one reference drop, a separate held-out cache); without ``documents`` it uses
+the offline stdlib-docstring sample
+(:func:`marin_assets.experiments.sample_documents.sample_documents_step`), as the model tests and
+``bench/train.py`` do. Two sizes:
 
 * ``"tiny"``: the README quickstart -- 4096-token BPE, 0.66 M-parameter Llama, 100 steps x 32 x 128
   tokens; the train loss falls from about 8.9 to about 5.4 and the held-out loss to about 6.5 in
@@ -87,38 +90,66 @@ def quickstart_model_steps(
     validation_documents: ExecutorStep | InputName | str | None = None,
     size: str = "tiny",
     name: str = "quickstart",
-) -> list[ExecutorStep]:
-    """Tokenizer, tokenized cache, training and evaluation steps for the quickstart.
+    *,
+    tokenizer_documents: ExecutorStep | InputName | str | None = None,
+    heldout_documents: ExecutorStep | InputName | str | None = None,
+) -> dict[str, ExecutorStep]:
+    """Tokenizer, tokenized cache, training and evaluation steps of the quickstart, keyed by role.
+
+    The one builder of the quickstart's model steps: ``marin_assets.experiments.quickstart`` calls
+    it on the curated documents, the model tests and ``bench/train.py`` on the offline sample.
 
     Args:
         documents: training documents (jsonl/jsonl.gz ``text``); None uses the offline
             stdlib-docstring sample (its ``train/`` folder).
-        validation_documents: held-out documents for the cache's ``validation`` split (None with
-            ``documents=None``: the sample's ``validation/`` folder; otherwise no validation split).
+        validation_documents: held-out documents for the training cache's own ``validation`` split
+            (None with ``documents=None``: the sample's ``validation/`` folder; otherwise none).
         size: ``"tiny"`` (README) or ``"test"`` (test suite).
-        name: suffix of every step name (``tokenizers/<name>``, ``tokenized/<name>``, ...).
+        name: stem of every step name (``tokenizers/<name>-<size>``, ``tokenized/<name>-<size>``, ...).
+        tokenizer_documents: what the tokenizer is trained on (default: ``documents``); the
+            quickstart gives one fixed drop so that new drops do not change the tokenizer.
+        heldout_documents: documents of a separate validation cache ``tokenized/<name>-<size>-heldout``;
+            training then reads ``{"web": <tokenized>}`` and reports (and evaluation measures) the
+            held-out set as ``heldout``.
 
     Returns:
-        ``[tokenizer, tokenized, train, eval]`` (plus the sample documents step first when
-        ``documents`` is None).
+        ``tokenizer``, ``tokenized``, ``train``, ``evaluation`` (in dependency order), plus
+        ``documents`` first when ``documents`` is None and ``heldout`` when ``heldout_documents``
+        is given.
     """
     if size not in SIZES:
         raise ValueError(f"unknown quickstart size {size!r}; choose from {sorted(SIZES)}")
     s = SIZES[size]
-    steps: list[ExecutorStep] = []
+    stem = f"{name}-{size}"
+    steps: dict[str, ExecutorStep] = {}
     if documents is None:
         docs = sample_documents_step(max_bytes=s.sample_bytes)
-        steps.append(docs)
+        steps["documents"] = docs
         documents = docs / "train"
         validation_documents = validation_documents or docs / "validation"
-    tokenizer = default_tokenizer(f"{name}-{size}", documents, vocab_size=s.vocab_size)
-    tokenized = default_tokenize(f"{name}-{size}", documents, tokenizer, validation=validation_documents)
-    train = default_train(f"{name}-{size}", tokenized, versioned(s.model), s.train, tags=("quickstart", size))
+    tokenizer = default_tokenizer(stem, tokenizer_documents or documents, vocab_size=s.vocab_size)
+    tokenized = default_tokenize(stem, documents, tokenizer, validation=validation_documents)
+    steps.update(tokenizer=tokenizer, tokenized=tokenized)
+    heldout_caches: dict[str, ExecutorStep] | None = None
+    if heldout_documents is not None:
+        heldout = default_tokenize(f"{stem}-heldout", heldout_documents, tokenizer, is_validation=True)
+        steps["heldout"] = heldout
+        heldout_caches = {"heldout": heldout}
+    train = default_train(
+        stem,
+        {"web": tokenized} if heldout_caches else tokenized,
+        versioned(s.model),
+        s.train,
+        tags=("quickstart", size),
+        validation_sets=heldout_caches,
+    )
     evaluation = default_eval(
         train,
         evals=LOCAL_TASKS,
         max_eval_instances=s.max_eval_instances,
         max_eval_batches=s.max_eval_batches,
-        name=f"{name}-{size}",
+        validation_caches=heldout_caches,
+        name=stem,
     )
-    return [*steps, tokenizer, tokenized, train, evaluation]
+    steps.update(train=train, evaluation=evaluation)
+    return steps

@@ -1,9 +1,9 @@
 """A small, deterministic, offline document set: docstrings of the Python standard library.
 
-Until the curation steps feed the model side, the quickstart needs real-ish English text that can
-be produced without any download. Docstrings of the standard library (extracted with ``ast``, so no
-module is imported) are prose, vary in length and are identical on every machine with the same
-Python minor version, which keeps the step's output deterministic.
+Real-ish English text produced without any download: the quickstart's held-out set, and the
+training text of the model tests and ``bench/train.py``. Docstrings of the standard library
+(:mod:`marin_assets.experiments.docstring_corpus`) are prose, vary in length and are identical on
+every machine with the same Python minor version, which keeps the step's output deterministic.
 
 Output layout (``jsonl.gz`` files with a ``text`` field, the format every tokenize step reads)::
 
@@ -13,18 +13,16 @@ Output layout (``jsonl.gz`` files with a ``text`` field, the format every tokeni
 
 from __future__ import annotations
 
-import ast
 import gzip
 import hashlib
 import io
 import json
-import os
-import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from marin_assets.execution.step import ExecutorStep, this_output_path, versioned
 from marin_assets.execution.storage import atomic_write_bytes, join_path
+from marin_assets.experiments.docstring_corpus import iter_docstrings, python_files, stdlib_dir
 
 # Docstrings shorter than this are mostly "Return x." one-liners: noise for a language model.
 MIN_DOC_CHARS = 200
@@ -49,25 +47,10 @@ class SampleDocumentsConfig:
     source_dir: str | None = None
 
 
-def iter_docstrings(source_dir: str) -> Iterator[str]:
-    """Yield long docstrings of every module, class and function below ``source_dir``, in a fixed order."""
-    for root, dirs, files in os.walk(source_dir):
-        # Sorted, and pruned of tests and site-packages, so the corpus does not depend on what is installed.
-        dirs[:] = sorted(d for d in dirs if d not in {"site-packages", "dist-packages", "test", "tests", "idlelib"})
-        for fname in sorted(files):
-            if not fname.endswith(".py"):
-                continue
-            path = os.path.join(root, fname)
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    tree = ast.parse(handle.read())
-            except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                    doc = ast.get_docstring(node, clean=True)
-                    if doc and len(doc) >= MIN_DOC_CHARS:
-                        yield doc
+def long_docstrings(source_dir: str) -> Iterator[str]:
+    """Long docstrings of every module, class and function below ``source_dir``, in a fixed order."""
+    files = python_files(source_dir, {"site-packages", "dist-packages", "test", "tests", "idlelib"})
+    return (doc for doc in iter_docstrings(files) if len(doc) >= MIN_DOC_CHARS)
 
 
 def _is_validation(text: str, fraction: float) -> bool:
@@ -86,11 +69,11 @@ def _gz_jsonl(docs: list[str]) -> bytes:
 
 def write_sample_documents(config: SampleDocumentsConfig) -> dict:
     """Write the docstring corpus under ``config.output_path``; returns counts as step metadata."""
-    source_dir = config.source_dir or sysconfig.get_paths()["stdlib"]
+    source_dir = config.source_dir or stdlib_dir()
     seen: set[str] = set()
     splits: dict[str, list[str]] = {"train": [], "validation": []}
     total = 0
-    for doc in iter_docstrings(source_dir):
+    for doc in long_docstrings(source_dir):
         if doc in seen:
             continue
         seen.add(doc)

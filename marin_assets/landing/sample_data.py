@@ -28,21 +28,19 @@ CLI: ``python -m marin_assets.landing.sample_data --prefix DIR --drop drop-004 [
 from __future__ import annotations
 
 import argparse
-import ast
 import functools
 import gzip
 import hashlib
 import json
-import os
 import random
 import re
-import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from marin_assets.execution.step import validate_partition_key
 from marin_assets.execution.storage import atomic_write_bytes, join_path
+from marin_assets.experiments.docstring_corpus import iter_docstrings, python_files, stdlib_dir
 
 DEFAULT_SOURCE = "sample-html"
 DEFAULT_SEED = 1234
@@ -121,16 +119,6 @@ class Page:
 # Text pool
 
 
-def _stdlib_files() -> list[str]:
-    root = sysconfig.get_paths()["stdlib"]
-    skip = {"test", "tests", "idlelib", "site-packages", "lib2to3", "__pycache__", "turtledemo"}
-    files: list[str] = []
-    for directory, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in skip)
-        files.extend(os.path.join(directory, n) for n in sorted(names) if n.endswith(".py"))
-    return files
-
-
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 _CODEY = re.compile(r"(>>>|\.\.\.|[{}\[\]=<>]|::|__\w+__|\w+\(\))")
 
@@ -138,39 +126,28 @@ _CODEY = re.compile(r"(>>>|\.\.\.|[{}\[\]=<>]|::|__\w+__|\w+\(\))")
 @functools.lru_cache(maxsize=2)
 def sentence_pool(extra_dirs: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Unique prose sentences from stdlib docstrings (and ``extra_dirs``), in file order."""
-    files = _stdlib_files()
+    files = python_files(
+        stdlib_dir(), {"test", "tests", "idlelib", "site-packages", "lib2to3", "__pycache__", "turtledemo"}
+    )
     for extra in extra_dirs:
-        for directory, dirs, names in os.walk(extra):
-            dirs[:] = sorted(d for d in dirs if d not in ("tests", "test", "__pycache__"))
-            files.extend(os.path.join(directory, n) for n in sorted(names) if n.endswith(".py"))
+        files.extend(python_files(extra, {"tests", "test", "__pycache__"}))
     seen: set[str] = set()
     out: list[str] = []
-    for path in files:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                tree = ast.parse(handle.read())
-        except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
-            continue
-        for node in ast.walk(tree):
-            if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            doc = ast.get_docstring(node)
-            if not doc:
-                continue
-            for para in re.split(r"\n\s*\n", doc):
-                text = " ".join(para.split())
-                for sentence in _SENTENCE_SPLIT.split(text):
-                    words = sentence.split()
-                    # Prose only: long enough, ends like a sentence, no code-ish tokens.
-                    if len(words) < 7 or len(words) > 60 or not sentence[0].isupper():
-                        continue
-                    if not sentence.endswith((".", "!", "?")) or _CODEY.search(sentence):
-                        continue
-                    key = re.sub(r"[^a-z]", "", sentence.lower())
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    out.append(sentence)
+    for doc in iter_docstrings(files):
+        for para in re.split(r"\n\s*\n", doc):
+            text = " ".join(para.split())
+            for sentence in _SENTENCE_SPLIT.split(text):
+                words = sentence.split()
+                # Prose only: long enough, ends like a sentence, no code-ish tokens.
+                if len(words) < 7 or len(words) > 60 or not sentence[0].isupper():
+                    continue
+                if not sentence.endswith((".", "!", "?")) or _CODEY.search(sentence):
+                    continue
+                key = re.sub(r"[^a-z]", "", sentence.lower())
+                if key in seen:
+                    continue
+                seen.add(key)
+                out.append(sentence)
     if len(out) < 500:
         raise RuntimeError(f"only {len(out)} docstring sentences found; is the Python stdlib source installed?")
     return tuple(out)

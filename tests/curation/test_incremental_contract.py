@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from marin_assets.execution.dry_run import format_plan, plan
-from marin_assets.execution.runner import Executor, ExecutorOptions
+from marin_assets.execution.runner import ExecutorOptions, StepRunner
 from marin_assets.execution.status import read_info
 from marin_assets.execution.step import versioned
 from marin_assets.execution.versioning import ResolvedStep, StepGraph
@@ -48,7 +48,7 @@ def _roots(steps: dict[str, Any]) -> list[Any]:
 def _finished_quickstart(prefix: str, steps: dict[str, Any]) -> StepGraph:
     """The runner's view of a finished quickstart over DROPS under ``prefix``."""
     graph = StepGraph(_roots(steps), prefix, {PARTITION_SET: DROPS})
-    report = Executor(ExecutorOptions(max_concurrent=1), launch=_skip_body).run(graph)
+    report = StepRunner(ExecutorOptions(max_concurrent=1), launch=_skip_body).run(graph)
     assert report.by_action("ran") and not report.failed
     return graph
 
@@ -117,7 +117,7 @@ def test_new_drop_does_not_change_curation_of_earlier_drops(tmp_path):
     steps = curation_steps("landing/sample-html")
     roots = list(steps.values())
     graph = StepGraph(roots, prefix, {PARTITION_SET: DROPS})
-    Executor(ExecutorOptions(max_concurrent=1), launch=_skip_body).run(graph)
+    StepRunner(ExecutorOptions(max_concurrent=1), launch=_skip_body).run(graph)
     grown = StepGraph(roots, prefix, {PARTITION_SET: [*DROPS, NEW]})
     planned = plan(grown)
     assert {_label(p) for p in planned if p.action == "run"} == {

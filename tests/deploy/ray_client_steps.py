@@ -52,7 +52,7 @@ def build_steps() -> list[ExecutorStep]:
         step("plain"),
         step("remote", fn=echo_remote),
         step("cpu", resources=CpuConfig(num_cpus=2)),
-        step("gpu", resources=GpuConfig(count=1)),
+        step("gpu", resources=GpuConfig(gpu_count=1)),
         step("tpu", resources=TpuConfig(tpu_type="v4-8")),
     ]
 

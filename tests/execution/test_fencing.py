@@ -17,7 +17,7 @@ import pytest
 from marin_assets.execution import ExecutorOptions, StepGraph
 from marin_assets.execution.fence import StepCancelled
 from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, lease_for_output
-from marin_assets.execution.runner import Executor, ExecutorError
+from marin_assets.execution.runner import ExecutorError, StepRunner
 from marin_assets.execution.status import read_status
 from marin_assets.execution.storage import read_text
 from tests.execution import fencing_steps
@@ -114,7 +114,7 @@ def test_killed_holder_is_replaced_at_once_and_leaves_no_trainer(gcs_prefix, tmp
     monkeypatch.setenv("FAKE_TRAIN_S", "0.2")
     assert (ExecutorOptions().heartbeat_s, ExecutorOptions().stale_s) == (DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S)
     start = time.monotonic()
-    report = Executor(ExecutorOptions()).run(graph)
+    report = StepRunner(ExecutorOptions()).run(graph)
     assert [o.action for o in report.outcomes] == ["ran"]
     took_over_after = time.monotonic() - start
     assert took_over_after < 5, f"takeover of a dead holder's lease took {took_over_after:.1f}s"
@@ -137,7 +137,7 @@ def test_lost_lease_cancels_an_in_process_step_and_records_nothing(prefix):
     steps = fencing_steps.chain(1)
     graph = StepGraph(steps, prefix)
     out = graph.resolved(steps[0]).output_path
-    executor = Executor(ExecutorOptions(heartbeat_s=0.2, stale_s=1.0), launch=lambda node, config: long_step(config))
+    executor = StepRunner(ExecutorOptions(heartbeat_s=0.2, stale_s=1.0), launch=lambda node, config: long_step(config))
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -172,7 +172,7 @@ def test_lost_lease_kills_the_step_subprocess(prefix, tmp_path, monkeypatch):
 
     def run() -> None:
         try:
-            Executor(ExecutorOptions(heartbeat_s=0.2, stale_s=1.0)).run(graph)
+            StepRunner(ExecutorOptions(heartbeat_s=0.2, stale_s=1.0)).run(graph)
         except BaseException as exc:  # noqa: BLE001 - inspected below
             errors.append(exc)
 
@@ -210,7 +210,7 @@ def test_lost_lease_ends_a_ray_task_launched_through_an_accelerator_config(prefi
 
         def run() -> None:
             try:
-                Executor(ExecutorOptions(heartbeat_s=0.5, stale_s=3.0)).run(graph)
+                StepRunner(ExecutorOptions(heartbeat_s=0.5, stale_s=3.0)).run(graph)
             except BaseException as exc:  # noqa: BLE001 - inspected below
                 errors.append(exc)
 

@@ -77,7 +77,7 @@ def test_ray_remote_function_step_runs_in_a_worker(fake_tpu_ray, prefix):
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
-    "resources", [TpuConfig("v5p-8"), GpuConfig(count=1), CpuConfig(num_cpus=64)], ids=["tpu-v5p", "gpu", "64cpu"]
+    "resources", [TpuConfig("v5p-8"), GpuConfig(gpu_count=1), CpuConfig(num_cpus=64)], ids=["tpu-v5p", "gpu", "64cpu"]
 )
 def test_step_requesting_absent_resource_fails_fast_with_clear_error(fake_tpu_ray, prefix, resources):
     step = ExecutorStep(

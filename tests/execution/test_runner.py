@@ -24,8 +24,8 @@ from marin_assets.execution import (
     versioned,
 )
 from marin_assets.execution.dry_run import format_plan, plan
-from marin_assets.execution.lease import StepLease
-from marin_assets.execution.runner import Executor, StepFailedError
+from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, ManualClock, StepLease
+from marin_assets.execution.runner import StepFailedError, StepRunner
 from marin_assets.execution.status import read_status, write_status
 from tests.execution.sample_steps import WriteConfig, diamond, write_value
 
@@ -40,7 +40,7 @@ def calls(counter_dir: Path) -> Counter:
 
 
 def run(steps, prefix, **options) -> object:
-    return Executor(ExecutorOptions(**options)).run(StepGraph(steps, prefix))
+    return StepRunner(ExecutorOptions(**options)).run(StepGraph(steps, prefix))
 
 
 def test_runs_in_dependency_order_then_skips_everything_on_rerun(prefix, tmp_path):
@@ -104,12 +104,12 @@ def test_failed_step_raises_until_forced(prefix):
 def test_run_only_runs_matching_steps_and_their_dependencies(prefix, tmp_path, caplog):
     counter = tmp_path / "counter"
     steps = diamond(counter_dir=str(counter))
-    report = Executor().run(StepGraph(steps, prefix), run_only=["test/b$"])
+    report = StepRunner().run(StepGraph(steps, prefix), run_only=["test/b$"])
     assert sorted(o.name for o in report.outcomes) == ["test/a", "test/b"]
     assert calls(counter) == Counter({"a": 1, "b": 1})
     # Marin warns about a regex that matches nothing and runs nothing for it.
     with caplog.at_level(logging.WARNING, logger="marin.executor"):
-        report = Executor().run(StepGraph(steps, prefix), run_only=["nothing-like-this"])
+        report = StepRunner().run(StepGraph(steps, prefix), run_only=["nothing-like-this"])
     assert report.outcomes == []
     assert "did not match any step" in caplog.text
 
@@ -226,22 +226,28 @@ def test_four_processes_racing_compute_each_step_exactly_once(prefix, tmp_path):
 
 
 def test_stale_lease_is_taken_over_and_a_live_one_is_not(tmp_path):
+    # The default 30 s / 90 s timing, on a clock the test moves: no sleeping.
+    clock = ManualClock()
     path = str(tmp_path / ".executor_lease")
-    first = StepLease(path, heartbeat_s=0.2, stale_s=1.0)
+    first = StepLease(path, clock=clock)
     assert first.try_acquire()
-    second = StepLease(path, heartbeat_s=0.2, stale_s=1.0)
+    second = StepLease(path, clock=clock)
     assert not second.try_acquire()  # live: the heartbeat keeps it fresh
-    time.sleep(1.5)
+    clock.advance(DEFAULT_STALE_S + 60)  # several heartbeats fall due and renew the lease
+    assert first.holder().seq > 1 and not first.lost.is_set()
     assert not second.try_acquire()
-    # The holder "dies": its heartbeat stops, the lease goes stale.
+    # The holder freezes: its heartbeat stops, the lease goes stale.
     first._stop.set()
     first._thread.join()
-    time.sleep(1.3)
+    clock.advance(DEFAULT_STALE_S - 1)
+    assert not second.try_acquire()  # not yet: still within stale_s of its last renewal
+    clock.advance(2)
     assert second.try_acquire()
-    assert second.holder().owner == second.owner
+    assert second.holder().owner == second.owner and second.took_over_live_holder
     # The old holder finds out at its next heartbeat instead of overwriting the new one.
     first._start_heartbeat()
-    assert first.lost.wait(timeout=3)
+    clock.advance(DEFAULT_HEARTBEAT_S)
+    assert first.lost.is_set()
     assert second.holder().owner == second.owner
     second.release()
     assert second.holder() is None
@@ -265,7 +271,7 @@ def test_a_runner_waits_for_a_live_lease_then_reuses_the_result(prefix, tmp_path
         other.release()
 
     threading.Thread(target=finish).start()
-    report = Executor(ExecutorOptions(poll_s=0.1, heartbeat_s=0.2, stale_s=5)).run(graph)
+    report = StepRunner(ExecutorOptions(poll_s=0.1, heartbeat_s=0.2, stale_s=5)).run(graph)
     assert [o.action for o in report.outcomes] == ["waited"]
     assert calls(counter) == Counter()
 
@@ -280,10 +286,10 @@ def test_sequential_partitions_run_in_key_order(prefix, tmp_path):
         sequential_partitions=True,
     )
     graph = StepGraph([step], prefix, {"drops": ["d3", "d1", "d2"]})
-    report = Executor(ExecutorOptions(max_concurrent=4)).run(graph)
+    report = StepRunner(ExecutorOptions(max_concurrent=4)).run(graph)
     assert [o.partition for o in report.outcomes] == ["d1", "d2", "d3"]
     # A partition whose predecessor was never computed fails clearly instead of running.
     later = StepGraph([step], prefix, {"drops": ["d1", "d2", "d3", "d35", "d4"]})
     with pytest.raises(StepFailedError, match=r"dependency seq/s\[d35\] .* not started, not SUCCESS"):
-        Executor().execute_unit((later.resolved(step), "d4"), later)
+        StepRunner().execute_unit((later.resolved(step), "d4"), later)
     assert read_status(later.resolved(step).partition_output_path("d4")) is None

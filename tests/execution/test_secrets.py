@@ -201,7 +201,7 @@ def test_embedded_head_environment_is_minimal_and_auth_mode_explicit(tmp_path):
 
 def test_a_failing_step_quoting_its_secret_records_and_raises_it_scrubbed(prefix, monkeypatch):
     from marin_assets.execution import ExecutorOptions, ExecutorStep, this_output_path
-    from marin_assets.execution.runner import Executor, ExecutorError
+    from marin_assets.execution.runner import ExecutorError, StepRunner
     from marin_assets.execution.status import read_status
 
     monkeypatch.setenv("MARIN_TEST_API_TOKEN", SECRETS["MARIN_TEST_API_TOKEN"])
@@ -218,7 +218,7 @@ def test_a_failing_step_quoting_its_secret_records_and_raises_it_scrubbed(prefix
     )
     graph = StepGraph([step], prefix)
     with pytest.raises(ExecutorError) as failure:
-        Executor(ExecutorOptions()).run(graph)
+        StepRunner(ExecutorOptions()).run(graph)
     status = read_status(graph.resolved(step).output_path)
     assert status.status == "FAILED" and "login failed with token ***" in status.error
     assert _grep_bytes({"status": status.error.encode(), "raised": str(failure.value).encode()}) == []

@@ -62,7 +62,7 @@ def quickstart_run(ray_session, tmp_path_factory):
     from marin_assets.experiments.quickstart_steps import quickstart_model_steps
 
     prefix = str(tmp_path_factory.mktemp("quickstart"))
-    steps = quickstart_model_steps(size="test")
+    steps = list(quickstart_model_steps(size="test").values())
     report = run_steps(steps, prefix)
     failed = [(o.name, o.error) for o in report.failed]
     assert not failed, failed

@@ -37,7 +37,7 @@ def _train(resources, steps: int = 3):
         (None, None, "cpu"),
         (accelerators.CpuConfig(num_cpus=2), None, "cpu"),
         (
-            accelerators.GpuConfig(count=2, type="A100"),
+            accelerators.GpuConfig(gpu_count=2, accelerator_type="A100"),
             {"num_cpus": 1, "num_gpus": 2, "accelerator_type": "A100"},
             "gpu",
         ),
@@ -65,7 +65,7 @@ def test_resources_do_not_change_the_output_path():
     from marin_assets.execution.versioning import StepGraph
 
     cpu = _train(None)
-    gpu = _train(accelerators.GpuConfig(count=1))
+    gpu = _train(accelerators.GpuConfig(gpu_count=1))
     other = _train(None, steps=versioned(7))
     graph = StepGraph([cpu, gpu, other], "/p")
     assert graph.resolved(cpu).output_path == graph.resolved(gpu).output_path
@@ -94,6 +94,6 @@ def test_gpu_training_requires_an_accelerator_in_levanter(tmp_path):
     spec = dataclasses.replace(spec, data=data)
     out = str(tmp_path / "out")
     cpu = TrainLmOnPodConfig(train_config=spec, resources=None, output_path=out)
-    gpu = TrainLmOnPodConfig(train_config=spec, resources=accelerators.GpuConfig(count=1), output_path=out)
+    gpu = TrainLmOnPodConfig(train_config=spec, resources=accelerators.GpuConfig(gpu_count=1), output_path=out)
     assert build_levanter_config(cpu).trainer.require_accelerator is False
     assert build_levanter_config(gpu).trainer.require_accelerator is True

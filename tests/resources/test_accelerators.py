@@ -23,7 +23,7 @@ def test_cpu_options():
 
 def test_gpu_options():
     assert GpuConfig().ray_remote_options() == {"num_cpus": 1, "num_gpus": 1}
-    assert GpuConfig(count=8, type="A100").ray_remote_options() == {
+    assert GpuConfig(gpu_count=8, accelerator_type="A100").ray_remote_options() == {
         "num_cpus": 1,
         "num_gpus": 8,
         "accelerator_type": "A100",
@@ -84,10 +84,10 @@ def test_tpu_validation():
         ("cpu", CpuConfig()),
         ("cpu:4", CpuConfig(num_cpus=4)),
         ("gpu", GpuConfig()),
-        ("gpu:2", GpuConfig(count=2)),
-        ("gpu:H100", GpuConfig(count=1, type="H100")),
-        ("gpu:A100x8", GpuConfig(count=8, type="A100")),
-        ("gpu:A10Gx2", GpuConfig(count=2, type="A10G")),
+        ("gpu:2", GpuConfig(gpu_count=2)),
+        ("gpu:H100", GpuConfig(gpu_count=1, accelerator_type="H100")),
+        ("gpu:A100x8", GpuConfig(gpu_count=8, accelerator_type="A100")),
+        ("gpu:A10Gx2", GpuConfig(gpu_count=2, accelerator_type="A10G")),
         ("tpu:v4-8", TpuConfig(tpu_type="v4-8")),
         ("tpu:v5e-16x2", TpuConfig(tpu_type="v5litepod-16", slice_count=2)),
     ],
@@ -103,12 +103,26 @@ def test_parse_accelerator_rejects(spec):
 
 
 def test_accelerator_from_dict_round_trip():
-    for acc in (CpuConfig(num_cpus=2), GpuConfig(count=4, type="L4"), TpuConfig(tpu_type="v6e-8", slice_count=2)):
+    for acc in (
+        CpuConfig(num_cpus=2),
+        GpuConfig(gpu_count=4, accelerator_type="L4"),
+        TpuConfig(tpu_type="v6e-8", slice_count=2),
+    ):
         assert accelerator_from_dict(accelerator_to_dict(acc)) == acc
     assert accelerator_from_dict({"tpu": {"tpu_type": "v4-8"}}) == TpuConfig()
     assert accelerator_from_dict(None) == CpuConfig()
-    assert accelerator_from_dict("gpu:A100x8") == GpuConfig(count=8, type="A100")
+    assert accelerator_from_dict("gpu:A100x8") == GpuConfig(gpu_count=8, accelerator_type="A100")
+    # Config files written with the short GPU field names still read.
+    assert accelerator_from_dict({"kind": "gpu", "count": 2, "type": "h100"}) == GpuConfig(2, accelerator_type="H100")
     with pytest.raises(ValueError, match="bad fields"):
         accelerator_from_dict({"kind": "gpu", "cores": 3})
+
+
+def test_one_gpu_config_for_marin_scripts_resource_configs_and_specs():
+    import marin_resources
+    from marin_resources.resource_config import ResourceConfig
+
+    assert marin_resources.GpuConfig is GpuConfig
+    assert ResourceConfig.with_gpu("h100", 8).device == parse_accelerator("gpu:H100x8")
     with pytest.raises(ValueError, match="unknown accelerator kind"):
         accelerator_from_dict({"kind": "npu"})

@@ -62,9 +62,9 @@ def test_fray_resource_config_constructors():
     assert cpu.as_remote_kwargs()["memory"] == 128 << 20
     assert cpu.as_remote_kwargs()["runtime_env"]["env_vars"]["JAX_PLATFORMS"] == "cpu"
     gpu = ResourceConfig.with_gpu("h100", count=8)
-    assert gpu.device == GpuConfig(count=8, type="H100") and gpu.chip_count() == 8
+    assert gpu.device == GpuConfig(gpu_count=8, accelerator_type="H100") and gpu.chip_count() == 8
     assert gpu.as_remote_kwargs()["num_gpus"] == 8 and "JAX_PLATFORMS" not in str(gpu.as_remote_kwargs())
-    assert ResourceConfig.with_gpu().device.type is None  # "auto": any GPU
+    assert ResourceConfig.with_gpu().device.accelerator_type is None  # "auto": any GPU
     tpu = ResourceConfig.with_tpu("v4-8", slice_count=2)
     assert isinstance(tpu.device, TpuConfig) and tpu.replicas == 2 and tpu.chip_count() == 8
     assert tpu.accelerator_descriptor() == "v4-8"

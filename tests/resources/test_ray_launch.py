@@ -90,7 +90,7 @@ def test_absent_tpu_type_fails_fast_with_clear_error(ray_head):
 @pytest.mark.timeout(60)
 def test_absent_gpu_fails_fast_naming_resources(ray_head):
     with pytest.raises(InfeasibleResourceError) as info:
-        GpuConfig(count=1, type="A100").launch(_report, Job(1))
+        GpuConfig(gpu_count=1, accelerator_type="A100").launch(_report, Job(1))
     assert "'GPU'" in str(info.value) and "accelerator_type:A100" in str(info.value)
 
 

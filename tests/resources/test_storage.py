@@ -19,6 +19,18 @@ def test_default_prefix_is_absolute_data(monkeypatch, tmp_path):
     assert StorageConfig(prefix="file://" + str(tmp_path / "x")).root == str(tmp_path / "x")
 
 
+def test_one_default_prefix_for_the_engine_and_the_resources(monkeypatch, tmp_path):
+    import importlib
+
+    from marin_resources.storage import default_prefix
+
+    executor_main = importlib.import_module("marin_assets.execution.executor_main")
+    assert executor_main.default_prefix is default_prefix
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MARIN_PREFIX", "file://" + str(tmp_path / "out"))
+    assert default_prefix() == StorageConfig().root == str(tmp_path / "out")
+
+
 def test_remote_prefix_kept_and_validated():
     assert normalize_prefix("gs://bucket/marin/") == "gs://bucket/marin"
     assert StorageConfig(prefix="gs://bucket/marin").protocol == "gs"
