@@ -10,9 +10,15 @@ Prints, as JSON:
 * the cost of fenced outputs (attempt staging + publish under the lease, ``execution.attempt``):
   one step writing ``--output_mb`` MB in ``--output_files`` files through the runner, against the
   same function writing straight to a folder (the unfenced baseline), local and gs://; with the
-  publish step timed alone.
+  publish step timed alone;
+* the cost of resuming across hosts (``execution.attempt.copy_attempt``): a takeover from a stale
+  holder on another host whose attempt staged ``--adopt_mb`` MB of checkpoint in
+  ``--adopt_objects`` objects (copied server-side into the new attempt, then published), against a
+  plain re-run of the same step from scratch (its only work is writing that checkpoint: a floor --
+  a real training step re-computes everything since its start).
 
     python -m bench.lease [--steps 200] [--rounds 50] [--output_mb 1024] [--output_files 16]
+                          [--adopt_mb 1024] [--adopt_objects 100] [--only lease|rerun|fenced_write|adoption]
 """
 
 from __future__ import annotations
@@ -188,13 +194,113 @@ def fenced_write(prefix: str, mb: int, files: int) -> dict[str, float]:
     }
 
 
+@dataclass(frozen=True)
+class CheckpointingConfig:
+    """A training-like step: its work is writing ``mb`` MB of checkpoint in ``objects`` objects."""
+
+    output_path: str
+    mb: int
+    objects: int
+
+
+def checkpointing_step(config: CheckpointingConfig) -> dict[str, int]:
+    """Write the checkpoint objects that are not there yet (a resumed attempt finds them all)."""
+    from marin_assets.execution.storage import filesystem
+
+    fs, root = filesystem(join_path(config.output_path, "checkpoints"))
+    have = {p.rsplit("/", 1)[-1] for p in fs.find(root)} if fs.exists(root) else set()
+    per_object = (config.mb << 20) // config.objects
+    payload = (_BLOCK * (per_object // len(_BLOCK) + 1))[:per_object]
+    written = 0
+    for i in range(config.objects):
+        name = f"shard-{i:04d}.bin"
+        if name not in have:
+            fs.pipe_file(f"{root}/{name}", payload)
+            written += 1
+    return {"objects_written": written}
+
+
+def adoption(prefix_of: object, mb: int, objects: int) -> dict[str, float]:
+    """Seconds for a takeover that adopts a previous attempt's ``mb`` MB checkpoint (in ``objects``
+    objects) by server-side copy, against a plain re-run of the same step from scratch."""
+    from marin_assets.execution import attempt, runner
+    from marin_assets.execution.lease import StepLease
+    from marin_assets.execution.status import write_status_if
+
+    def step_graph(prefix: str) -> tuple[StepGraph, str]:
+        step = ExecutorStep(
+            "bench/ckpt", checkpointing_step, CheckpointingConfig(this_output_path(), versioned(mb), versioned(objects))
+        )
+        graph = StepGraph([step], prefix)
+        return graph, graph.resolved(step).output_path
+
+    timings: dict[str, list[float]] = {"copy_attempt": [], "publish": [], "discard_attempts": []}
+
+    def timed(name: str):  # noqa: ANN202 - a pass-through wrapper
+        original = getattr(runner, name)
+
+        def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003 - passes through
+            t = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                timings[name].append(time.perf_counter() - t)
+
+        return original, wrapper
+
+    originals = {}
+    for name in timings:
+        originals[name], wrapper = timed(name)
+        setattr(runner, name, wrapper)
+    try:
+        # A plain re-run from scratch: the step writes its whole checkpoint, then it is published.
+        graph, _ = step_graph(prefix_of())  # type: ignore[operator]
+        start = time.perf_counter()
+        report = runner.StepRunner(runner.ExecutorOptions()).run(graph)
+        scratch = time.perf_counter() - start
+        assert report.outcomes[0].metadata["objects_written"] == objects
+        scratch_publish = timings["publish"][-1]
+
+        # A takeover: attempt "prev" of a holder on another host went stale with its checkpoint staged.
+        graph, out = step_graph(prefix_of())  # type: ignore[operator]
+        lease = StepLease(join_path(out, ".executor_lease"))
+        assert write_status_if(out, "RUNNING", None, lease.backend, run_id="prev", attempt="prev")
+        checkpointing_step(CheckpointingConfig(attempt.staging_path(out, "prev"), mb, objects))
+        holder = json.loads(lease._content())
+        holder.update(host="another-host", heartbeat=time.time() - 3600)
+        assert lease.backend.create_exclusive(lease.path, json.dumps(holder).encode())
+        discarded_before = len(timings["discard_attempts"])
+        start = time.perf_counter()
+        report = runner.StepRunner(runner.ExecutorOptions()).run(graph)
+        adopted = time.perf_counter() - start
+    finally:
+        for name, original in originals.items():
+            setattr(runner, name, original)
+    assert report.outcomes[0].metadata["objects_written"] == 0 and len(timings["copy_attempt"]) == 1
+    return {
+        "mb": mb,
+        "objects": objects,
+        "rerun_from_scratch_s": round(scratch, 2),
+        "rerun_publish_s": round(scratch_publish, 2),
+        "takeover_with_adoption_s": round(adopted, 2),
+        "adoption_copy_s": round(timings["copy_attempt"][0], 2),
+        "adoption_discard_s": round(sum(timings["discard_attempts"][discarded_before:]), 2),
+        "adoption_publish_s": round(timings["publish"][-1], 2),
+        "adoption_x_rerun": round(adopted / scratch, 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--output_mb", type=int, default=1024)
     parser.add_argument("--output_files", type=int, default=16)
+    parser.add_argument("--adopt_mb", type=int, default=1024)
+    parser.add_argument("--adopt_objects", type=int, default=100)
+    parser.add_argument("--only", choices=["lease", "rerun", "fenced_write", "adoption"], action="append")
     args = parser.parse_args()
+    only = set(args.only or ["lease", "rerun", "fenced_write", "adoption"])
     import logging
 
     logging.basicConfig(level=logging.WARNING)
@@ -204,16 +310,18 @@ def main() -> None:
         server = GcsServer(f"{tmp}/fake-gcs-server.log").start()
         try:
             point_fsspec_at(server)
-            gcs = f"gs://{server.create_bucket()}/marin"
-            result = {
-                "gcs_lease": lease_latency(gcs, args.rounds),
-                "local_lease": lease_latency(f"{tmp}/local", args.rounds),
-                "gcs_cached_rerun": cached_rerun(f"gs://{server.create_bucket()}/dag", args.steps),
-                "local_fenced_write": fenced_write(f"{tmp}/big", args.output_mb, args.output_files),
-                "gcs_fenced_write": fenced_write(
-                    f"gs://{server.create_bucket()}/big", args.output_mb, args.output_files
-                ),
-            }
+            bucket = lambda name: f"gs://{server.create_bucket()}/{name}"  # noqa: E731
+            result: dict[str, object] = {}
+            if "lease" in only:
+                result["gcs_lease"] = lease_latency(bucket("marin"), args.rounds)
+                result["local_lease"] = lease_latency(f"{tmp}/local", args.rounds)
+            if "rerun" in only:
+                result["gcs_cached_rerun"] = cached_rerun(bucket("dag"), args.steps)
+            if "fenced_write" in only:
+                result["local_fenced_write"] = fenced_write(f"{tmp}/big", args.output_mb, args.output_files)
+                result["gcs_fenced_write"] = fenced_write(bucket("big"), args.output_mb, args.output_files)
+            if "adoption" in only:
+                result["gcs_adoption"] = adoption(lambda: bucket("adopt"), args.adopt_mb, args.adopt_objects)
         finally:
             server.stop()
     print(json.dumps(result, indent=2))

@@ -24,6 +24,7 @@ from marin_assets.dagster_bridge.landing_assets import build_landing_status_sens
 from marin_assets.dagster_bridge.location_graph import (
     AssetKeys,
     asset_key_for,
+    location_asset_keys,
     location_graphs,
     partition_local_steps,
 )
@@ -179,7 +180,7 @@ def build_definitions(
             errors.append((experiment.name, experiment.name, error))
             logger.error("experiment %s does not build: %s", experiment.name, graph)
     graphs = [None if isinstance(g, Exception) else g for g in graphs]
-    keys = AssetKeys([g for g in graphs if g is not None])
+    keys = location_asset_keys(experiment_list, graphs, scripts)
     partitions_defs: dict[str, dg.PartitionsDefinition] = {}
     emitted: dict[dg.AssetKey, str] = {}
     claimed_sources: dict[str, str] = {}

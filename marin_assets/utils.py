@@ -58,6 +58,37 @@ def fsspec_rm(file_path: str) -> bool:
     return True
 
 
+def fsspec_get_curr_subdirectories(dir_path: str) -> list[str]:
+    """The direct subdirectories of ``dir_path`` (sorted, same scheme as ``dir_path``)."""
+    fs, p = filesystem(dir_path)
+    if not fs.exists(p):
+        return []
+    return sorted(_with_protocol(dir_path, e["name"]) for e in fs.ls(p, detail=True) if e["type"] == "directory")
+
+
+def fsspec_get_atomic_directories(dir_path: str) -> list[str]:
+    """Every directory at or below ``dir_path`` that has no subdirectory (sorted, same scheme)."""
+    children = fsspec_get_curr_subdirectories(dir_path)
+    if not children:
+        return [dir_path.rstrip("/")] if fsspec_isdir(dir_path) else []
+    leaves: list[str] = []
+    for child in children:
+        leaves.extend(fsspec_get_atomic_directories(child))
+    return sorted(leaves)
+
+
+def fsspec_cpdir(dir_path: str, target_path: str) -> None:
+    """Copy every file below ``dir_path`` to the same relative path below ``target_path`` (same store)."""
+    fs, source = filesystem(dir_path)
+    _, target = filesystem(target_path)
+    base = source.rstrip("/") + "/"
+    for path in fs.find(source):
+        rel = path[len(base) :] if path.startswith(base) else os.path.basename(path)
+        destination = join_path(target, rel)
+        fs.makedirs(destination.rsplit("/", 1)[0], exist_ok=True)
+        fs.copy(path, destination)
+
+
 def fsspec_size(file_path: str) -> int:
     """Total bytes of ``file_path`` (a file, or every file below a directory)."""
     fs, p = filesystem(file_path)

@@ -204,6 +204,10 @@ def _run_remote(
     opts = dict(options)
     if runtime_env:
         opts["runtime_env"] = runtime_env
+    from marin_resources.ray_cluster import task_name_of
+
+    if task_name_of(fn):  # the step's name, shown by the dashboard and `ray list tasks`
+        opts.setdefault("name", task_name_of(fn))
     remote_fn = fn if isinstance(fn, ray.remote_function.RemoteFunction) else ray.remote(fn)
     return ray.get(remote_fn.options(**opts).remote(config))
 

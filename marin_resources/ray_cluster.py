@@ -395,9 +395,29 @@ RAY_LINK_KEYS = ("marin/ray_job", "marin/ray_task", "marin/ray_logs")
 _METADATA_TYPE_KEY = "__marin_metadata_type__"
 
 
+# Ray's metadata key of a Jobs API job's submission id (ray.dashboard.modules.job.common).
+SUBMISSION_ID_KEY = "job_submission_id"
+# Metadata that marks a job as a Ray Client driver registered by ensure_ray (ray_run list hides them).
+DRIVER_MARK_KEY = "marin_driver"
+
+
+def job_submission_id() -> str | None:
+    """The submission id of the calling process's Ray job: set for jobs of the Jobs API (``ray_run``)
+    and for the drivers :func:`ensure_ray` registers; None otherwise (e.g. ``dagster dev``'s embedded
+    cluster). Unlike Ray's job id (``01000000``, ``02000000``, ... again after every cluster start),
+    it is unique across restarts."""
+    import ray
+
+    with contextlib.suppress(Exception):
+        config = ray._private.worker.global_worker.core_worker.get_job_config()
+        return dict(config.metadata).get(SUBMISSION_ID_KEY) or None
+    return None
+
+
 def ray_placement() -> dict[str, Any]:
     """Where the calling Ray task or actor runs: node id and IP, host, pid, assigned resources, and
-    the Ray job, task and worker ids with the worker's log file (in the node's Ray log folder)."""
+    the Ray job (id and submission id), task and worker ids with the worker's log file (in the
+    node's Ray log folder)."""
     import socket
 
     import ray
@@ -411,6 +431,7 @@ def ray_placement() -> dict[str, Any]:
         "pid": os.getpid(),
         "resources": {k: float(v) for k, v in sorted(context.get_assigned_resources().items())},
         "ray_job_id": job_id,
+        "ray_job_submission_id": job_submission_id(),
         "ray_task_id": context.get_task_id(),
         "ray_worker_id": worker_id,
         "ray_worker_log": f"worker-{worker_id}-{job_id}-{os.getpid()}.out",
@@ -422,12 +443,15 @@ def ray_links(placement: dict[str, Any], base_url: str | None = None) -> dict[st
     URL as the person's browser reaches it (``$MARIN_RAY_DASHBOARD_URL``); none when it is unset.
 
     ``marin/ray_job``: the Ray job; ``marin/ray_task``: the task's page (state, its logs);
-    ``marin/ray_logs``: the worker's stdout log in the log viewer.
+    ``marin/ray_logs``: the worker's stdout in the log viewer. The job is named by its submission
+    id when it has one (unique across restarts: after a restart the link opens the same job, or the
+    dashboard says it is not found -- never the new cluster's job that reuses the old job id).
     """
     from urllib.parse import quote
 
     base = (base_url if base_url is not None else os.environ.get(DASHBOARD_URL_ENV, "")).rstrip("/")
-    job, node = placement.get("ray_job_id"), placement.get("ray_node_id")
+    job = placement.get("ray_job_submission_id") or placement.get("ray_job_id")
+    node = placement.get("ray_node_id")
     if not base or not job:
         return {}
 
@@ -440,6 +464,21 @@ def ray_links(placement: dict[str, Any], base_url: str | None = None) -> dict[st
     if node and placement.get("ray_worker_log"):
         links["marin/ray_logs"] = url(f"logs/viewer?nodeId={quote(node)}&fileName={quote(placement['ray_worker_log'])}")
     return links
+
+
+TASK_NAME_ATTR = "ray_task_name"
+
+
+def name_task(fn: Any, name: str) -> Any:
+    """Mark ``fn`` so that the Ray task running it is named ``name`` (the step's name) in the
+    dashboard and ``ray list tasks``, instead of the name of the innermost wrapper."""
+    setattr(fn, TASK_NAME_ATTR, name)
+    return fn
+
+
+def task_name_of(fn: Any) -> str | None:
+    """The task name :func:`name_task` gave ``fn`` (None: Ray names the task after the function)."""
+    return getattr(fn, TASK_NAME_ATTR, None)
 
 
 def recording_placement(fn: Any) -> Any:
@@ -462,8 +501,173 @@ def recording_placement(fn: Any) -> Any:
     return call
 
 
+# The Jobs API's supervisor gives its driver the job's config (submission id included) in this variable.
+_JOBS_API_DRIVER_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+
+
+def new_submission_id() -> str:
+    """A submission id for a driver: ``marin-<UTC time>-<random>``, unique across cluster restarts."""
+    import datetime
+    import secrets
+
+    return f"marin-{datetime.datetime.now(datetime.UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
+
+
+def _driver_entrypoint() -> str:
+    """What this driver runs, as the dashboard's job list shows it (the command line, shortened)."""
+    return " ".join([os.path.basename(sys.argv[0] or "python"), *sys.argv[1:]])[:300] or "python"
+
+
+def _put_job_info(submission_id: str, info: Any) -> None:
+    import json
+
+    from ray._private import ray_constants
+    from ray.dashboard.modules.job.common import JobInfoStorageClient
+    from ray.experimental.internal_kv import _internal_kv_put
+
+    key = JobInfoStorageClient.JOB_DATA_KEY.format(job_id=submission_id)
+    _internal_kv_put(key, json.dumps(info.to_json()), overwrite=True, namespace=ray_constants.KV_NAMESPACE_JOB)
+
+
+def register_driver_job(metadata: dict[str, str]) -> None:
+    """Record this connected driver as a job under its submission id (``metadata``), as the Jobs API
+    records the jobs it starts, so that the dashboard opens ``#/jobs/<submission id>`` and its job
+    list shows it (RUNNING, then SUCCEEDED when this process exits). Best effort: a cluster that
+    refuses it leaves the links saying the job is not found, and the step runs all the same.
+
+    A driver killed without exiting stays RUNNING in the list until the dashboard restarts (Ray's
+    job manager then marks it FAILED, as it does for Jobs API jobs whose supervisor is gone).
+    """
+    import atexit
+
+    try:
+        from ray.dashboard.modules.job.common import JobInfo, JobStatus
+
+        submission_id = metadata[SUBMISSION_ID_KEY]
+        info = JobInfo(
+            status=JobStatus.RUNNING,
+            entrypoint=_driver_entrypoint(),
+            message="a driver connected through Ray Client (marin): the tasks of its steps",
+            start_time=int(time.time() * 1000),
+            metadata=dict(metadata),
+        )
+        _put_job_info(submission_id, info)
+    except Exception as exc:  # noqa: BLE001 - links are a convenience, never a reason to fail a step
+        logger.warning("could not record this driver as Ray job %s: %s", metadata.get(SUBMISSION_ID_KEY), exc)
+        return
+
+    def finish() -> None:
+        import ray
+
+        with contextlib.suppress(Exception):
+            if ray.is_initialized():
+                info.status = JobStatus.SUCCEEDED
+                info.message = "the driver exited"
+                info.end_time = int(time.time() * 1000)
+                _put_job_info(submission_id, info)
+
+    atexit.register(finish)
+
+
+PROGRESS_LOGGER = "marin.progress"
+# Printed before each progress line of a training or evaluation subprocess (step, loss, tokens/s,
+# eval results): the line lands in the Ray task's log, and a driver that receives the task's output
+# (log_to_driver) finds it by this mark and logs it again to PROGRESS_LOGGER, which the Dagster
+# bridge turns into the run's log lines.
+PROGRESS_MARK = "[marin progress]"
+
+
+def in_ray_worker() -> bool:
+    """True inside a Ray task or actor (not in a driver)."""
+    ray = sys.modules.get("ray")
+    if ray is None:
+        return False
+    with contextlib.suppress(Exception):
+        return ray._private.worker.global_worker.mode == ray.WORKER_MODE
+    return False
+
+
+def report_progress(line: str) -> None:
+    """Report one progress line of a running step: printed with :data:`PROGRESS_MARK` (the Ray
+    task's log, or this process's output) and, outside Ray workers, logged to
+    :data:`PROGRESS_LOGGER` (inside one, the driver logs it when the line reaches it)."""
+    print(f"{PROGRESS_MARK} {line}", flush=True)
+    if not in_ray_worker():
+        logging.getLogger(PROGRESS_LOGGER).info(line)
+
+
+def _relog_progress(text: str) -> None:
+    for raw in text.splitlines():
+        at = raw.find(PROGRESS_MARK)
+        if at >= 0:
+            logging.getLogger(PROGRESS_LOGGER).info(raw[at + len(PROGRESS_MARK) :].strip())
+
+
+def forward_worker_progress() -> None:
+    """Log the progress lines of this driver's Ray tasks (their output forwarded to the driver) to
+    :data:`PROGRESS_LOGGER`, for Ray Client and for direct connections alike (once per connection)."""
+    from ray.util.client import ray as client_ray
+
+    if client_ray.is_connected():
+        log_client = client_ray.worker.log_client
+        if getattr(log_client, "marin_progress", False):
+            return
+        printed = log_client.stdstream
+
+        def stdstream(level: int, msg: str) -> None:
+            printed(level=level, msg=msg)
+            with contextlib.suppress(Exception):
+                _relog_progress(msg)
+
+        log_client.stdstream = stdstream
+        log_client.marin_progress = True
+    else:
+        from ray._private.worker import global_worker_stdstream_dispatcher
+
+        def handler(data: dict[str, Any]) -> None:
+            with contextlib.suppress(Exception):
+                _relog_progress("\n".join(data.get("lines", [])))
+
+        global_worker_stdstream_dispatcher.remove_handler("marin_progress")  # once, after re-inits too
+        global_worker_stdstream_dispatcher.add_handler("marin_progress", handler)
+
+
 _INIT_LOCK = threading.Lock()
 CLIENT_CONNECT_ATTEMPTS = 3
+
+
+def _connect(address: str, namespace: str, runtime_env: dict[str, Any] | None, metadata: dict[str, str] | None) -> None:
+    """``ray.init`` with the job's ``metadata`` (its submission id) in the job config.
+
+    Ray Client (``ray://``) takes the job config from its connection builder only -- a ``job_config``
+    given to ``ray.init`` would be sent to the server as a JSON keyword and fail -- so that path
+    builds the connection as ``ray.init`` does and puts the metadata on the builder's job config.
+    """
+    import ray
+
+    # Worker output in the driver's terminal; MARIN_RAY_LOG_TO_DRIVER=0 (the quickstart without
+    # -v) keeps it in Ray's log files only.
+    log_to_driver = os.environ.get("MARIN_RAY_LOG_TO_DRIVER", "1") != "0"
+    if address.startswith("ray://"):
+        builder = ray.client(address, _deprecation_warn_enabled=False).namespace(namespace)
+        if runtime_env:
+            builder = builder.env(runtime_env)
+        if not log_to_driver:
+            builder._init_args(log_to_driver=False)
+        if metadata:
+            builder._job_config.metadata.update(metadata)
+        builder.connect()
+        return
+    from ray.job_config import JobConfig
+
+    ray.init(
+        address=address,
+        namespace=namespace,
+        runtime_env=runtime_env,
+        job_config=JobConfig(metadata=dict(metadata)) if metadata else None,
+        log_to_driver=log_to_driver,
+        ignore_reinit_error=True,
+    )
 
 
 def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
@@ -486,6 +690,12 @@ def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
                     Config.initialize("")
                 address = resolve_address(config)
             runtime_env = dict(config.runtime_env or {})
+            driver_metadata = None
+            if not embedded and not os.environ.get(_JOBS_API_DRIVER_ENV):
+                # A driver of its own (a Dagster run's step process, executor_main): give its job a
+                # submission id unique across restarts for the dashboard links (ray_links). A job of
+                # the Jobs API (ray_run) already has one.
+                driver_metadata = {SUBMISSION_ID_KEY: new_submission_id(), DRIVER_MARK_KEY: "ray-client"}
             if embedded:
                 # The embedded head's workers have a minimal environment: this run's settings
                 # (JAX platform, offline flags, emulator hosts -- no secrets) travel with its job.
@@ -500,15 +710,7 @@ def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
             attempts = CLIENT_CONNECT_ATTEMPTS if address.startswith("ray://") else 1
             for attempt in range(1, attempts + 1):
                 try:
-                    ray.init(
-                        address=address,
-                        namespace=config.namespace,
-                        runtime_env=runtime_env or None,
-                        # Worker output in the driver's terminal; MARIN_RAY_LOG_TO_DRIVER=0 (the
-                        # quickstart without -v) keeps it in Ray's log files only.
-                        log_to_driver=os.environ.get("MARIN_RAY_LOG_TO_DRIVER", "1") != "0",
-                        ignore_reinit_error=True,
-                    )
+                    _connect(address, config.namespace, runtime_env or None, driver_metadata)
                     break
                 except (ConnectionError, RuntimeError) as exc:
                     # The Ray Client proxy starts one server process per client; on a busy head
@@ -519,5 +721,8 @@ def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
                     with contextlib.suppress(Exception):
                         ray.shutdown()
                     time.sleep(2.0 * attempt)
+            if driver_metadata is not None:
+                register_driver_job(driver_metadata)
+            forward_worker_progress()
             logger.info("connected to Ray at %s in %.1fs", address, time.monotonic() - start)
     return dict(ray.cluster_resources())

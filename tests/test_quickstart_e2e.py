@@ -23,6 +23,7 @@ from marin_assets.dagster_bridge import asset_key_for
 from marin_assets.execution import StepGraph
 from marin_assets.execution.status import read_metadata, read_status
 from marin_assets.experiments import curation, quickstart
+from tests.published_files import files_naming_a_staging_folder
 
 REPO = Path(__file__).resolve().parents[1]
 DROPS = ["drop-001", "drop-002"]
@@ -131,6 +132,11 @@ def test_quickstart_end_to_end_then_fully_cached(prefix, dagster_home):
         assert instance.get_latest_materialization_event(asset_key_for(node.name)) is not None, node.name
     runs = instance.get_runs(filters=dg.RunsFilter(tags={"marin/run_id": first["run_id"]}))
     assert len(runs) == len(DROPS) + 1 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+
+    # No published file names a staging folder (summaries, stats, Levanter's configs, eval results...).
+    assert files_naming_a_staging_folder(prefix) == []
+    train_config = Path(graph.resolved(steps["train"]).output_path, "train_config.yaml").read_text()
+    assert f"base_path: {graph.resolved(steps['train']).output_path}/checkpoints" in train_config
 
     assert second["ran"] == 0 and second["cached"] == len(units)
     check_output(second_lines, 0, dagster_home)

@@ -86,7 +86,7 @@ def iter_records(url: str) -> Iterable[dict[str, Any]]:
             for batch in pq.ParquetFile(handle).iter_batches(batch_size=1000):
                 yield from batch.to_pylist()
         return
-    source = LineSource(fs, path, kind or "jsonl", None)
+    source = LineSource(fs, path, None, None)
     try:
         for index, line in enumerate(source.lines()):
             yield parse_line(line, index)

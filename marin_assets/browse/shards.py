@@ -3,12 +3,15 @@
 Formats: ``.jsonl`` / ``.ndjson``, their ``.gz`` and ``.zst`` forms (and Dolma's ``.json.gz``) and
 ``.parquet``, on any fsspec filesystem. A page is addressed by the index of its first record.
 
-* jsonl: a page starts at a remembered byte offset (``seek``).
-* jsonl.gz: a page starts at a remembered *decompressor state* -- the compressed offset, a copy of
+The compression of a JSON-lines shard is sniffed from its first bytes, whatever its name says
+(:mod:`marin_assets.core.compression`, the layer every reader uses):
+
+* plain: a page starts at a remembered byte offset (``seek``).
+* gzip: a page starts at a remembered *decompressor state* -- the compressed offset, a copy of
   the zlib stream object and the few decompressed bytes not yet split into lines -- so page N+1
   continues where page N stopped instead of decompressing the shard from its start again.
-* jsonl.zst: zstd streams cannot be copied, so the live reader that stopped at the end of a page is
-  remembered (once: the next page takes it over).
+* zstd (also bz2, xz): such streams cannot be copied, so the live reader that stopped at the end
+  of a page is remembered (once: the next page takes it over).
 * parquet: the footer's row-group sizes locate the row group holding a record; only that row group
   is decoded, in batches.
 
@@ -21,13 +24,13 @@ from __future__ import annotations
 
 import json
 import threading
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from marin_assets.browse.paths import fresh_filesystem
+from marin_assets.core.compression import Compression, new_decompressor, open_stream, sniff_compression
 
 # Compressed bytes read at a time, and the most decompressed bytes one step may produce (keeps a
 # highly compressible shard from decompressing into a huge buffer).
@@ -48,7 +51,8 @@ SHARD_SUFFIXES = (
 
 
 def shard_format(path: str) -> str | None:
-    """``"jsonl"``, ``"gz"``, ``"zst"``, ``"parquet"`` -- or None when ``path`` is no record shard."""
+    """``"jsonl"``, ``"gz"``, ``"zst"``, ``"parquet"`` by the name -- or None when ``path`` is no record
+    shard. The name only says which files are shards: :class:`LineSource` sniffs the compression."""
     lower = path.lower()
     if lower.endswith(".parquet"):
         return "parquet"
@@ -113,50 +117,65 @@ class _GzState:
     pending: bytes  # decompressed bytes after the last full line
 
 
-class LineSource:
-    """Lines of a (compressed) text file with a resumable state after every line."""
+def sniff_shard(fs: Any, path: str) -> Compression:
+    """The compression of the JSON-lines shard ``path``, from its first bytes."""
+    with fs.open(path, "rb") as handle:
+        return sniff_compression(handle.read(8))
 
-    def __init__(self, fs: Any, path: str, kind: str, state: Any | None) -> None:
-        self.fs, self.path, self.kind = fs, path, kind
+
+def resumable(codec: Compression) -> bool:
+    """True when a page of a ``codec`` shard resumes from a copied state (else from a handed-over reader)."""
+    return codec in ("none", "gzip")
+
+
+class LineSource:
+    """Lines of a (compressed) text file with a resumable state after every line.
+
+    ``codec`` is the shard's compression (:func:`sniff_shard`; sniffed here when None).
+    """
+
+    def __init__(self, fs: Any, path: str, codec: Compression | None, state: Any | None) -> None:
+        self.fs, self.path = fs, path
         self.handle = fs.open(path, "rb")
+        if codec is None:
+            codec = sniff_compression(self.handle.read(8))
+            self.handle.seek(0)
+        self.codec: Compression = codec
         self.buffer = b""
-        if kind == "jsonl":
+        if codec == "none":
             self.offset = int(state or 0)  # byte offset of self.buffer's first byte
             self.handle.seek(self.offset)
-        elif kind == "gz":
-            st: _GzState = state or _GzState(0, zlib.decompressobj(wbits=47), b"", b"")
+        elif codec == "gzip":
+            st: _GzState = state or _GzState(0, new_decompressor("gzip"), b"", b"")
             self.offset, self.decomp, self.tail = st.offset, st.decomp.copy(), st.tail
             self.buffer = st.pending
             self.handle.seek(self.offset)
-        else:  # zst: ``state`` is a live reader handed over (not copyable)
-            if state is not None:
-                self.handle.close()
-                self.handle, self.reader, self.buffer = state
-            else:
-                import zstandard
-
-                self.reader = zstandard.ZstdDecompressor().stream_reader(self.handle, read_across_frames=True)
+        elif state is not None:  # zstd / bz2 / xz: ``state`` is a live reader handed over (not copyable)
+            self.handle.close()
+            self.handle, self.reader, self.buffer = state
+        else:
+            self.reader = open_stream(self.handle, codec)
         self.eof = False
 
     def _more(self) -> bool:
         """Append decompressed bytes to the buffer; False at the end of the file."""
-        if self.kind == "jsonl":
+        if self.codec == "none":
             chunk = self.handle.read(_READ)
             if not chunk:
                 return False
             self.buffer += chunk
             return True
-        if self.kind == "zst":
+        if self.codec != "gzip":
             chunk = self.reader.read(_READ)
             if not chunk:
                 return False
             self.buffer += chunk
             return True
-        while True:  # gz
+        while True:  # gzip
             if not self.tail:
                 if self.decomp.eof:
                     rest = self.decomp.unused_data
-                    self.decomp = zlib.decompressobj(wbits=47)  # next member of a multi-member file
+                    self.decomp = new_decompressor("gzip")  # next member of a multi-member file
                     self.tail = rest.lstrip(b"\x00")
                 if not self.tail:
                     chunk = self.handle.read(_READ)
@@ -168,7 +187,7 @@ class LineSource:
             self.tail = self.decomp.unconsumed_tail
             if self.decomp.eof and self.decomp.unused_data:
                 self.tail = self.decomp.unused_data + self.tail
-                self.decomp = zlib.decompressobj(wbits=47)
+                self.decomp = new_decompressor("gzip")
             if out:
                 self.buffer += out
                 return True
@@ -186,7 +205,7 @@ class LineSource:
                     yield line
                 continue
             if start:
-                if self.kind == "jsonl":
+                if self.codec == "none":
                     self.offset += start
                 self.buffer = self.buffer[start:]
                 start = 0
@@ -202,16 +221,16 @@ class LineSource:
                 return
 
     def state(self) -> Any:
-        """A resume point right after the last line yielded (None for zst: use :meth:`handover`)."""
+        """A resume point right after the last line yielded (None for zstd / bz2 / xz: use :meth:`handover`)."""
         rest = self.buffer[self._consumed :]
-        if self.kind == "jsonl":
+        if self.codec == "none":
             return self.offset + self._consumed
-        if self.kind == "gz":
+        if self.codec == "gzip":
             return _GzState(self.offset, self.decomp.copy(), self.tail, rest)
         return None
 
     def handover(self) -> Any:
-        """The live zst reader, positioned right after the last line yielded (this source is spent)."""
+        """The live zstd / bz2 / xz reader, positioned right after the last line yielded (this source is spent)."""
         state = (self.handle, self.reader, self.buffer[self._consumed :])
         self.handle = None
         return state
@@ -265,9 +284,10 @@ class ShardPager:
         if kind == "parquet":
             return self._parquet_page(fs, path, start, count, matches, scan_limit, batch)
         fp = self.fingerprint(fs, path)
-        found = self.checkpoints.nearest(path, fp, start, take=kind == "zst")
+        codec = sniff_shard(fs, path)
+        found = self.checkpoints.nearest(path, fp, start, take=not resumable(codec))
         index, state = found if found else (0, None)
-        source = LineSource(fs, path, kind, state)
+        source = LineSource(fs, path, codec, state)
         out: list[tuple[int, dict[str, Any]]] = []
         scanned = 0
         pending: list[tuple[int, dict[str, Any]]] = []
@@ -294,7 +314,7 @@ class ShardPager:
                 scanned = next_start - start
                 at_end = False  # matches past the page were read (and dropped): there is a next page
             elif not at_end:
-                self._remember(path, fp, next_start, kind, source)
+                self._remember(path, fp, next_start, source)
         finally:
             source.close()
         return Page(records=out, start=start, next_start=next_start, at_end=at_end, scanned=scanned)
@@ -305,11 +325,11 @@ class ShardPager:
             return batch
         return [item for item, keep in zip(batch, matches(batch), strict=True) if keep]
 
-    def _remember(self, path: str, fp: str, index: int, kind: str, source: LineSource) -> None:
-        if kind == "zst":
-            self.checkpoints.put(path, fp, index, source.handover())
-        else:
+    def _remember(self, path: str, fp: str, index: int, source: LineSource) -> None:
+        if resumable(source.codec):
             self.checkpoints.put(path, fp, index, source.state())
+        else:
+            self.checkpoints.put(path, fp, index, source.handover())
 
     def _parquet_page(self, fs, path, start, count, matches, scan_limit, batch) -> Page:
         import pyarrow.parquet as pq

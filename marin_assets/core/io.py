@@ -2,13 +2,15 @@
 
 Formats (Dolma-compatible): ``.jsonl.gz`` (gzip), ``.jsonl.zst`` (zstd) and plain ``.jsonl``.
 
+Compression lives in :mod:`marin_assets.core.compression` (the one layer every reader uses):
+
 * **Reading** (:func:`read_jsonl`, :func:`iter_line_blocks`) never trusts the file name: the
-  first bytes decide (gzip magic ``1f 8b``, zstd magic ``28 b5 2f fd``, else plain text), and the
-  file is decompressed as a stream, a few MB at a time, so memory does not grow with the shard.
-  A line that is not JSON raises :class:`ShardFormatError` naming the file and the line.
-* **Writing** picks the compression from the name's suffix (:func:`compression_for`). gzip goes
-  through ISA-L (``isal``, ~3.5x zlib's speed at level 1) when installed, zstd through
-  ``zstandard``. :func:`write_jsonl_shard` builds the file in memory (stage shards are bounded
+  first bytes decide (gzip, zstd, bz2, xz magic, else plain text), and the file is decompressed
+  as a stream, a few MB at a time, so memory does not grow with the shard. A line that is not
+  JSON raises :class:`ShardFormatError` naming the file and the line.
+* **Writing** picks the compression from the name's suffix (``compression_for``): gzip through
+  ISA-L (``isal``, ~3.5x zlib's speed at level 1) when installed, zstd through ``zstandard``.
+  :func:`write_jsonl_shard` builds the file in memory (stage shards are bounded
   by ``docs_per_shard``) and writes it atomically; :class:`JsonlShardWriter` streams unbounded
   output to a temporary file / an upload that becomes visible only when closed without error.
   Either way a crash never leaves a half file that a rerun would mistake for a finished one.
@@ -26,10 +28,10 @@ import contextvars
 import json
 import os
 import uuid
-import zlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any, Literal
+from typing import IO, Any
 
+from marin_assets.core.compression import Compression, Compressor, compression_for, open_decompressed
 from marin_assets.execution.fence import check_fence
 from marin_assets.execution.storage import (
     atomic_write_bytes,
@@ -40,25 +42,7 @@ from marin_assets.execution.storage import (
     read_bytes,
 )
 
-Compression = Literal["gzip", "zstd", "none"]
-
-GZIP_MAGIC = b"\x1f\x8b"
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 SHARD_SUFFIXES = (".jsonl.gz", ".jsonl.zst", ".jsonl")
-
-# gzip level 1 / zstd level 1: intermediate files read once or twice by the next stages, so
-# compression speed matters more than size (measured on stdlib text: ISA-L gzip-1 ~500 MB/s,
-# zstd-1 ~430 MB/s and 10% smaller, zlib gzip-1 ~140 MB/s).
-GZIP_LEVEL = 1
-ZSTD_LEVEL = 1
-
-try:  # ISA-L gzip (optional): same format as zlib's, several times faster
-    from isal import igzip as _igzip
-    from isal import isal_zlib as _gzip_zlib
-except ImportError:  # pragma: no cover - exercised where isal is not installed
-    import gzip as _igzip
-
-    _gzip_zlib = zlib
 
 try:  # orjson (optional): 2-3x faster on records; json stays the reference for what it rejects
     import orjson as _orjson
@@ -146,96 +130,6 @@ def parse_line(line: bytes, path: str, line_number: int) -> Any:
         return loadb(line)
     except ValueError as exc:
         raise ShardFormatError(f"{path}:{line_number}: not a JSON record ({exc}): {line[:80]!r}") from exc
-
-
-# ------------------------------------------------------------------------------------------
-# Compression
-
-
-def compression_for(path: str) -> Compression:
-    """The compression a writer uses for ``path``: by suffix (``.gz``, ``.zst``), else none."""
-    if path.endswith(".gz"):
-        return "gzip"
-    if path.endswith(".zst"):
-        return "zstd"
-    return "none"
-
-
-def sniff_compression(head: bytes) -> Compression:
-    """The compression of a file whose first bytes are ``head`` (magic numbers, not names)."""
-    if head.startswith(GZIP_MAGIC):
-        return "gzip"
-    if head.startswith(ZSTD_MAGIC):
-        return "zstd"
-    return "none"
-
-
-class _Compressor:
-    """Incremental compressor with a zlib-like ``compress`` / ``flush`` interface."""
-
-    def __init__(self, compression: Compression) -> None:
-        self.compression = compression
-        if compression == "gzip":  # wbits 31: gzip container, mtime 0 (same input, same bytes)
-            self._obj: Any = _gzip_zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
-        elif compression == "zstd":
-            import zstandard
-
-            self._obj = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compressobj()
-        else:
-            self._obj = None
-
-    def compress(self, data: bytes) -> bytes:
-        return data if self._obj is None else self._obj.compress(data)
-
-    def flush(self) -> bytes:
-        return b"" if self._obj is None else self._obj.flush()
-
-
-def compress(data: bytes, compression: Compression) -> bytes:
-    """``data`` compressed as one gzip member / zstd frame (or unchanged)."""
-    comp = _Compressor(compression)
-    return comp.compress(data) + comp.flush()
-
-
-class _ClosingReader:
-    """A decompressing reader that also closes the raw file under it."""
-
-    def __init__(self, reader: Any, raw: Any) -> None:
-        self._reader, self._raw = reader, raw
-
-    def read(self, size: int = -1) -> bytes:
-        return self._reader.read(size)
-
-    def close(self) -> None:
-        try:
-            self._reader.close()
-        finally:
-            self._raw.close()
-
-    def __enter__(self) -> _ClosingReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def open_decompressed(path: str) -> IO[bytes]:
-    """A binary stream of the content of ``path``, decompressed by what its first bytes say."""
-    fs, p = filesystem(path)
-    raw = fs.open(p, "rb")
-    try:
-        kind = sniff_compression(raw.read(4))
-        raw.seek(0)
-        if kind == "gzip":
-            return _ClosingReader(_igzip.GzipFile(fileobj=raw, mode="rb"), raw)
-        if kind == "zstd":
-            import zstandard
-
-            return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
-        return raw
-    except BaseException:
-        raw.close()
-        raise
 
 
 # ------------------------------------------------------------------------------------------
@@ -339,7 +233,7 @@ def encode_jsonl(records: Iterable[Any], compression: Compression = "gzip") -> b
     The uncompressed text is never held whole; gzip output is one member with mtime 0, so
     identical input gives identical bytes.
     """
-    comp = _Compressor(compression)
+    comp = Compressor(compression)
     parts = [comp.compress(chunk) for chunk in _encoded_chunks(records)]
     parts.append(comp.flush())
     return b"".join(parts)
@@ -416,7 +310,7 @@ class JsonlShardWriter:
         self.path = path
         self.records = 0
         self.bytes_written = 0
-        self._comp = _Compressor(compression_for(path))
+        self._comp = Compressor(compression_for(path))
         self._lines: list[bytes] = []
         self._pending = 0
         fs, p = filesystem(path)

@@ -55,7 +55,7 @@ write_shard = write_jsonl_gz
 
 MAX_QUARANTINE_RECORDS_PER_SHARD = 10_000
 SAMPLE_CHARS = 200
-QUARANTINE_FIELDS = ("stage", "file", "line", "id", "reason", "detail", "sample")
+QUARANTINE_FIELDS = ("stage", "file", "line", "id", "reason", "detail", "sample", "offset")
 LOCAL_WORKERS_ENV = "MARIN_LOCAL_SHARD_WORKERS"
 
 
@@ -67,7 +67,8 @@ class Quarantine:
     """Bad input of one shard/file: counted by reason, the first records kept for the file.
 
     Every stage writes the same schema (``QUARANTINE_FIELDS``); ``line`` is 1-based within
-    ``file`` (None for a whole-file problem).
+    ``file`` (None for a whole-file problem); ``offset`` is the byte offset in the file where
+    damage to its compression or framing begins (None for a problem of one line or record).
     """
 
     def __init__(self, stage: str, file: str) -> None:
@@ -85,6 +86,7 @@ class Quarantine:
         doc_id: str | None = None,
         sample: bytes | str | None = None,
         count: int = 1,
+        offset: int | None = None,
     ) -> None:
         """Quarantine ``count`` items (a whole file's records may go at once) for ``reason``."""
         self.counts[reason] += count
@@ -106,6 +108,7 @@ class Quarantine:
                 "reason": reason,
                 "detail": detail,
                 "sample": sample,
+                "offset": offset,
             }
         )
 

@@ -24,6 +24,7 @@ from marin_assets.dagster_bridge.location_graph import AssetKeys, GraphView, def
 from marin_assets.dagster_bridge.location_graph import asset_key_for as asset_key_for  # re-exported
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
 from marin_assets.dagster_bridge.partition_sets import partition_set_key
+from marin_assets.dagster_bridge.progress import with_progress_logs
 from marin_assets.dagster_bridge.unit_run import SOURCE_TAG as SOURCE_TAG  # re-exported: jobs tag their runs
 from marin_assets.dagster_bridge.unit_run import (
     InputFailedError,
@@ -215,7 +216,7 @@ def _make_compute(
             check_results=check_results,
         )
 
-    return compute
+    return with_progress_logs(compute)  # training/eval progress lines in the run's logs
 
 
 def _record_input(
@@ -406,7 +407,7 @@ def step_asset_members(
             key=key,
             deps=deps,
             code_version=code_version_of(node),
-            group_name=experiment.name,
+            group_name=keys.group_of(node) or experiment.name,
             description=_description(node, prefix),
             metadata=_static_metadata(node, prefix),
             kinds={"ray"} if (node.step.resources is not None or is_ray_remote_function(node.step.fn)) else None,
@@ -466,7 +467,7 @@ def build_step_assets(
     partitions_defs = partitions_defs if partitions_defs is not None else {}
     prefix = prefix or default_prefix()
     graph = graph if graph is not None else definition_graph(experiment, prefix)
-    keys = keys if keys is not None else AssetKeys([graph])
+    keys = keys if keys is not None else AssetKeys([graph], [experiment.name])
     members = step_asset_members(experiment, partitions_defs, prefix, keys, graph, emitted)
     return assemble_step_ops(members, experiment.name, partitions_defs)
 

@@ -8,16 +8,18 @@ scripts is one asset, and each experiment sees its part of one shared :class:`St
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import dagster as dg
 
 from marin_assets.dagster_bridge.unit_run import code_version_of
-from marin_assets.execution.experiment import Experiment
-from marin_assets.execution.step import ExecutorStep, InputName
+from marin_assets.execution.experiment import Experiment, Script
+from marin_assets.execution.step import ExecutorStep, InputName, defining_globals
 from marin_assets.execution.versioning import ResolvedStep, StepGraph
 
+logger = logging.getLogger("marin.definitions")
 _INVALID_KEY_CHARS = re.compile(r"[^A-Za-z0-9_]")
 # Folder of a model step -> what its asset is (appended to the key's last part, see asset_key_for).
 _QUALIFIER = re.compile(r"^(.*?)((?:_heldout|_validation|_val|_test_set)?)$")
@@ -79,43 +81,178 @@ def partition_local_steps(graph: StepGraph, partition_set: str) -> list[Resolved
 
 
 class AssetKeys:
-    """Asset keys of a whole code location, so the same step is one asset however many scripts reach it.
+    """Asset keys and groups of a whole code location, stable across edits of versioned values.
 
-    A step name with one code version across every graph added keeps its name as key; a name with
-    several (a sweep, or two scripts with different versions of a step) gets one key per version,
-    ``<name>-<code version>``, so they stay distinct assets instead of one overwriting the other.
+    A step name with one config across the location keeps its name as key (``asset_key_for``), so
+    editing a ``versioned(...)`` value changes the asset's code version, never its key: its
+    materializations, checks and plots stay on one asset. A name with several configs (a sweep
+    reusing a name, in one script or across scripts) gets one key per config that names the
+    variant by where it is defined -- ``<last part>__<script>_<variable>`` (``train_small__sweep_RUNS_1``)
+    -- not by its hash, so those keys survive edits too.
+
+    A step reached from several experiments belongs to the group of the script that defines it
+    (:attr:`~marin_assets.execution.step.ExecutorStep.defined_in`), not of the first script that
+    happens to reach it.
     """
 
-    def __init__(self, graphs: Sequence[StepGraph | GraphView] = ()) -> None:
-        self._versions: dict[str, set[str]] = {}
-        # (name, code version) -> key: a key is asked for once per asset and once per dependent.
+    def __init__(
+        self,
+        graphs: Sequence[StepGraph | GraphView] = (),
+        groups: Sequence[str] | None = None,
+        modules: Mapping[str, str] | None = None,
+    ) -> None:
+        """``groups`` names each graph's experiment; ``modules`` maps a module name to its group."""
+        self._versions: dict[str, dict[str, ResolvedStep]] = {}
+        self._reached_by: dict[int, list[str]] = {}
+        self._definitions: dict[int, ExecutorStep] = {}  # id(node) -> the step object defining it
+        self._modules = dict(modules or {})
+        self._paths: dict[str, dict[int, str]] = {}  # module -> id(step) -> variable path
         self._keys: dict[tuple[str, str], dg.AssetKey] = {}
-        for graph in graphs:
-            self.add(graph)
+        for index, graph in enumerate(graphs):
+            self.add(graph, groups[index] if groups is not None else None)
 
-    def add(self, graph: StepGraph | GraphView) -> None:
-        """Count the code versions of ``graph``'s steps."""
+    def add(self, graph: StepGraph | GraphView, group: str | None = None) -> None:
+        """Count the configs of ``graph``'s steps (reached from the experiment ``group``)."""
         self._keys.clear()
+        engine = graph.graph if isinstance(graph, GraphView) else graph
         for node in graph.topological():
-            self._versions.setdefault(node.name, set()).add(code_version_of(node))
+            self._versions.setdefault(node.name, {}).setdefault(code_version_of(node), node)
+            self._definitions.setdefault(id(node), engine.definition_of(node))
+            if group is not None:
+                reachers = self._reached_by.setdefault(id(node), [])
+                if group not in reachers:
+                    reachers.append(group)
+
+    def group_of(self, node: ResolvedStep) -> str | None:
+        """The group showing ``node``: its defining script's when that script is in the location."""
+        reachers = self._reached_by.get(id(node), [])
+        for module in self._definitions.get(id(node), node.step).defined_in:
+            group = self._modules.get(module)
+            if group is not None and (group in reachers or not reachers):
+                return group
+        return reachers[0] if reachers else None
+
+    def variants(self) -> dict[str, list[ResolvedStep]]:
+        """Step names with several configs in the location -> one node per config."""
+        return {name: list(v.values()) for name, v in self._versions.items() if len(v) > 1}
 
     def key_for(self, node: ResolvedStep) -> dg.AssetKey:
         """The asset key of ``node`` (a step resolved under any partition keys)."""
         code_version = code_version_of(node)
         key = self._keys.get((node.name, code_version))
-        if key is None:
-            versions = self._versions.get(node.name)
-            if versions is None or len(versions) > 1 or code_version not in versions:
-                key = asset_key_for(f"{node.name}-{code_version}" if versions else node.asset_name)
-            else:
-                key = asset_key_for(node.name)
-            if versions is not None:  # unknown steps fall back on their graph's asset_name: not cached
-                self._keys[(node.name, code_version)] = key
+        if key is not None:
+            return key
+        versions = self._versions.get(node.name)
+        if versions is None:  # a step the location does not define: not cached
+            return asset_key_for(node.asset_name)
+        if code_version not in versions:
+            return asset_key_for(f"{node.name}-{code_version}")
+        if len(versions) == 1:
+            key = asset_key_for(node.name)
+        else:
+            self._name_variants(node.name, versions)
+            key = self._keys[(node.name, code_version)]
+        self._keys[(node.name, code_version)] = key
         return key
 
     def known(self, node: ResolvedStep) -> bool:
         """True when the location defines an asset for this step (same name and code version)."""
-        return code_version_of(node) in self._versions.get(node.name, ())
+        return code_version_of(node) in self._versions.get(node.name, {})
+
+    def _name_variants(self, name: str, versions: Mapping[str, ResolvedStep]) -> None:
+        """Key every config of ``name`` by the script and variable defining it (``v<N>`` without one)."""
+        base = asset_key_for(name)
+        taken: set[str] = set()
+        where = {code_version: self._where(node) for code_version, node in versions.items()}
+        for code_version, (script, path) in sorted(where.items(), key=lambda item: item[1]):
+            # No variable holds it (built inside a function): numbered within its script, v1, v2...
+            label = _INVALID_KEY_CHARS.sub("_", "_".join(p for p in (script, path or "v") if p))
+            unique, n = (label, 2) if path else (f"{label}1", 2)
+            while unique in taken:
+                unique, n = (f"{label}_{n}" if path else f"{label}{n}"), n + 1
+            taken.add(unique)
+            self._keys[(name, code_version)] = dg.AssetKey([*base.path[:-1], f"{base.path[-1]}__{unique}"])
+
+    def _where(self, node: ResolvedStep) -> tuple[str, str]:
+        """(defining script, variable path to the step in that module's globals, or "").
+
+        The script is the innermost defining module that is a script of the location (its group).
+        A step built outside any listed script (an explicit experiment list) is named after the
+        innermost defining module when that module's globals hold it, else after its group.
+        """
+        step = self._definitions.get(id(node), node.step)
+        scripts = [m for m in step.defined_in if m in self._modules]
+        for module in scripts or step.defined_in[:1]:
+            path = self._variable_path(module, step)
+            if module in self._modules:
+                return self._modules[module], path
+            if path:
+                return _short_name(module), path
+        return self.group_of(node) or "", ""
+
+    def _variable_path(self, module: str, step: ExecutorStep) -> str:
+        if module not in self._paths:
+            self._paths[module] = _variable_paths(defining_globals(module))
+        return self._paths[module].get(id(step), "")
+
+
+def _short_name(module: str) -> str:
+    """A module's last component (a script run as ``__main__``: its file's stem)."""
+    if module == "__main__":
+        path = (defining_globals(module) or {}).get("__file__") or "main"
+        return path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".py")
+    return module.rsplit(".", 1)[-1]
+
+
+def _variable_paths(module_globals: Mapping[str, object] | None, depth: int = 3) -> dict[int, str]:
+    """id(step) -> where a module's globals hold it: ``model``, ``RUNS_1``, ``runs_lr_3e_4``.
+
+    Looks through lists, tuples and dicts (index or key) up to ``depth`` levels, since a sweep keeps
+    its runs in a list or a dict. Globals and dict keys are visited sorted, and the first path
+    found wins, so the answer does not depend on insertion order.
+    """
+    paths: dict[int, str] = {}
+
+    def visit(value: object, path: str, level: int) -> None:
+        if isinstance(value, ExecutorStep):
+            paths.setdefault(id(value), path)
+        elif level < depth and isinstance(value, dict):
+            for label, item in sorted(((str(k), v) for k, v in value.items()), key=lambda kv: kv[0]):
+                visit(item, f"{path}_{label}", level + 1)
+        elif level < depth and isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                visit(item, f"{path}_{index}", level + 1)
+
+    for attr in sorted(module_globals or ()):
+        if not attr.startswith("__"):
+            visit(module_globals[attr], attr, 0)
+    return paths
+
+
+def location_asset_keys(
+    experiments: Sequence[Experiment],
+    graphs: Sequence[StepGraph | GraphView | None],
+    scripts: Sequence[Script] | None = None,
+    warn: bool = True,
+) -> AssetKeys:
+    """The location's :class:`AssetKeys`, warning once per step name with several configs.
+
+    ``graphs`` pairs with ``experiments`` (None where an experiment does not resolve); ``scripts``
+    maps each script's module to its group so shared steps land in their definer's group.
+    """
+    modules = {s.module: s.name for s in scripts or () if s.experiment is not None}
+    pairs = [(g, e.name) for e, g in zip(experiments, graphs, strict=True) if g is not None]
+    keys = AssetKeys([g for g, _ in pairs], [name for _, name in pairs], modules)
+    for name, nodes in sorted(keys.variants().items()) if warn else ():
+        where = sorted({keys._where(n)[0] or "?" for n in nodes})
+        logger.warning(
+            "step name %s has several configs in this location (scripts: %s); each gets a key naming its "
+            "variant, e.g. %s",
+            name,
+            ", ".join(where),
+            keys.key_for(nodes[0]).to_user_string(),
+        )
+    return keys
 
 
 class GraphView:

@@ -31,9 +31,9 @@ import dagster as dg
 from dagster._core.definitions.data_version import extract_data_version_from_entry
 
 from marin_assets.dagster_bridge.assets import RUN_ID_TAG, SOURCE_TAG, Experiment, build_step_assets
-from marin_assets.dagster_bridge.location_graph import AssetKeys, location_graphs
+from marin_assets.dagster_bridge.location_graph import AssetKeys, location_asset_keys, location_graphs
 from marin_assets.dagster_bridge.partition_sets import observation, partition_set_key, partition_set_version
-from marin_assets.execution.experiment import Script, discover, script_of_file
+from marin_assets.execution.experiment import ENV_VAR, Script, discover, project_root, script_of_file
 from marin_assets.execution.observers import register_run_observer
 from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.versioning import StepGraph
@@ -48,8 +48,8 @@ def location_keys(prefix: str, scripts: Sequence[Script]) -> AssetKeys:
     """The code location's asset keys (the same naming as ``definitions.build_definitions``)."""
     experiments = [s.experiment for s in scripts if s.experiment is not None]
     # A script whose steps do not resolve is an error group in the location: it defines nothing.
-    graphs = [g for g in location_graphs(experiments, prefix) if not isinstance(g, Exception)]
-    return AssetKeys(graphs)
+    graphs = [None if isinstance(g, Exception) else g for g in location_graphs(experiments, prefix)]
+    return location_asset_keys(experiments, graphs, scripts, warn=False)  # the location warns, not each run
 
 
 def observe_partition_sets(instance: dg.DagsterInstance, nodes: Sequence[Any]) -> None:
@@ -68,6 +68,25 @@ def observe_partition_sets(instance: dg.DagsterInstance, nodes: Sequence[Any]) -
         if version is not None and version.value == partition_set_version(keys):
             continue
         instance.report_runless_asset_event(observation(name, keys))
+
+
+def how_to_list(caller: str | None) -> str:
+    """How to make the code location show the script ``caller`` (a hint for the "not listed" warning)."""
+    root = project_root()
+    pyproject = os.path.join(root, "pyproject.toml")
+    if caller:
+        path = os.path.abspath(caller)
+        rel = os.path.relpath(path, root)
+        if not rel.startswith(".."):
+            return (
+                f'to show it with lineage, add "{rel}" (or a glob such as "{os.path.dirname(rel) or "."}/*.py") to '
+                f"[tool.marin] experiments in {pyproject}, or set {ENV_VAR}={rel}"
+            )
+        return (
+            f"to show it with lineage, set {ENV_VAR}={path} for the code location, or move it into the project "
+            f"({root}) and list it in [tool.marin] experiments of {pyproject}"
+        )
+    return f"to show it with lineage, list the script in [tool.marin] experiments of {pyproject} or in {ENV_VAR}"
 
 
 def record_cli_run(
@@ -108,11 +127,12 @@ def record_cli_run(
             f"script {script.name}" if script is not None else f"{caller or 'this script'} (not listed in [tool.marin])"
         )
         logger.warning(
-            "%d step(s) of %s are not defined in the code location, recorded as external assets without lineage: %s%s",
+            "%d step(s) of %s are not defined in the code location, recorded as external assets without lineage: %s%s%s",
             len(undefined),
             where,
             ", ".join(undefined[:10]),
             " ..." if len(undefined) > 10 else "",
+            "" if script is not None else f" -- {how_to_list(caller)}",
         )
         tags[UNDEFINED_TAG] = ", ".join(undefined)[:1000]
     # A step the location lacks keeps a key of its own (<name>-<code version> beside a defined name).

@@ -257,7 +257,10 @@ def run_both(
     and exit code. The first failure kills the others."""
     start = time.monotonic()
     deadline = start + timeout_s
-    procs = {name: (subprocess_runner.start(cmd, log, env), cmd, log) for name, (cmd, log, env) in jobs.items()}
+    procs = {
+        name: (subprocess_runner.start(cmd, log, env, label=f"eval {name}"), cmd, log)
+        for name, (cmd, log, env) in jobs.items()
+    }
     texts: dict[str, str] = {}
     seconds: dict[str, float] = {}
     codes: dict[str, int] = {}
@@ -283,7 +286,7 @@ def run_both(
             if proc.poll() is None:
                 subprocess_runner.kill_group(proc)
                 proc.wait()
-            getattr(proc, "unregister_fence", lambda: None)()
+            subprocess_runner.finish(proc)
     return texts, seconds, codes
 
 

@@ -5,11 +5,14 @@ leases (``lease``), the runner (``runner``), dry runs (``dry_run``) and the comm
 (``executor_main``); Marin's module name ``executor`` maps Marin's names onto them, and
 ``maintenance`` (``invalidate``, ``gc``) acts on recorded outputs.
 
-This package exports what Marin's ``marin.execution`` does (``Executor`` is Marin's
+This package exports what Marin's ``marin.execution`` does (its ``step`` decorator, ``deferred``,
+``output``, ``StepContext`` and ``StepRef`` included: ``step_ref``) (``Executor`` is Marin's
 ``Executor(prefix, executor_info_base_path, description)``; the runner behind it is
 ``marin_assets.execution.runner.StepRunner``), plus the engine's own names.
 """
 
+# ``step`` is both the submodule and Marin's decorator: the module is callable (``step_ref``).
+from marin_assets.execution import step
 from marin_assets.execution.executor import Executor, ExecutorMainConfig, get_executor_step
 from marin_assets.execution.executor_main import executor_main
 from marin_assets.execution.runner import (
@@ -43,6 +46,7 @@ from marin_assets.execution.step import (
     unwrap_versioned_value,
     versioned,
 )
+from marin_assets.execution.step_ref import StepContext, StepRef, deferred, output
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, hash_version
 
 __all__ = [
@@ -63,18 +67,23 @@ __all__ = [
     "InputName",
     "OutputName",
     "ResolvedStep",
+    "StepContext",
+    "StepRef",
     "StepFailedError",
     "StepGraph",
     "StepOutcome",
     "StepRunner",
     "VersionedValue",
+    "deferred",
     "ensure_versioned",
     "executor_main",
     "get_executor_step",
     "hash_version",
+    "output",
     "output_path_of",
     "run_steps",
     "secret_from_env",
+    "step",
     "this_output_path",
     "this_partition",
     "unwrap_versioned_value",

@@ -14,6 +14,10 @@ lands in the staging folder. When the function returns, the runner *publishes* t
 * object stores (gs://): each staged object is copied server-side (GCS ``rewrite``, no bytes pass
   through the runner) to its final name, old objects are deleted with a generation precondition.
 
+Files the step wrote that name its staging folder (Levanter's configs, summaries, stats) are
+rewritten to name the output just before publishing (:func:`relocate_staged_text`): text files by
+suffix, up to a size bound; binary files are never opened.
+
 Why this fences a paused runner: a runner that takes the lease over from a holder that may still
 be alive (stale, not provably dead) first *discards* that holder's staging folder
 (:func:`discard_attempts`: one rename on a filesystem, deletes on an object store). Every write of the
@@ -25,7 +29,10 @@ after the takeover ends up only in a discarded folder, never in an output that i
 Resume (Levanter checkpoints): a new attempt *adopts* the previous attempt's staging folder -- the
 step function sees the same path and finds its checkpoints -- when that attempt is known to have
 stopped: it recorded FAILED, released the lease, or its holder is provably dead (same host, pid
-gone). A holder that only went stale (paused, cut off, on another machine) is never adopted from.
+gone). After a takeover from a holder that only went stale (paused, cut off, on another machine:
+it may still be alive) the new attempt *copies* that attempt's staging folder into its own
+(:func:`copy_attempt`, server-side on object stores) and only then discards it: it continues from
+the old checkpoints, and whatever the old holder writes afterwards lands in discarded objects.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import uuid
 from typing import Any
@@ -144,6 +152,49 @@ def prepare_staging(staging: str) -> None:
     fs.makedirs(p, exist_ok=True)
 
 
+def copy_attempt(source: str, dest: str, fence: Fence) -> int:
+    """Copy the staging folder ``source`` (an attempt whose holder may still be alive) into ``dest``.
+
+    For a takeover across hosts: the new attempt continues from the old one's checkpoints without
+    sharing a single file with a writer it cannot stop. The copy is of a *snapshot*: the files
+    listed once, at the start -- a file the old holder creates afterwards is not copied, and one
+    it deletes meanwhile (an old checkpoint being rotated out) is skipped. Object stores copy
+    server-side (GCS ``rewrite``, no bytes through this process), ``_COPY_BATCH`` objects at a
+    time between lease checks; objects are written whole, so every object copied is complete. A
+    local folder is copied file by file (never hard-linked or renamed: a writer holding an open
+    file would then still be writing into the new attempt). Returns the number of files copied.
+
+    What a checkpoint writer leaves half-written when it stops is copied as it is; a checkpointer
+    that writes its completion marker last (Levanter's ``metadata.json``) is safe: a marker in the
+    snapshot was written after the files it vouches for, which are then in the snapshot too.
+    """
+    fs, sroot = filesystem(source)
+    _, droot = filesystem(dest)
+    try:
+        listed = [p for p, info in fs.find(sroot, detail=True).items() if info.get("type") != "directory"]
+    except FileNotFoundError:
+        return 0
+    pairs = sorted((src, f"{droot.rstrip('/')}/{_rel(src, sroot)}") for src in listed)
+    copied = 0
+    if is_local(source):
+        for i, (src, dst) in enumerate(pairs):
+            if i % _COPY_BATCH == 0:
+                fence.check()
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            try:
+                shutil.copy2(src, dst)
+            except FileNotFoundError:
+                continue  # deleted by its writer since the listing
+            copied += 1
+        return copied
+    for start in range(0, len(pairs), _COPY_BATCH):
+        fence.check()
+        batch = pairs[start : start + _COPY_BATCH]
+        fs.copy([s for s, _ in batch], [d for _, d in batch], on_error="ignore")  # ignores only 404s
+        copied += len(batch)
+    return copied
+
+
 def publish(staging: str, output_path: str, fence: Fence) -> int:
     """Move the staged output into ``output_path`` (replacing its earlier content); returns entries moved.
 
@@ -215,18 +266,111 @@ def _publish_object_store(staging: str, output_path: str, fence: Fence) -> int:
     return len(staged)
 
 
+def _staging_pattern(output_path: str) -> tuple[re.Pattern[str], str]:
+    """A regex matching the staging folder of *any* attempt at ``output_path``, with or without
+    the URL scheme (``gs://b/x/.marin_attempts/n/<id>/n`` and ``b/x/.marin_attempts/n/<id>/n``), and
+    the stripped output path it maps to (the scheme, when present, is kept by the replacement)."""
+    stripped_root = filesystem(attempts_root(output_path))[1].rstrip("/")
+    stripped_output = filesystem(output_path)[1].rstrip("/")
+    name = _split(output_path)[1]
+    pattern = re.compile(
+        r"(?P<scheme>[a-z][a-z0-9+.-]*://)?"
+        + re.escape(stripped_root)
+        + r"/[^/\s\"']+/"
+        + re.escape(name)
+        + r"(?![A-Za-z0-9._+=-])"  # the whole name: not "train-abc" inside "train-abc2"
+    )
+    return pattern, stripped_output
+
+
+def relocate_text(text: str, output_path: str) -> str:
+    """``text`` with every attempt's staging folder of ``output_path`` replaced by the output path."""
+    if f"/{ATTEMPTS_DIR}/" not in text:
+        return text
+    pattern, stripped_output = _staging_pattern(output_path)
+    return pattern.sub(lambda m: (m.group("scheme") or "") + stripped_output, text)
+
+
 def rewrite_paths(value: Any, staging: str, output_path: str) -> Any:
-    """``value`` (JSON-like) with the staging folder replaced by the output path in every string."""
-    forms = [(staging, output_path)]
-    stripped_staging, stripped_output = filesystem(staging)[1], filesystem(output_path)[1]
-    if stripped_staging != staging:
-        forms.append((stripped_staging, stripped_output))
+    """``value`` (JSON-like) with the staging folder (of any attempt at ``output_path``, ``staging``
+    among them) replaced by the output path in every string."""
+    del staging  # every attempt's folder is matched (an adopted attempt's paths included)
     if isinstance(value, str):
-        for old, new in forms:
-            value = value.replace(old, new)
-        return value
+        return relocate_text(value, output_path)
     if isinstance(value, dict):
-        return {k: rewrite_paths(v, staging, output_path) for k, v in value.items()}
+        return {k: rewrite_paths(v, "", output_path) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [rewrite_paths(v, staging, output_path) for v in value]
+        return [rewrite_paths(v, "", output_path) for v in value]
     return value
+
+
+# Files whose text may name the staging folder and that are read back as text: summaries, stats,
+# configs (Levanter's YAML, HF JSON), logs, tables. Binary files (checkpoint arrays, safetensors,
+# compressed shards, models) are never opened; larger text files are left as written.
+TEXT_SUFFIXES = (
+    ".json", ".jsonl", ".yaml", ".yml", ".txt", ".log", ".md", ".csv", ".tsv", ".toml", ".cfg", ".ini",
+)  # fmt: skip
+RELOCATE_MAX_BYTES = 16 << 20
+
+
+def _is_text_candidate(path: str, info: dict[str, Any]) -> bool:
+    if info.get("type") == "directory" or info.get("islink"):
+        return False
+    size = info.get("size")
+    return path.lower().endswith(TEXT_SUFFIXES) and size is not None and int(size) <= RELOCATE_MAX_BYTES
+
+
+def relocate_staged_text(staging: str, output_path: str, fence: Fence) -> list[str]:
+    """Rewrite the staged text files that name a staging folder so they name ``output_path``.
+
+    Before publishing: the files a step (or a library it called -- Levanter's ``train_config.yaml``
+    and ``train.log.config.yaml``, HF export configs, ``train_summary.json``,
+    ``tokenize_stats.json``, eval results) wrote while its output path was the staging folder then
+    name the folder they are published to. Cost: one listing, one read of each text file up to
+    :data:`RELOCATE_MAX_BYTES` (by suffix, :data:`TEXT_SUFFIXES`) and one write of each that
+    changed -- on object stores ``_COPY_BATCH`` requests at a time between two lease checks.
+    Returns the rewritten paths (relative to ``staging``).
+    """
+    fs, sroot = filesystem(staging)
+    try:
+        found = fs.find(sroot, detail=True)
+    except FileNotFoundError:
+        return []
+    candidates = sorted(p for p, info in found.items() if _is_text_candidate(p, info))
+    changed: list[str] = []
+    local = is_local(staging)
+    for start in range(0, len(candidates), _COPY_BATCH):
+        fence.check()
+        batch = candidates[start : start + _COPY_BATCH]
+        contents = fs.cat(batch, on_error="omit")  # concurrent on object stores
+        updates: dict[str, bytes] = {}
+        for path, data in contents.items():
+            if f"/{ATTEMPTS_DIR}/".encode() not in data:
+                continue
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            new = relocate_text(text, output_path)
+            if new != text:
+                updates[path] = new.encode("utf-8")
+        if not updates:
+            continue
+        fence.check()
+        if local:
+            for path, data in updates.items():
+                _replace_local_file(path, data)
+        else:
+            fs.pipe(updates)  # each object replaced whole: readers see the old or the new text
+        changed.extend(_rel(p, sroot) for p in updates)
+    return changed
+
+
+def _replace_local_file(path: str, data: bytes) -> None:
+    """Replace ``path`` atomically (a temporary file beside it, renamed over it), keeping its mode."""
+    tmp = f"{path}.relocate-{uuid.uuid4().hex[:8]}"
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+    with contextlib.suppress(OSError):
+        shutil.copymode(path, tmp)
+    os.replace(tmp, path)

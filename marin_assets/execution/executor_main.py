@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from marin_assets.execution import run_log
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.experiment import landing_partition_sources
@@ -228,8 +229,7 @@ def executor_main(
         for field in dataclasses.fields(config):
             setattr(args, field.name, getattr(config, field.name))
     args.run_only = parse_run_only(args.run_only)
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    console = run_log.configure_console()
     prefix = local_prefix(args.prefix or default_prefix())
     try:
         backend_for(prefix)  # leases need conditional writes: refuse such a prefix once, up front
@@ -266,6 +266,23 @@ def executor_main(
     # The calling script's path (inspect.stack() would read the source of every frame).
     frame = inspect.currentframe()
     caller = frame.f_back.f_code.co_filename if frame is not None and frame.f_back is not None else sys.argv[0]
+    script = os.path.splitext(os.path.basename(caller))[0]
+    info_base = args.executor_info_base_path or join_path(prefix, "experiments")
+    with run_log.run_log(run_log.log_path(info_base, script, options.run_id), console) as log:
+        return _run_and_record(graph, args, options, description, caller, log)
+
+
+def _run_and_record(
+    graph: StepGraph,
+    args: argparse.Namespace,
+    options: ExecutorOptions,
+    description: str | None,
+    caller: str,
+    log: run_log.RunLog,
+) -> ExecutionReport:
+    """Run the graph, record it in the Dagster instance (its output into the run's log file only),
+    and report: a failed run ends with one line per failed step and the log file's path."""
+    prefix = graph.prefix
     record = write_experiment_record(graph, description, caller, options.run_id, args.executor_info_base_path)
     logger.info("experiment record: %s", record)
     error: ExecutorError | None = None
@@ -283,9 +300,14 @@ def executor_main(
             observers, recording_failed = [], True
         for observer in observers:
             try:
-                observer(
-                    graph=graph, run_id=options.run_id, run_only=args.run_only, description=description, caller=caller
-                )
+                with log.quiet():
+                    observer(
+                        graph=graph,
+                        run_id=options.run_id,
+                        run_only=args.run_only,
+                        description=description,
+                        caller=caller,
+                    )
             except Exception as exc:  # noqa: BLE001 - reported below; the step outputs stay valid
                 # A run the instance does not know about is invisible in the UI and its lineage is
                 # lost: that is a failure of this command (the outputs are written, so a re-run is
@@ -299,7 +321,8 @@ def executor_main(
                 )
                 recording_failed = True
     if error is not None:
-        logger.error("%s", error)
+        log.write_failures(error.failed)
+        logger.error("%s\nfull tracebacks and the run's log: %s", error, log.path)
         raise SystemExit(1)
     if recording_failed:
         raise SystemExit(2)

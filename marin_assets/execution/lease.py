@@ -25,13 +25,12 @@ import functools
 import json
 import logging
 import os
-import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from marin_assets.execution.conditional import (
     LeaseBackend,
@@ -42,11 +41,16 @@ from marin_assets.execution.conditional import (
 )
 from marin_assets.execution.fence import LeaseLostError, StepCancelled, activate
 from marin_assets.execution.gcs import GCSLeaseBackend
-from marin_assets.execution.status import LEASE_FILE
+from marin_assets.execution.status import LEASE_FILE, host_id
 from marin_assets.execution.storage import filesystem, is_local, join_path
 
 __all__ = [
     "DEFAULT_HEARTBEAT_S",
+    "Clock",
+    "ManualClock",
+    "SYSTEM_CLOCK",
+    "SystemClock",
+    "host_id",
     "DEFAULT_STALE_S",
     "GCSLeaseBackend",
     "LeaseBackend",
@@ -65,6 +69,96 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_HEARTBEAT_S = 30.0
 DEFAULT_STALE_S = 90.0
+
+
+class Clock(Protocol):
+    """The time source of a lease: wall time (written into the lease), monotonic time (ages this
+    process measures itself) and the heartbeat's wait."""
+
+    def time(self) -> float:
+        """Seconds since the epoch (compared across machines)."""
+        ...
+
+    def monotonic(self) -> float:
+        """A clock that never goes back (ages measured in this process)."""
+        ...
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Wait until ``event`` is set or ``seconds`` have passed; True when the event is set."""
+        ...
+
+
+class SystemClock:
+    """The real clocks (the default)."""
+
+    def time(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        return event.wait(seconds)
+
+
+SYSTEM_CLOCK = SystemClock()
+
+
+class ManualClock:
+    """A clock that moves only when :meth:`advance` is called: lease timing without sleeping.
+
+    Both ``time()`` and ``monotonic()`` follow it. Heartbeat threads wait on it; ``advance``
+    moves time forward deadline by deadline and, at each, lets every heartbeat that fell due run
+    its renewal to completion before moving on -- so after ``advance(1.5)`` with a 0.2 s heartbeat,
+    the seven renewals have happened, in order, exactly as they would have in 1.5 s of real time.
+    """
+
+    def __init__(self, start: float = 1_700_000_000.0) -> None:
+        self._now = start
+        self._cond = threading.Condition()
+        self._waiting: dict[threading.Thread, float] = {}  # heartbeat thread -> its deadline
+        self._due: set[threading.Thread] = set()  # woken, still running its renewal
+
+    def time(self) -> float:
+        with self._cond:
+            return self._now
+
+    def monotonic(self) -> float:
+        return self.time()
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        me = threading.current_thread()
+        with self._cond:
+            self._due.discard(me)
+            self._waiting[me] = self._now + seconds
+            self._cond.notify_all()
+            try:
+                while not event.is_set() and self._now < self._waiting[me]:
+                    # Polled because an Event cannot notify a Condition; only to notice release().
+                    self._cond.wait(0.005)
+                if not event.is_set():
+                    self._due.add(me)
+                return event.is_set()
+            finally:
+                del self._waiting[me]
+                self._cond.notify_all()
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward by ``seconds``, running every heartbeat that falls due on the way."""
+        with self._cond:
+            target = self._now + seconds
+            while True:
+                due = [d for d in self._waiting.values() if d <= target]
+                self._now = min([target, *due])
+                self._cond.notify_all()
+                # Let each woken heartbeat finish its renewal (it waits again, or its thread ends).
+                while any(t.is_alive() and t not in self._waiting for t in self._due) or any(
+                    d <= self._now for d in self._waiting.values()
+                ):
+                    self._cond.wait(0.005)
+                self._due = {t for t in self._due if t.is_alive() and t not in self._waiting}
+                if self._now >= target:
+                    return
 
 
 @functools.cache
@@ -115,7 +209,7 @@ class LeaseHolder:
         A pid that now belongs to a process started at another time is a reused pid: dead too.
         On another host, or without boot id / namespace, nothing is provable (False).
         """
-        if self.host != socket.gethostname() or not self.boot_id or self.boot_id != boot_id():
+        if self.host != host_id() or not self.boot_id or self.boot_id != boot_id():
             return False
         if not self.pid_namespace or self.pid_namespace != pid_namespace():
             return False
@@ -129,7 +223,13 @@ def _async_raise(thread_id: int, exc_type: type[BaseException]) -> None:
 
 
 class StepLease:
-    """A lease on one output path, with a background heartbeat while held; the step's fence."""
+    """A lease on one output path, with a background heartbeat while held; the step's fence.
+
+    ``clock`` is the time source of everything timed here -- the heartbeat written into the lease,
+    staleness, the heartbeat period, the "silent too long" check -- so tests drive a lease with a
+    :class:`ManualClock` instead of sleeping. The holder's identity written into the lease is its
+    owner id, host (:func:`host_id`), pid, boot id, pid namespace and process start time.
+    """
 
     def __init__(
         self,
@@ -138,6 +238,7 @@ class StepLease:
         heartbeat_s: float = DEFAULT_HEARTBEAT_S,
         stale_s: float = DEFAULT_STALE_S,
         owner: str | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if stale_s <= heartbeat_s:
             raise ValueError(f"stale_s ({stale_s}) must exceed heartbeat_s ({heartbeat_s})")
@@ -146,6 +247,7 @@ class StepLease:
         self.heartbeat_s = heartbeat_s
         self.stale_s = stale_s
         self.owner = owner or uuid.uuid4().hex
+        self.clock = clock
         self.lost = threading.Event()
         self._token: str | None = None
         self._renewed_at = 0.0  # monotonic time of the last confirmed write of the lease
@@ -168,12 +270,12 @@ class StepLease:
         return json.dumps(
             {
                 "owner": self.owner,
-                "host": socket.gethostname(),
+                "host": host_id(),
                 "pid": pid,
                 "boot_id": boot_id(),
                 "pid_namespace": pid_namespace(),
                 "start_ticks": process_start_ticks(pid),
-                "heartbeat": time.time(),
+                "heartbeat": self.clock.time(),
                 "seq": self._seq,
             }
         ).encode("utf-8")
@@ -213,10 +315,10 @@ class StepLease:
             return True  # unreadable lease: treat as abandoned
         if holder.is_provably_dead():
             return True
-        if time.time() - holder.heartbeat > self.stale_s:
+        if self.clock.time() - holder.heartbeat > self.stale_s:
             return True
-        first = self._first_seen.setdefault(token, time.monotonic())
-        return time.monotonic() - first > self.stale_s
+        first = self._first_seen.setdefault(token, self.clock.monotonic())
+        return self.clock.monotonic() - first > self.stale_s
 
     def is_held_by_other(self) -> bool:
         """True when someone else holds a live (non-stale, not provably dead) lease."""
@@ -231,11 +333,12 @@ class StepLease:
     # ------------------------------------------------------------------ acquire / renew / release
     def _held(self, token: str, previous: LeaseHolder | None = None, stale_holder: bool = False) -> bool:
         # Whether the previous holder may still be writing: it lost the lease to staleness while
-        # alive (paused, cut off). Its attempt's staged output must then never be adopted.
+        # alive (paused, cut off, on another host). Its attempt's staged output is then adopted
+        # only by copying it (execution.attempt.copy_attempt), never in place.
         self.took_over_live_holder = stale_holder
         self.previous_holder = previous
         self._token = token
-        self._renewed_at = time.monotonic()
+        self._renewed_at = self.clock.monotonic()
         self._start_heartbeat()
         return True
 
@@ -292,11 +395,11 @@ class StepLease:
             self._token = None
             return False
         self._token = token
-        self._renewed_at = time.monotonic()
+        self._renewed_at = self.clock.monotonic()
         return True
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.heartbeat_s):
+        while not self.clock.wait(self._stop, self.heartbeat_s):
             with self._lock:
                 if self._token is None:
                     return
@@ -338,11 +441,11 @@ class StepLease:
         renewal is old (this process may have been paused), so a resumed zombie stops here."""
         if self.lost.is_set():
             raise LeaseLostError(f"lease {self.path} was lost: another runner took over")
-        if time.monotonic() - self._renewed_at <= max(1.5 * self.heartbeat_s, self.stale_s / 2):
+        if self.clock.monotonic() - self._renewed_at <= max(1.5 * self.heartbeat_s, self.stale_s / 2):
             return
         with self._lock:
             renewed = self._renew_locked() if self._token is not None else False
-        unconfirmed_too_long = time.monotonic() - self._renewed_at > self.stale_s
+        unconfirmed_too_long = self.clock.monotonic() - self._renewed_at > self.stale_s
         if renewed is False or (renewed is None and unconfirmed_too_long):
             self._mark_lost("renewal failed after a long silence")
             raise LeaseLostError(f"lease {self.path} was lost: another runner took over")
@@ -437,10 +540,13 @@ def guard_remote(fn: Callable[[Any], Any], lease: StepLease) -> Callable[[Any], 
 
 
 def lease_for_output(
-    output_path: str, heartbeat_s: float = DEFAULT_HEARTBEAT_S, stale_s: float = DEFAULT_STALE_S
+    output_path: str,
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S,
+    stale_s: float = DEFAULT_STALE_S,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> StepLease:
     """The lease of a step output folder (``<output>/.executor_lease``) on its storage's backend."""
     path = join_path(output_path, LEASE_FILE)
     if is_local(path):
         path = filesystem(path)[1]  # the local backend works on plain OS paths, not file:// URLs
-    return StepLease(path, backend_for(path), heartbeat_s, stale_s)
+    return StepLease(path, backend_for(path), heartbeat_s, stale_s, clock=clock)

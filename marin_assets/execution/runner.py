@@ -38,9 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from marin_assets.execution.attempt import (
+    copy_attempt,
     discard_attempts,
     prepare_staging,
     publish,
+    relocate_staged_text,
     rewrite_paths,
     staging_path,
 )
@@ -197,7 +199,7 @@ def launch_step_function(node: ResolvedStep, config: Any) -> Any:
         return step.fn(config)
     import ray
 
-    from marin_resources.ray_cluster import ensure_ray, recording_placement
+    from marin_resources.ray_cluster import ensure_ray, name_task, recording_placement
 
     ensure_ray()
     # Every Ray path records where the step ran (node id, assigned resources) in its metadata.
@@ -209,9 +211,12 @@ def launch_step_function(node: ResolvedStep, config: Any) -> Any:
         resources = step.resources
         accelerator = resources if hasattr(resources, "launch") else accelerator_from_dict(resources)
         fn = getattr(step.fn, "_function", step.fn)
-        return accelerator.launch(_fenced(recording_placement(fn)), config, runtime_env=runtime_env or None)
+        # The Ray task is named after the step (not after the innermost wrapper, `fenced`).
+        task = name_task(_fenced(recording_placement(fn)), node.name)
+        return accelerator.launch(task, config, runtime_env=runtime_env or None)
     # A @ray.remote step keeps its own options (num_cpus, resources, ...).
     options = dict(getattr(step.fn, "_default_options", None) or {})
+    options.setdefault("name", node.name)
     if runtime_env:
         options["runtime_env"] = runtime_env
     wrapped = _fenced(recording_placement(step.fn._function))
@@ -385,15 +390,23 @@ class StepRunner:
             )
 
     @staticmethod
-    def _attempt_for(lease: StepLease, label: str, status: StatusRecord | None) -> str:
-        """The staging folder this attempt writes to: the previous attempt's when that one is known
-        to have stopped (it recorded FAILED, released the lease, or its holder is provably dead) --
-        so a retried training step resumes from its checkpoints -- else a fresh one."""
+    def _attempt_for(lease: StepLease, label: str, status: StatusRecord | None) -> tuple[str, str | None]:
+        """The staging folder this attempt writes to, and the attempt to copy into it first.
+
+        The previous attempt's folder itself when that attempt is known to have stopped (it
+        recorded FAILED, released the lease, or its holder is provably dead) -- so a retried
+        training step resumes from its checkpoints in place. When its holder may still be alive
+        (we took its lease over because it went stale: paused, cut off, on another host), or a
+        copy from such an attempt was under way: a fresh folder, into which that attempt is copied
+        before it is discarded -- the step still resumes, and the old holder never writes into
+        anything this attempt publishes.
+        """
         previous = status.attempt if status is not None else None
         if previous and not lease.took_over_live_holder:
             logger.info("%s: resuming in the staging folder of attempt %s", label, previous)
-            return previous
-        return lease.owner[:16]
+            return previous, None
+        source = previous or (status.copying_from if status is not None else None)
+        return lease.owner[:16], source
 
     @staticmethod
     def _fenced_status(
@@ -427,11 +440,29 @@ class StepRunner:
         status: StatusRecord | None,
     ) -> StepOutcome:
         run_id = self.options.run_id
-        attempt = self._attempt_for(lease, label, status)
-        token = self._fenced_status(lease, label, output_path, STATUS_RUNNING, token, run_id=run_id, attempt=attempt)
-        # Every attempt but ours is made unpublishable before our step writes anything.
-        discard_attempts(output_path, keep=attempt)
+        attempt, copy_from = self._attempt_for(lease, label, status)
         staging = staging_path(output_path, attempt)
+        if copy_from is not None:
+            # The status names the source while we copy: a runner that takes over from us mid-copy
+            # copies again (our half-copied folder is never adopted in place).
+            token = self._fenced_status(
+                lease, label, output_path, STATUS_RUNNING, token, run_id=run_id, copying_from=copy_from
+            )
+            discard_attempts(output_path, keep=copy_from)
+            copy_start = time.monotonic()
+            copied = copy_attempt(staging_path(output_path, copy_from), staging, lease)
+            logger.info(
+                "%s: continuing from attempt %s, whose holder may still be alive: copied %d files into %s in %.1fs",
+                label,
+                copy_from,
+                copied,
+                attempt,
+                time.monotonic() - copy_start,
+            )
+        token = self._fenced_status(lease, label, output_path, STATUS_RUNNING, token, run_id=run_id, attempt=attempt)
+        # Every attempt but ours is made unpublishable before our step writes anything (the one we
+        # copied from included: what its holder writes from now on lands in discarded objects).
+        discard_attempts(output_path, keep=attempt)
         prepare_staging(staging)
         config = instantiate_config(node.step.config, node, partition, graph, output_path=staging)
         write_json(
@@ -444,7 +475,8 @@ class StepRunner:
                     "fn_name": function_name(node.step.fn),  # Marin's key for the same
                     "description": node.step.description,
                     "override_output_path": node.step.override_output_path,
-                    "config": _config_for_info(config),
+                    # As published: the output path, not the staging folder the function writes to.
+                    "config": rewrite_paths(_config_for_info(config), staging, output_path),
                     "version": node.version,
                     "hash": node.hash,
                     "output_path": output_path,
@@ -454,7 +486,9 @@ class StepRunner:
                     "pip_dependency_groups": node.step.pip_dependency_groups,
                     "resources": repr(node.step.resources) if node.step.resources is not None else None,
                     "run_id": run_id,
-                }
+                },
+                # The config as given: its EnvSecret values, copied anywhere into it, are hidden too.
+                secret_values(config),
             ),
         )
         logger.info("%s: running %s -> %s (staged in %s)", label, function_name(node.step.fn), output_path, staging)
@@ -463,6 +497,9 @@ class StepRunner:
             with lease.fencing():
                 result = self.launch(node, resolve_secrets(config))
             lease.check()
+            # Files the step wrote that name its staging folder (summaries, Levanter's configs)
+            # name the output instead. Still adoptable if this fails: paths are all they change.
+            relocate_staged_text(staging, output_path, lease)
             # From here the staging folder is half-moved: no later attempt may adopt it.
             token = self._fenced_status(lease, label, output_path, STATUS_RUNNING, token, run_id=run_id)
             publishing = True

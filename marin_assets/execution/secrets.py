@@ -11,11 +11,21 @@ records and Dagster metadata show. The runner replaces it by the variable's valu
 calls the step function (:func:`resolve_secrets`); a missing variable fails that step with a
 message naming the variable.
 
-Everything the engine writes down also goes through :func:`redact_secrets`: the values of fields
-whose names look secret (``api_key``, ``token``, ``password``, ``secret``, ``credentials`` ...) are
-replaced by ``"***"``, so a plain string put in such a field by mistake is not stored either; and
-the credentials inside any URL (``https://user:password@host`` becomes ``https://***@host``) are
-hidden in every string field, whatever its name.
+Everything the engine writes down (``.executor_info``, the experiment JSON, step metadata, Dagster
+metadata, error messages) also goes through :func:`redact_secrets`, at any depth of the config --
+dict values, lists, tuples, nested dataclasses, and the reprs of versioned dataclasses:
+
+* **by key name**: the values of fields and dict keys whose names look secret (``api_key``,
+  ``token``, ``password``, ``secret``, ``credentials``, ``Authorization``, ``Cookie`` ...) are
+  replaced by ``"***"``, so a plain string put in such a field by mistake is not stored either;
+* **by form**: the credentials inside any URL (``https://user:password@host`` becomes
+  ``https://***@host``) and after an HTTP auth scheme (``Bearer <token>``, ``Basic <user:pass in
+  base64>``) are hidden in every string, whatever its key;
+* **by known value**: every string is scrubbed of the secret values the config holds (resolved
+  :class:`EnvSecret` values, the values of secret-named fields) and of the runner's own
+  secret-named environment variables (``HF_TOKEN``, ``WANDB_API_KEY`` ...), wherever they were
+  copied (``headers={"X-Key": <the api_key's value>}``), when at least
+  :data:`MIN_KNOWN_SECRET_LENGTH` characters long.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ import dataclasses
 import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 REDACTED = "***"
@@ -32,7 +42,8 @@ REDACTED = "***"
 # Word-wise (snake_case, kebab-case, dotted, camelCase) names of fields that hold credentials.
 _SECRET_WORDS = re.compile(
     r"(^|_)(api_?key|access_?key|secret(_?(access_?)?key)?|password|passwd|private_?key|credentials?|"
-    r"auth(_?token)?|access_?token|refresh_?token|bearer|token|client_?secret|session_?key)(_|$)"
+    r"auth(_?token)?|authorization|access_?token|refresh_?token|bearer|token|client_?secret|session_?key|"
+    r"cookie|passphrase)(_|$)"
 )
 # Tokenizer vocabulary fields are not credentials.
 _NOT_SECRET = re.compile(r"(^|_)(bos|eos|pad|unk|sep|cls|mask|start|end|special)_tokens?(_|$)")
@@ -46,6 +57,14 @@ _REPR_ITEM = re.compile(r"""(['"])([A-Za-z_][\w.-]*)\1(\s*:\s*)('(?:[^'\\]|\\.)*
 # ``scheme://user:password@host`` (or ``scheme://token@host``): the userinfo of a URL is a credential
 # wherever the URL sits (``endpoint="https://user:pw@host"``), whatever the field is called.
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/@'\"]+)@")
+# An HTTP Authorization value wherever it sits (``["-H", "Authorization: Bearer ..."]``): a bearer
+# token, or a Basic credential (base64 of ``user:password``; checked, so prose stays readable).
+_BEARER = re.compile(r"(?i)\b(bearer\s+)([^\s'\",;]{8,})")
+_BASIC = re.compile(r"\b(Basic\s+)([A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])")
+
+# Known secret values shorter than this are hidden only in their own field (by name): scrubbing a
+# short value out of every string would blank ordinary words and paths.
+MIN_KNOWN_SECRET_LENGTH = 8
 
 
 class MissingSecretError(RuntimeError):
@@ -90,8 +109,20 @@ def is_secret_name(key: str) -> bool:
     return bool(_SECRET_WORDS.search(words)) and not _NOT_SECRET.search(words)
 
 
-def _redact_repr_fields(text: str) -> str:
-    """``text`` with the quoted values of secret-looking ``name='...'`` fields replaced by ``'***'``."""
+def _is_basic_credential(text: str) -> bool:
+    import base64
+    import binascii
+
+    try:
+        return b":" in base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+
+
+def _redact_text(text: str, known: tuple[str, ...] = ()) -> str:
+    """``text`` with credentials hidden: quoted values of secret-looking ``name='...'`` fields and
+    ``'key': '...'`` items (dataclass / dict reprs), URL userinfo, Bearer / Basic credentials and
+    every occurrence of the ``known`` secret values (longest first)."""
 
     def hide(match: re.Match[str]) -> str:
         return f"{match.group(1)}='{REDACTED}'" if is_secret_name(match.group(1)) else match.group(0)
@@ -100,23 +131,49 @@ def _redact_repr_fields(text: str) -> str:
         quote, key, colon = match.group(1), match.group(2), match.group(3)
         return f"{quote}{key}{quote}{colon}'{REDACTED}'" if is_secret_name(key) else match.group(0)
 
+    def hide_basic(match: re.Match[str]) -> str:
+        return f"{match.group(1)}{REDACTED}" if _is_basic_credential(match.group(2)) else match.group(0)
+
+    for secret in known:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
     if "@" in text and "://" in text:
         text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    if "earer" in text or "EARER" in text:
+        text = _BEARER.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
+    if "Basic" in text:
+        text = _BASIC.sub(hide_basic, text)
     if "=" in text:
         text = _REPR_FIELD.sub(hide, text)
     return _REPR_ITEM.sub(hide_item, text) if ":" in text else text
 
 
-def redact_secrets(value: Any) -> Any:
-    """A JSON-like copy of ``value`` with secret-looking fields' values replaced by ``"***"``.
+def known_secrets(value: Any, extra: Iterable[str] = ()) -> tuple[str, ...]:
+    """The secret values to scrub from every string of ``value``: those it holds
+    (:func:`secret_values`), the runner's secret-named environment variables and ``extra`` --
+    each at least :data:`MIN_KNOWN_SECRET_LENGTH` long, longest first (a secret that contains
+    another is hidden whole)."""
+    found = secret_values(value) | environment_secrets() | set(extra)
+    return tuple(sorted((s for s in found if len(s) >= MIN_KNOWN_SECRET_LENGTH), key=len, reverse=True))
+
+
+def redact_secrets(value: Any, extra: Iterable[str] = ()) -> Any:
+    """A JSON-like copy of ``value`` with its secrets hidden as ``"***"``, at any depth.
 
     Dataclasses become dicts (as ``dataclasses.asdict``); an :class:`EnvSecret` stays visible as
-    ``{"env": NAME}`` -- it is a reference, not a secret. Only string values are hidden; containers
-    are searched recursively rather than hidden wholesale. Inside a string that holds a dataclass
-    repr (how a versioned dataclass is stored in a version), secret-looking quoted fields are hidden.
+    ``{"env": NAME}`` -- it is a reference, not a secret. Secret-named fields' string values are
+    hidden (containers under them are searched rather than hidden wholesale; a count named
+    ``num_tokens`` holds no secret); every string -- and every string key -- is scrubbed of URL
+    userinfo, Bearer / Basic credentials and the known secret values (:func:`known_secrets` of
+    ``value`` plus ``extra``); inside a string holding a dataclass or dict repr (how a versioned
+    dataclass is stored in a version), secret-looking quoted fields are hidden.
     """
+    return _redact(value, known_secrets(value, extra))
+
+
+def _redact(value: Any, known: tuple[str, ...]) -> Any:
     if isinstance(value, str):
-        return _redact_repr_fields(value)
+        return _redact_text(value, known)
     if isinstance(value, EnvSecret):
         return {"env": value.env}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -124,13 +181,13 @@ def redact_secrets(value: Any) -> Any:
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
         for key, item in value.items():
-            plain = redact_secrets(item)
+            plain = _redact(item, known)
             if is_secret_name(str(key)) and isinstance(plain, (str, bytes)) and plain not in ("", b"", REDACTED):
                 plain = REDACTED  # strings only: a count or flag named "tokens_..." holds no secret
-            out[key] = plain
+            out[_redact_text(key, known) if isinstance(key, str) else key] = plain
         return out
-    if isinstance(value, (list, tuple)):
-        return [redact_secrets(item) for item in value]
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_redact(item, known) for item in value]
     return value
 
 
@@ -192,21 +249,9 @@ def environment_secrets() -> set[str]:
 
 
 def scrub_values(value: Any, secrets: set[str]) -> Any:
-    """A JSON-like copy of ``value`` (redacted as :func:`redact_secrets` does) in which every string
-    has the given secret strings replaced by ``***`` -- for what a step returns, which may quote a
-    secret it was given under any key."""
-    value = redact_secrets(value)
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        return scrub(value, secrets)
-    if isinstance(value, dict):
-        return {
-            scrub_values(k, secrets) if isinstance(k, str) else k: scrub_values(v, secrets) for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [scrub_values(item, secrets) for item in value]
-    return value
+    """:func:`redact_secrets` of ``value`` that also scrubs the given secret strings -- for what a
+    step returns, which may quote a secret it was given under any key."""
+    return redact_secrets(value, secrets)
 
 
 def scrub(text: str, secrets: set[str]) -> str:

@@ -55,6 +55,21 @@ class StatusRecord:
     pid: int | None = None
     error: str | None = None
     attempt: str | None = None  # the staging folder of the attempt that wrote it (execution.attempt)
+    # An attempt whose holder may still be alive (taken over while stale), being copied into a new
+    # attempt: a runner that finds this adopts it by copying too, never in place.
+    copying_from: str | None = None
+
+
+HOST_ID_ENV = "MARIN_HOST_ID"
+
+
+def host_id() -> str:
+    """This host's identity in leases and statuses: ``$MARIN_HOST_ID`` when set, else the hostname.
+
+    The override lets tests run two "hosts" on one machine (a holder on another host is never
+    provably dead, only stale); on real machines the hostname is the identity.
+    """
+    return os.environ.get(HOST_ID_ENV) or socket.gethostname()
 
 
 def status_path(output_path: str) -> str:
@@ -90,6 +105,7 @@ def parse_status(text: str | bytes | None) -> StatusRecord | None:
         pid=data.get("pid"),
         error=data.get("error"),
         attempt=data.get("attempt"),
+        copying_from=data.get("copying_from"),
     )
 
 
@@ -133,20 +149,24 @@ def read_statuses(output_paths: list[str]) -> dict[str, StatusRecord | None]:
     return {p: parse_status(contents.get(status_path(p))) for p in output_paths}
 
 
-def _status_bytes(status: str, run_id: str | None, error: str | None, attempt: str | None = None) -> bytes:
+def _status_bytes(
+    status: str, run_id: str | None, error: str | None, attempt: str | None = None, copying_from: str | None = None
+) -> bytes:
     if status not in ALL_STATUSES:
         raise ValueError(f"unknown status {status!r}")
     record: dict[str, Any] = {
         "status": status,
         "time": time.time(),
         "run_id": run_id,
-        "host": socket.gethostname(),
+        "host": host_id(),
         "pid": os.getpid(),
     }
     if error is not None:
         record["error"] = error[-4000:]
     if attempt is not None:
         record["attempt"] = attempt
+    if copying_from is not None:
+        record["copying_from"] = copying_from
     return json.dumps(record).encode("utf-8")
 
 
@@ -171,6 +191,7 @@ def write_status_if(
     run_id: str | None = None,
     error: str | None = None,
     attempt: str | None = None,
+    copying_from: str | None = None,
 ) -> str | None:
     """Record ``status`` only if the status file is still at ``token`` (None: still absent).
 
@@ -178,7 +199,7 @@ def write_status_if(
     a filesystem. Returns the new token, or None when someone else changed the file meanwhile.
     """
     path = status_path(output_path)
-    data = _status_bytes(status, run_id, error, attempt)
+    data = _status_bytes(status, run_id, error, attempt, copying_from)
     if token is None:
         return backend.create_exclusive(path, data)
     return backend.replace_if(path, token, data)

@@ -16,7 +16,10 @@ This module has no Dagster import and no I/O: it only describes.
 
 from __future__ import annotations
 
+import itertools
 import re
+import sys
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
@@ -171,6 +174,42 @@ def this_partition() -> PartitionKeyName:
     return PartitionKeyName()
 
 
+_MAX_DEFINING_FRAMES = 64
+_DEFINITION_COUNTER = itertools.count(1)
+# Module name -> its globals, for modules executed without being registered in ``sys.modules``
+# (``spec_from_file_location`` + ``exec_module``): where a step is kept is looked up there.
+_DEFINING_GLOBALS: dict[str, dict[str, Any]] = {}
+
+
+def defining_globals(module: str) -> dict[str, Any] | None:
+    """The globals of a module named in :attr:`ExecutorStep.defined_in` (None when unknown)."""
+    loaded = sys.modules.get(module)
+    if loaded is not None and module != "__main__":
+        return vars(loaded)
+    return _DEFINING_GLOBALS.get(module)
+
+
+def _modules_being_defined() -> tuple[str, ...]:
+    """``__name__`` of each module-level frame on the stack (innermost first), above the caller's caller.
+
+    A step built by ``dataclasses.replace`` in a sweep script is defined by the sweep, not by the
+    script its original came from: the stack says who is executing, the original's value does not.
+    """
+    modules: list[str] = []
+    frame = sys._getframe(2)  # skip this helper and __post_init__
+    for _ in range(_MAX_DEFINING_FRAMES):
+        if frame is None:
+            break
+        if frame.f_code.co_name == "<module>":
+            name = frame.f_globals.get("__name__")
+            if isinstance(name, str) and name not in modules:
+                modules.append(name)
+                if sys.modules.get(name) is None or name == "__main__":
+                    _DEFINING_GLOBALS[name] = frame.f_globals
+        frame = frame.f_back
+    return tuple(modules)
+
+
 @dataclass(frozen=True)
 class ExecutorStep(Generic[T]):
     """One unit of an experiment.
@@ -201,10 +240,20 @@ class ExecutorStep(Generic[T]):
     partitioned_by: str | None = None
     sequential_partitions: bool = False
 
+    # Not fields (no annotation): they never enter the version, equality or ``replace`` arguments.
+    definition_order = 0
+    """Order in which steps were built in this process: of identical steps, the first is the definition."""
+    defined_in = ()
+    """Modules whose top level was executing when the step was built, innermost first: a step made
+    by ``train_small.py`` (directly or through a helper it calls) names ``train_small`` first. The
+    code location shows a shared step in the group of the script that defines it."""
+
     def __post_init__(self) -> None:
         validate_step_name(self.name)
         if self.partitioned_by is not None:
             validate_partition_key(self.partitioned_by)
+        object.__setattr__(self, "defined_in", _modules_being_defined())
+        object.__setattr__(self, "definition_order", next(_DEFINITION_COUNTER))
 
     # Steps are compared by identity: two distinct objects with equal fields are merged by the
     # executor through their version, not through ``==`` (configs may hold unhashable lists).
@@ -240,3 +289,21 @@ class ExecutorStep(Generic[T]):
     def at_partition(self, key: str) -> InputName:
         """One fixed partition of this (partitioned) step's output."""
         return output_path_of(self).at_partition(key)
+
+
+class _CallableStepModule(types.ModuleType):
+    """This module, callable as Marin's ``step`` decorator.
+
+    Marin's ``marin.execution`` exports a decorator named ``step`` while this package has a
+    submodule of that name. Both work: ``from marin.execution import step`` gives this module, and
+    ``@step(name=...)`` calls :func:`marin_assets.execution.step_ref.step`; attribute access
+    (``marin_assets.execution.step.ExecutorStep``) is the module's as before.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from marin_assets.execution.step_ref import step as step_decorator
+
+        return step_decorator(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableStepModule

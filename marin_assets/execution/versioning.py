@@ -243,6 +243,7 @@ class StepGraph:
         self.partitions = {k: sorted(validate_partition_key(p) for p in v) for k, v in (partitions or {}).items()}
         self._by_step: dict[ExecutorStep, ResolvedStep] = {}
         self._by_version: dict[str, ResolvedStep] = {}
+        self._definitions: dict[int, ExecutorStep] | None = None  # id(node) -> definition_of(node)
         # The canonical JSON of each node's version while resolving: a dependent's text embeds its
         # dependencies' texts as they are instead of encoding the whole nested ancestry again.
         self._texts: dict[int, str] = {}
@@ -337,6 +338,20 @@ class StepGraph:
     def resolved(self, step: ExecutorStep) -> ResolvedStep:
         """The resolved (possibly merged) form of ``step``."""
         return self._by_step[step]
+
+    def definition_of(self, node: ResolvedStep) -> ExecutorStep:
+        """Of the step objects merged into ``node``, the one built first (see ``ExecutorStep.defined_in``).
+
+        A sweep that reuses a training script's model re-creates an identical step after importing
+        the original: the original, built first, is the definition.
+        """
+        if self._definitions is None:
+            self._definitions = {}
+            for step, resolved in self._by_step.items():
+                best = self._definitions.get(id(resolved))
+                if best is None or step.definition_order < best.definition_order:
+                    self._definitions[id(resolved)] = step
+        return self._definitions.get(id(node), node.step)
 
     def topological(self) -> list[ResolvedStep]:
         """Every distinct step, dependencies before dependents, in a stable order."""

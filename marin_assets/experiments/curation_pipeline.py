@@ -172,7 +172,9 @@ def curation_steps(
                 "dim": versioned(fasttext_dim),
                 "minCount": versioned(1),
                 "bucket": versioned(fasttext_bucket),
-                "thread": 16,  # not versioned: threads change speed, not the model's objective
+                # Not versioned (hashes unchanged). One thread: the same model bytes on every recompute;
+                # more threads train hogwild and are not repeatable (classifiers/fasttext/training.py).
+                "thread": 1,
             },
             val_frac=versioned(holdout_fraction),
         ),

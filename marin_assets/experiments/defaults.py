@@ -1,4 +1,5 @@
-"""Marin's ``experiments/defaults.py``: ``default_tokenize``, ``default_train`` (and the data mixtures).
+"""Marin's ``experiments/defaults.py``: ``default_download``, ``default_tokenize``, ``default_train``
+(and the data mixtures).
 
 Same names, argument names, order and defaults as Marin's, and the same versioning: a tokenize
 step versions its tokenizer (``ensure_versioned``) and ``sample_count``; a training step versions
@@ -26,6 +27,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from marin_assets.download.huggingface.download_hf import DownloadConfig, download_hf
 from marin_assets.execution.step import (
     ExecutorStep,
     InputName,
@@ -58,11 +60,44 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "HfDatasetSpec",
+    "default_download",
     "default_tokenize",
     "default_train",
     "lm_data_config",
     "lm_mixture_data_config",
 ]
+
+
+def default_download(
+    name: str,
+    hf_dataset_id: str,
+    revision: str,
+    override_output_path: str | None = None,
+    **kwargs: Any,
+) -> InputName:
+    """Marin's ``default_download``: a step copying ``hf_dataset_id@revision`` to its output.
+
+    Marin's signature, config and versioning: nothing is versioned unless the caller passes a
+    ``versioned(...)`` value (Marin's hash is the name's, the output path ``<name>-<hash>`` or
+    ``override_output_path``); ``kwargs`` go to :class:`DownloadConfig` (``hf_urls_glob``,
+    ``append_sha_to_path``, and here ``cache_dir``). Returns the step's ``InputName``, as Marin does.
+    The files come from the local Hugging Face cache, never the network: a dataset that is not there
+    fails when the step runs, naming it (defining the step checks nothing).
+    """
+    step = ExecutorStep(
+        name=name,
+        description=f"Download {hf_dataset_id} revision {revision}",
+        fn=download_hf,
+        config=DownloadConfig(
+            hf_dataset_id=hf_dataset_id,
+            revision=revision,
+            gcs_output_path=this_output_path(),
+            wait_for_completion=True,
+            **kwargs,
+        ),
+        override_output_path=override_output_path,
+    )
+    return step.as_input_name()
 
 
 def _is_hf_dataset_id(dataset: Any) -> bool:

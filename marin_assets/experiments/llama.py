@@ -2,7 +2,9 @@
 
 Same names and shapes as Marin's (``llama_nano`` ... ``llama_1_4b``). The configs are built on
 first access (module ``__getattr__``) because importing Levanter takes seconds; ``from
-marin_assets.experiments.llama import llama_nano`` works as in Marin.
+marin_assets.experiments.llama import llama_nano`` works as in Marin. Marin's preset training
+configs (``llama_150m_train_config``, ``llama_300m_train_config``, ``llama_1_4b_train_config``,
+``llama_8b_train_config``: TPU resources, batch, steps, learning rate, weight decay) are here too.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from functools import cache
 from typing import Any
 
 from marin_assets.experiments.marin_models import llama3_tokenizer, llama3_tokenizer_vocab_size
+from marin_assets.experiments.simple_train_config import SimpleTrainConfig
+from marin_resources import ResourceConfig
 
 # name: (seq_len, hidden_dim, intermediate_dim, num_heads, num_kv_heads, num_layers)
 _SHAPES: dict[str, tuple[int, int, int, int, int, int]] = {
@@ -24,7 +28,46 @@ _SHAPES: dict[str, tuple[int, int, int, int, int, int]] = {
     "llama_1_4b": (4096, 2048, 7168, 16, 8, 16),
 }
 
-__all__ = ["compute_num_parameters", "llama3_tokenizer", "llama3_tokenizer_vocab_size", *_SHAPES]
+# Marin's presets (tokens per run in the comments: batch x seq_len x steps).
+llama_150m_train_config = SimpleTrainConfig(
+    resources=ResourceConfig.with_tpu("v4-32"),
+    train_batch_size=512,
+    num_train_steps=20000,  # ~20B tokens
+    learning_rate=3e-3,
+    weight_decay=0.1,
+)
+llama_300m_train_config = SimpleTrainConfig(
+    resources=ResourceConfig.with_tpu("v4-64"),
+    train_batch_size=1024,
+    num_train_steps=18000,  # ~18B tokens
+    learning_rate=3e-3,
+    weight_decay=0.1,
+)
+llama_1_4b_train_config = SimpleTrainConfig(
+    resources=ResourceConfig.with_tpu("v4-128"),
+    train_batch_size=1024,
+    num_train_steps=10000,  # ~42B tokens
+    learning_rate=3e-4,
+    weight_decay=0.1,
+)
+llama_8b_train_config = SimpleTrainConfig(
+    resources=ResourceConfig.with_tpu("v4-128", slice_count=4),
+    train_batch_size=1024,
+    num_train_steps=40000,  # ~167B tokens
+    learning_rate=2e-3,
+    weight_decay=0.05,
+)
+
+__all__ = [
+    "compute_num_parameters",
+    "llama3_tokenizer",
+    "llama3_tokenizer_vocab_size",
+    "llama_150m_train_config",
+    "llama_300m_train_config",
+    "llama_1_4b_train_config",
+    "llama_8b_train_config",
+    *_SHAPES,
+]
 
 
 @cache

@@ -317,10 +317,17 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m marin_assets.landing.zone DROP_FOLDER``: write the folder's manifest (last)."""
     import argparse
 
-    parser = argparse.ArgumentParser(description="Write manifest.json for the files of a drop folder (last).")
+    parser = argparse.ArgumentParser(
+        prog="python -m marin_assets.landing.zone",
+        description="Write manifest.json for the files of a drop folder (last).",
+    )
     parser.add_argument("drop_folder", help="<prefix>/landing/<source>/<drop_id> holding the data files")
     args = parser.parse_args(argv)
-    manifest = write_manifest(args.drop_folder)
+    try:
+        manifest = write_manifest(args.drop_folder)
+    except (ValueError, OSError) as exc:  # unsafe name, symlink, no files, unreadable: one line, no traceback
+        message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(exc))  # one line, whatever the name
+        parser.exit(2, f"{parser.prog}: error: {message}; no manifest written\n")
     print(f"wrote {join_path(args.drop_folder, MANIFEST)} ({len(manifest['files'])} files)")
 
 

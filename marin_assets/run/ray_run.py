@@ -2,9 +2,9 @@
 
 ::
 
-    python -m marin_assets.run.ray_run [--address URL] [--no_wait] [-e KEY VALUE]... \\
+    python -m marin_assets.run.ray_run [--address URL] [--no_wait] [-e KEY VALUE | -e KEY=VALUE]... \\
         [--pip_deps GROUP,...] [--working_dir DIR] [--submission_id ID] -- python experiments/x.py ...
-    python -m marin_assets.run.ray_run [--address URL] list
+    python -m marin_assets.run.ray_run [--address URL] list [--all]
     python -m marin_assets.run.ray_run [--address URL] logs JOB [--follow]
     python -m marin_assets.run.ray_run [--address URL] stop JOB [--no_wait]
 
@@ -22,13 +22,16 @@ Through the Ray Jobs API (``ray.job_submission.JobSubmissionClient``, the dashbo
   name in ``pip_dependency_groups`` (found by importing the script in a child process) and
   ``--pip_deps`` -- minus what this interpreter already has (``MARIN_RAY_PIP_SKIP_INSTALLED=0``
   keeps them all);
-* ``-e KEY VALUE`` variables are shipped in a throw-away package, not in the job's metadata, and
+* ``-e KEY VALUE`` (or ``-e KEY=VALUE``) variables are shipped in a throw-away package, not in the job's metadata, and
   the job's entrypoint (``marin_assets.run.job_entry``) replaces their values by ``***`` in its
   output -- whole, multi-line ones too, and in their ``repr`` / JSON escaped forms; nothing this
   command prints shows them either;
 * without ``--no_wait`` it follows the job's logs until the job ends, then prints the job's status
   and exit code and exits 0 on SUCCEEDED, else with the job's exit code (1 when it has none);
-* ``list`` prints a table (``--json``: one JSON object per job, env values hidden);
+* ``list`` prints a table (``--json``: one JSON object per job, env values hidden) of the jobs
+  submitted through the Jobs API; the Ray Client sessions of the code location and of Dagster runs
+  (Ray's driver jobs, and the drivers ``ensure_ray`` records for their dashboard links) are left out
+  and counted (``--all`` lists them too);
 * token authentication (Ray >= 2.60): the token comes from ``$RAY_AUTH_TOKEN``,
   ``$RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token`` (unless ``RAY_AUTH_MODE=disabled``) and is sent
   as a bearer header, never printed.
@@ -43,6 +46,7 @@ import datetime
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -62,6 +66,7 @@ from marin_assets.run.job_entry import (
     StreamScrubber,
     secret_values,
 )
+from marin_resources.ray_cluster import DRIVER_MARK_KEY
 from marin_resources.runtime_env import runtime_env_for
 
 logger = logging.getLogger("marin.ray_run")
@@ -72,6 +77,8 @@ DEFAULT_DASHBOARD_PORT = 8265
 EXCLUDES = [".git", ".venv", "data", ".dagster_home", "__pycache__", "*.pyc", ".pytest_cache", ".ruff_cache"]
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
 SUBCOMMANDS = ("list", "logs", "stop")
+_ENV_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+
 STEP_GROUPS_TIMEOUT_S = 180
 
 
@@ -288,6 +295,15 @@ def redact_job(info: Any) -> dict[str, Any]:
     return data
 
 
+def is_client_session(job: Any) -> bool:
+    """A job that is no Jobs API submission: a driver that connected by itself (Ray's ``DRIVER``
+    jobs: the code location's and Dagster runs' Ray Client sessions, a notebook) or one that
+    ``ensure_ray`` recorded under a submission id of its own for its dashboard links."""
+    if _status_name(getattr(job, "type", "")).upper() == "DRIVER":
+        return True
+    return bool((getattr(job, "metadata", None) or {}).get(DRIVER_MARK_KEY))
+
+
 def _user_command(entrypoint: str | None) -> str:
     """The user's command of a ``job_entry`` entrypoint (what was given after ``--``)."""
     text = entrypoint or ""
@@ -414,7 +430,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no_wait", action="store_true", help="return after submitting (or after asking to stop)")
     parser.add_argument(
-        "-e", "--env", nargs=2, action="append", metavar=("KEY", "VALUE"), help="environment variable of the job"
+        "-e",
+        "--env",
+        nargs=2,
+        action="append",
+        metavar=("KEY", "VALUE"),
+        help="environment variable of the job: -e KEY VALUE or -e KEY=VALUE",
     )
     parser.add_argument("--pip_deps", default="", help="extra dependency groups / pip requirements, comma separated")
     parser.add_argument("--no_auto_deps", action="store_true", help="do not add the groups the steps declare")
@@ -422,15 +443,40 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--submission_id", default=None, help="job id to use (default: Ray picks one)")
     parser.add_argument("--follow", action="store_true", help="logs: keep following until the job ends")
     parser.add_argument("--json", action="store_true", help="list: one JSON object per job instead of a table")
+    parser.add_argument(
+        "--all", action="store_true", help="list: also the Ray Client sessions (code location, Dagster runs)"
+    )
     parser.add_argument("action", nargs="*", help="list | logs JOB | stop JOB")
     return parser
+
+
+def split_env_assignments(argv: Sequence[str]) -> list[str]:
+    """``-e KEY=VALUE`` / ``--env KEY=VALUE`` / ``--env=KEY=VALUE`` as ``-e KEY VALUE`` (the form the
+    parser takes). A token after ``-e`` is split only when it starts with a variable name and ``=``:
+    in ``-e KEY A=B`` the value is ``A=B``."""
+    out: list[str] = []
+    tokens = list(argv)
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token.startswith("--env="):  # the option and its first argument in one token
+            tokens.insert(i + 1, token.split("=", 1)[1])
+            token = "--env"
+        out.append(token)
+        if token in ("-e", "--env") and i + 1 < len(tokens):
+            match = _ENV_ASSIGNMENT.match(tokens[i + 1])
+            if match:
+                out.extend(match.groups())
+                i += 1
+        i += 1
+    return out
 
 
 def parse_command_line(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     """Options (anywhere before ``--``, also after a subcommand's job id) and the command after ``--``."""
     argv = list(argv)
     head, command = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
-    args = build_parser().parse_intermixed_args(head)
+    args = build_parser().parse_intermixed_args(split_env_assignments(head))
     args.address = args.address or default_address()
     return args, command
 
@@ -463,12 +509,15 @@ def manage(args: argparse.Namespace) -> int:
     action, rest = args.action[0], args.action[1:]
     client = make_client(args.address)
     if action == "list":
-        jobs = sorted(client.list_jobs(), key=lambda j: getattr(j, "start_time", 0) or 0)
+        every = sorted(client.list_jobs(), key=lambda j: getattr(j, "start_time", 0) or 0)
+        jobs = every if args.all else [job for job in every if not is_client_session(job)]
         if args.json:
             for job in jobs:
                 print(json.dumps(redact_job(job)))
         else:
             print(jobs_table(jobs))
+            if len(jobs) < len(every):
+                print(f"({len(every) - len(jobs)} Ray Client sessions not shown; --all lists them)")
         return 0
     job_id = rest[0]
     if action == "logs":

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from marin_assets.core.documents import as_path_list
+from marin_assets.execution.attempt import published_path
 from marin_assets.execution.step import unwrap_versioned_value
 from marin_assets.execution.storage import is_local, join_path
 from marin_assets.processing.tokenize.tokenize import cache_split_stats, read_ledger, resolve_tokenizer
@@ -300,8 +301,11 @@ def build_levanter_config(pod: Any) -> Any:
         raise TypeError(f"TrainLmOnPodConfig.train_config must be a Levanter TrainLmConfig, got {type(spec).__name__}")
     out = str(pod.output_path)
     trainer = lev.trainer
-    run_id = trainer.id or (default_run_id(out) if pod.impute_run_id_from_output_path else None)
-    run_id = run_id or os.environ.get("RUN_ID") or default_run_id(out)
+    # From the published output, not the attempt's staging folder: every attempt (a retry, a
+    # takeover on another host) continues the same run (W&B resumes it).
+    stable = default_run_id(published_path(out))
+    run_id = trainer.id or (stable if pod.impute_run_id_from_output_path else None)
+    run_id = run_id or os.environ.get("RUN_ID") or stable
     trackers: tuple = (JsonLoggerConfig(),)
     if use_wandb():
         from levanter.tracker.wandb import WandbConfig

@@ -11,6 +11,12 @@ takes the step over. So every subprocess started here
 
 Left outside: grandchildren that a subprocess starts in another session of their own are not in
 its process group, and the parent-death signal reaches only the direct child.
+
+Progress: while the subprocess runs, a thread follows its log and reports each progress line --
+a Levanter metric record (step, train loss, tokens/s, eval losses) or an lm-eval result row -- as
+a short line through :func:`marin_resources.ray_cluster.report_progress`: into the Ray task's log
+when the step runs on Ray, and into the Dagster run's logs (the driver forwards it; the bridge
+turns the ``marin.progress`` logger into run log lines). The log file itself stays complete.
 """
 
 from __future__ import annotations
@@ -18,13 +24,17 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import json
 import logging
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 
 from marin_assets.execution.fence import on_lease_lost
+from marin_assets.training.training_log import JSON_LOGGER_MARK
+from marin_resources.ray_cluster import report_progress
 
 logger = logging.getLogger(__name__)
 
@@ -51,9 +61,89 @@ def kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def start(cmd: Sequence[str], log_path: str, env: Mapping[str, str]) -> subprocess.Popen:
+# Metrics shown in a progress line, in this order (Levanter's json_logger names); eval/* follow.
+_PROGRESS_METRICS = (("train/loss", "loss"), ("throughput/tokens_per_second", "tokens/s"))
+_MAX_EVAL_METRICS = 6
+POLL_S = 0.5
+
+
+def _number(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+    return str(value)
+
+
+def _flat(metrics: Mapping[str, object], prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in metrics.items():
+        if isinstance(value, Mapping):
+            out.update(_flat(value, f"{prefix}{key}/"))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def progress_of(line: str) -> str | None:
+    """The progress line of one log line, or None: a Levanter metric record becomes
+    ``step N: loss …, tokens/s …, eval/loss …``; an lm-eval result row (``|task|…|value|…|``) is
+    kept as it is; anything else (warnings, progress bars, summaries) is not progress."""
+    stripped = line.strip()
+    if JSON_LOGGER_MARK in line and "{" in line:
+        try:
+            record = json.loads(line[line.find("{") :])
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(record, dict) or record.get("event") != "log" or record.get("step") is None:
+            return None
+        flat = _flat(record.get("metrics") or {})
+        parts = [f"{label} {_number(flat[key])}" for key, label in _PROGRESS_METRICS if key in flat]
+        evals = [f"{key} {_number(value)}" for key, value in flat.items() if key.startswith("eval/")]
+        parts += evals[:_MAX_EVAL_METRICS]
+        return f"step {record['step']}: {', '.join(parts)}" if parts else None
+    if stripped.startswith("|") and stripped.endswith("|") and any(c.isdigit() for c in stripped):
+        cells = [c.strip() for c in stripped.strip("|").split("|")]
+        if cells and not set(cells[0]) <= set("-: "):  # not the table's rule line
+            return " | ".join(c for c in cells if c)
+    return None
+
+
+class _ProgressFollower(threading.Thread):
+    """Follows a log from ``offset`` and reports its progress lines until stopped (then drains)."""
+
+    def __init__(self, log_path: str, offset: int, label: str) -> None:
+        super().__init__(name=f"marin-progress-{label}", daemon=True)
+        self.log_path, self.offset, self.label = log_path, offset, label
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        pending = ""
+        with contextlib.suppress(OSError), open(self.log_path, encoding="utf-8", errors="replace") as handle:
+            handle.seek(self.offset)
+            while True:
+                chunk = handle.read()
+                if chunk:
+                    lines = (pending + chunk).split("\n")
+                    pending = lines.pop()
+                    for line in lines:
+                        progress = progress_of(line)
+                        if progress is not None:
+                            with contextlib.suppress(Exception):
+                                report_progress(f"{self.label}: {progress}")
+                elif self.stopped.is_set():
+                    return
+                else:
+                    self.stopped.wait(POLL_S)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=10)
+
+
+def start(cmd: Sequence[str], log_path: str, env: Mapping[str, str], label: str | None = None) -> subprocess.Popen:
     """Start ``cmd`` with stdout and stderr appended to ``log_path``; it dies with this process and
-    with the running step's lease. Pair with :func:`wait`."""
+    with the running step's lease; its progress lines are reported under ``label`` (default: the
+    log's file name). Pair with :func:`wait` (or :func:`finish`)."""
+    offset = os.path.getsize(log_path) if os.path.exists(log_path) else 0
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             list(cmd),
@@ -69,7 +159,18 @@ def start(cmd: Sequence[str], log_path: str, env: Mapping[str, str]) -> subproce
         kill_group(proc)
 
     proc.unregister_fence = on_lease_lost(on_lost)  # type: ignore[attr-defined]
+    follower = _ProgressFollower(log_path, offset, label or os.path.basename(log_path))
+    follower.start()
+    proc.progress_follower = follower  # type: ignore[attr-defined]
     return proc
+
+
+def finish(proc: subprocess.Popen) -> None:
+    """After ``proc`` ended (or was killed): stop watching the lease, report its last progress lines."""
+    getattr(proc, "unregister_fence", lambda: None)()
+    follower = getattr(proc, "progress_follower", None)
+    if follower is not None:
+        follower.stop()
 
 
 def wait(proc: subprocess.Popen, timeout_s: float | None) -> int:
@@ -82,7 +183,7 @@ def wait(proc: subprocess.Popen, timeout_s: float | None) -> int:
             proc.wait(timeout=30)
         raise
     finally:
-        getattr(proc, "unregister_fence", lambda: None)()
+        finish(proc)
 
 
 def run(cmd: Sequence[str], log_path: str, env: Mapping[str, str], timeout_s: float | None) -> str:

@@ -32,6 +32,7 @@ so a rerun of a killed step finds ``checkpoints/step-N`` and Levanter continues 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import os
@@ -154,7 +155,7 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
         log.write(f"\n===== marin: train_lm start {time.strftime('%Y-%m-%dT%H:%M:%S')} =====\n".encode())
     start = time.monotonic()
     proc = subprocess_runner.start(
-        levanter_main.command("train", spec), log_path, training_env(_env_of(config), accelerator)
+        levanter_main.command("train", spec), log_path, training_env(_env_of(config), accelerator), label="train"
     )
     try:
         rc = subprocess_runner.wait(proc, TRAIN_TIMEOUT_S)  # kills the trainer if cancelled
@@ -164,6 +165,10 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
         log_text = handle.read()
     if rc != 0:
         raise RuntimeError(f"levanter train_lm exited with {rc}; log {log_path}:\n{log_text[-4000:]}")
+    # The pickled spec was the subprocess's input only: train_config.yaml is the record of what ran
+    # (the pickle would publish the attempt's staging path and the step's env_vars).
+    with contextlib.suppress(OSError):
+        os.remove(spec)
     if not is_local(out):
         atomic_write_bytes(join_path(out, "train.log"), log_text.encode())
     with open(levanter_main.plan_path(spec)) as handle:

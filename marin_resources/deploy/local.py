@@ -16,9 +16,15 @@
   out there (docs/deploy.md lists every port);
 * the **data browser** (``python -m marin_assets.browse``, started by module name: this package
   never imports ``marin_assets``) on the ``gs://`` prefix, as ``k8s/browser.yaml`` runs it;
-* the **user-code gRPC server** (``dagster api grpc -f definitions.py``), **dagster-webserver** and
-  **dagster-daemon** as separate processes sharing the ``dagster.yaml`` derived from
-  ``k8s/dagster-values.yaml`` (:mod:`marin_resources.deploy.instance_config`).
+* the **code server** (``dagster code-server start -f definitions.py``: it reloads, see
+  :func:`code_server_command`), **dagster-webserver** and **dagster-daemon** as separate processes
+  sharing the ``dagster.yaml`` derived from ``k8s/dagster-values.yaml``
+  (:mod:`marin_resources.deploy.instance_config`).
+
+The team's experiments repository (``--project_root`` / ``$MARIN_PROJECT_ROOT``) is the code
+location's project -- its ``[tool.marin] experiments`` are the asset groups -- and is on every
+process's and Ray node's ``PYTHONPATH``. After editing a script, ``reload`` (or the UI's *Reload
+definitions*) shows the new code versions; ``restart-code`` restarts the code server alone.
 
 Dagster processes get ``RAY_ADDRESS=ray://127.0.0.1:<client port>``, so every step runs as a Ray
 task on the worker node (``ray_cluster.steps_on_ray``), ``MARIN_BROWSER_URL`` (the browser's
@@ -28,7 +34,10 @@ log (``marin/ray_job``, ``marin/ray_task``, ``marin/ray_logs``). ``env`` also ex
 ``RAY_API_SERVER_ADDRESS`` (the Jobs API), which ``ray_run`` uses. ``down`` stops everything by pid.
 
     python -m marin_resources.deploy.local up [--state_dir .local_deploy] [--webserver_port 3000] [--browser_port 8765]
-    python -m marin_resources.deploy.local env      # shell exports to use the topology
+                                              [--ray_dashboard_port 8265] [--project_root TEAM_REPO]
+    python -m marin_resources.deploy.local env           # shell exports to use the topology
+    python -m marin_resources.deploy.local reload        # Reload definitions (edited team scripts)
+    python -m marin_resources.deploy.local restart-code  # restart the code server alone
     python -m marin_resources.deploy.local down
 """
 
@@ -53,7 +62,11 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEFAULT_STATE_DIR = os.path.join(REPO, ".local_deploy")
 PROJECT = "marin-local"
 LOCATION_NAME = "marin"
-WORKER_START_ATTEMPTS = 3
+# Ray nodes (head, worker) started at most this often: see start_ray.
+WORKER_START_ATTEMPTS = 5
+# The Ray dashboard (Jobs API, `marin/ray_*` links): Ray's own default, fixed across restarts.
+DEFAULT_DASHBOARD_PORT = 8265
+DASHBOARD_PORT_ENV = "MARIN_RAY_DASHBOARD_PORT"
 # The browser's own default port (marin_assets.browse.links.DEFAULT_PORT; not imported: layering).
 BROWSER_PORT = 8765
 # Leaked from the caller's shell, these would point the topology at another instance or cluster.
@@ -84,13 +97,13 @@ _SHELL_ENV = (
     "RAY_AUTH_TOKEN_PATH",
     "RAY_API_SERVER_ADDRESS",
     "MARIN_RAY_DASHBOARD_URL",
+    "MARIN_PROJECT_ROOT",
 )
 _PORT_NAMES = (
     "postgres",
     "gcs",
     "ray_gcs",
     "ray_client",
-    "ray_dashboard",
     "ray_head_agent",
     "ray_head_agent_grpc",
     "ray_head_metrics",
@@ -105,8 +118,13 @@ def _bin(name: str) -> str:
     return os.path.join(os.path.dirname(sys.executable), name)
 
 
-def topology_env(state_dir: str, ports: dict[str, int], bucket: str, pg_password: str) -> dict[str, str]:
-    """Environment of every Dagster process (what the Helm values give the pods, plus the emulator)."""
+def topology_env(
+    state_dir: str, ports: dict[str, int], bucket: str, pg_password: str, project_root: str | None = None
+) -> dict[str, str]:
+    """Environment of every Dagster process and Ray node (what the Helm values give the pods, plus
+    the emulator). ``project_root``: the team's experiments repository (``MARIN_PROJECT_ROOT``,
+    default this repository), also on ``PYTHONPATH`` so that Ray workers import its scripts' step
+    functions."""
     env = {k: v for k, v in os.environ.items() if k not in _CLEARED_ENV}
     env.update(
         {
@@ -139,6 +157,11 @@ def topology_env(state_dir: str, ports: dict[str, int], bucket: str, pg_password
             "PYTHONPATH": REPO,
         }
     )
+    # The project the code location serves, as the pods' MARIN_PROJECT_ROOT names the mounted one.
+    root = os.path.abspath(project_root or REPO)
+    env["MARIN_PROJECT_ROOT"] = root
+    if root != REPO:
+        env["PYTHONPATH"] = os.pathsep.join([root, REPO])
     return env
 
 
@@ -150,6 +173,9 @@ def _ray_node_env(env: dict[str, str]) -> dict[str, str]:
     # The Ray Client proxy gives each client's server process 30 s to come up: too short on a
     # busy small machine (clients then fail with "Starting Ray client server failed").
     node_env.setdefault("RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S", "120")
+    # A raylet waits this long for its dashboard agent (a Python process) to report its port, then
+    # aborts; on a loaded small machine the agent's start alone can take longer than the default.
+    node_env.setdefault("RAY_agent_register_timeout_ms", "120000")
     return node_env
 
 
@@ -224,17 +250,30 @@ def start_ray(
     ports = state.ports
     node_env = _ray_node_env(env)
     ray_tmp = os.path.join("/tmp", f"marin-deploy-{os.getuid()}-{ports['ray_gcs']}")  # short: socket paths
-    head = services.start_service(
-        "ray-head",
-        services.ray_head_command(_bin("ray"), ray_tmp, ports, 256 * 1024**2),
-        _ray_head_env(node_env),
-        log_dir,
-    )
-    head.port = ports["ray_gcs"]
-    state.services.append(head)
     state.ray_temp_dir = ray_tmp
-    state.save()
-    services.wait_for_port(ports["ray_gcs"], "Ray head", head.log, 120, head.pid)
+    for attempt in range(1, WORKER_START_ATTEMPTS + 1):
+        head = services.start_service(
+            "ray-head",
+            services.ray_head_command(_bin("ray"), ray_tmp, ports, 256 * 1024**2),
+            _ray_head_env(node_env),
+            log_dir,
+        )
+        head.port = ports["ray_gcs"]
+        state.services.append(head)
+        state.save()
+        try:
+            services.wait_for_port(ports["ray_gcs"], "Ray head", head.log, 120, head.pid)
+            services.wait_for_port(ports["ray_client"], "Ray Client server", head.log, 120, head.pid)
+            break
+        except DeployError:
+            # `ray start --head` also gives its raylet 30 s (hard-coded) to register with the GCS;
+            # on an overloaded machine it gives up and exits. Another attempt usually succeeds.
+            if attempt == WORKER_START_ATTEMPTS:
+                raise
+            services.stop_group(head.pid)  # its GCS server and raylet may still run: free the ports
+            state.services.remove(head)
+            if step:
+                step(f"ray head did not come up (attempt {attempt}); starting it again")
     worker_command = services.ray_worker_command(
         _bin("ray"),
         ray_tmp,
@@ -244,7 +283,6 @@ def start_ray(
         num_gpus=worker_gpus,
         resources=worker_resources,
     )
-    services.wait_for_port(ports["ray_client"], "Ray Client server", head.log, 120, head.pid)
     for attempt in range(1, WORKER_START_ATTEMPTS + 1):
         worker = services.start_service("ray-worker", worker_command, node_env, log_dir)
         state.services.append(worker)
@@ -268,6 +306,123 @@ def start_ray(
     return nodes
 
 
+def code_server_command(port: int) -> list[str]:
+    """``dagster code-server start`` serving ``definitions.py`` on 127.0.0.1:``port``.
+
+    Not ``dagster api grpc``: a server started that way cannot reload (*Reload definitions* keeps
+    its old definitions while runs import the new code). ``code-server start`` keeps one proxy
+    process on the port and loads the code in a child it replaces on every reload, so an edited
+    team script shows its new code version within seconds -- what the Helm values' ``codeServerArgs``
+    run in the user-code pod.
+    """
+    return [
+        _bin("dagster"),
+        "code-server",
+        "start",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(port),
+        "--python-file",
+        os.path.join(REPO, "definitions.py"),
+        "--working-directory",
+        REPO,
+        "--location-name",
+        LOCATION_NAME,
+    ]
+
+
+def start_code_server(state: DeployState, env: dict[str, str], log_dir: str) -> Service:
+    """Start the code server, record it in ``state`` and wait until it listens."""
+    port = state.ports["code_server"]
+    code = services.start_service("code-server", code_server_command(port), env, log_dir, cwd=REPO)
+    code.port = port
+    state.services.append(code)
+    state.save()
+    services.wait_for_port(port, "code server", code.log, 180, code.pid)
+    return code
+
+
+RELOAD_LOCATION = """
+mutation Reload($name: String!) {
+  reloadRepositoryLocation(repositoryLocationName: $name) {
+    __typename
+    ... on WorkspaceLocationEntry {
+      loadStatus
+      locationOrLoadError { __typename ... on PythonError { message } }
+    }
+    ... on PythonError { message }
+    ... on UnauthorizedError { message }
+    ... on ReloadNotSupported { message }
+    ... on RepositoryLocationNotFound { message }
+  }
+}
+"""
+
+
+def _graphql(url: str, query: str, variables: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    body = json.dumps({"query": query, "variables": variables}).encode()
+    request = urllib.request.Request(
+        f"{url}/graphql", data=body, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        payload = json.loads(response.read())
+    if payload.get("errors"):
+        raise DeployError(f"GraphQL errors from {url}: {payload['errors']}")
+    return payload["data"]
+
+
+def reload_location(state: DeployState, timeout_s: float = 300) -> dict[str, Any]:
+    """*Reload definitions* of the code location, as the UI's button does (GraphQL
+    ``reloadRepositoryLocation`` on the webserver); returns the location entry once it is loaded.
+
+    The code server loads the edited scripts in a fresh child process; the webserver (and the
+    daemon, which watches the server) then serve the new definitions. A script that fails to import
+    is its group's error, not a failed reload; a location whose entry file fails is (raised).
+    """
+    url = f"http://127.0.0.1:{state.ports['webserver']}"
+    result = _graphql(url, RELOAD_LOCATION, {"name": LOCATION_NAME}, timeout_s)["reloadRepositoryLocation"]
+    if result["__typename"] != "WorkspaceLocationEntry":
+        raise DeployError(f"reloading {LOCATION_NAME} failed: {result.get('message', result['__typename'])}")
+    loaded = result.get("locationOrLoadError") or {}
+    if loaded.get("__typename") == "PythonError":
+        raise DeployError(f"the code location {LOCATION_NAME} failed to load:\n{loaded['message']}")
+    return result
+
+
+def restart_code_server(state_dir: str) -> Service:
+    """Stop the code server and start it again (its port kept), then reload the webserver's view.
+
+    For what a reload does not pick up: a changed installed package, a new environment variable.
+    Postgres, Ray, the webserver and the daemon keep running.
+    """
+    state = DeployState.load(os.path.abspath(state_dir))
+    if state is None:
+        raise DeployError(f"no topology recorded in {state_dir}")
+    old = next((s for s in state.services if s.name == "code-server"), None)
+    if old is None:
+        raise DeployError(f"no code server recorded in {state_dir}/deploy.json")
+    services.stop_group(old.pid)
+    index = state.services.index(old)
+    state.services.remove(old)
+    with open(os.path.join(state.state_dir, "secrets", "postgres_password")) as handle:
+        pg_password = handle.read().strip()
+    env = topology_env(
+        state.state_dir,
+        state.ports,
+        state.env["MARIN_PREFIX"].removeprefix("gs://").split("/", 1)[0],
+        pg_password,
+        project_root=state.env.get("MARIN_PROJECT_ROOT"),
+    )
+    code = start_code_server(state, env, os.path.dirname(old.log))
+    # Keep the recorded order (``down`` stops in reverse: the webserver before the code server).
+    state.services.remove(code)
+    state.services.insert(index, code)
+    state.save()
+    reload_location(state)
+    return code
+
+
 def up(args: argparse.Namespace) -> DeployState:
     """Start the topology; returns the recorded state (raises DeployError, after stopping what
     started, when a service does not come up)."""
@@ -280,12 +435,15 @@ def up(args: argparse.Namespace) -> DeployState:
     ports = {name: services.free_port() for name in _PORT_NAMES}
     ports["webserver"] = args.webserver_port or services.free_port()
     ports["browser"] = args.browser_port or services.free_port()
+    # Fixed (8265 unless configured) so the `marin/ray_*` links of earlier runs still point at the
+    # dashboard after a restart; 0 picks a free port.
+    ports["ray_dashboard"] = args.ray_dashboard_port or services.free_port()
     pg_password = services.read_or_create_secret(os.path.join(state_dir, "secrets", "postgres_password"))
     services.read_or_create_secret(os.path.join(state_dir, "secrets", "ray_auth_token"))
-    env = topology_env(state_dir, ports, args.bucket, pg_password)
+    env = topology_env(state_dir, ports, args.bucket, pg_password, project_root=args.project_root)
     state = DeployState(state_dir=state_dir, ports=ports)
     # Only non-secret settings are recorded (the password stays in its 0600 file).
-    state.env = {k: env[k] for k in _SHELL_ENV}
+    state.env = {k: env[k] for k in _SHELL_ENV if k in env}
     started = time.monotonic()
 
     def step(message: str) -> None:
@@ -364,31 +522,7 @@ def up(args: argparse.Namespace) -> DeployState:
         )
         instance_config.write_instance_config(home, config)
         workspace = _write_workspace(state_dir, ports["code_server"])
-        code = services.start_service(
-            "code-server",
-            [
-                _bin("dagster"),
-                "api",
-                "grpc",
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(ports["code_server"]),
-                "--python-file",
-                os.path.join(REPO, "definitions.py"),
-                "--working-directory",
-                REPO,
-                "--location-name",
-                LOCATION_NAME,
-            ],
-            env,
-            log_dir,
-            cwd=REPO,
-        )
-        code.port = ports["code_server"]
-        state.services.append(code)
-        state.save()
-        services.wait_for_port(ports["code_server"], "user-code gRPC server", code.log, 180, code.pid)
+        code = start_code_server(state, env, log_dir)
         step(f"code server   127.0.0.1:{ports['code_server']}  (pid {code.pid})")
 
         webserver = services.start_service(
@@ -474,7 +608,14 @@ def shell_env(state_dir: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """Command line of the local topology."""
     parser = argparse.ArgumentParser(description="The production topology on one machine (127.0.0.1 only)")
-    parser.add_argument("command", choices=["up", "down", "status", "env"], nargs="?", default="up")
+    parser.add_argument(
+        "command",
+        choices=["up", "down", "status", "env", "reload", "restart-code"],
+        nargs="?",
+        default="up",
+        help="reload: the code location's definitions (the UI's *Reload definitions*); "
+        "restart-code: stop and start the code server alone",
+    )
     parser.add_argument("--down", action="store_true", help="same as the `down` command")
     parser.add_argument("--state_dir", default=os.environ.get("MARIN_DEPLOY_STATE", DEFAULT_STATE_DIR))
     parser.add_argument(
@@ -483,6 +624,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--bucket", default="marin-local")
     parser.add_argument("--webserver_port", type=int, default=3000, help="0: any free port")
     parser.add_argument("--browser_port", type=int, default=BROWSER_PORT, help="data browser; 0: any free port")
+    parser.add_argument(
+        "--ray_dashboard_port",
+        type=int,
+        default=int(os.environ.get(DASHBOARD_PORT_ENV) or DEFAULT_DASHBOARD_PORT),
+        help=f"Ray dashboard / Jobs API port, kept across restarts (${DASHBOARD_PORT_ENV}; 0: any free port)",
+    )
+    parser.add_argument(
+        "--project_root",
+        default=os.environ.get("MARIN_PROJECT_ROOT"),
+        help="the team's experiments repository (its pyproject.toml's [tool.marin] experiments); "
+        "default $MARIN_PROJECT_ROOT, else this repository",
+    )
     parser.add_argument("--worker_cpus", type=int, default=8, help="logical CPUs of the Ray worker node")
     parser.add_argument("--worker_gpus", type=int, default=0, help="GPUs the Ray worker node advertises")
     parser.add_argument("--worker_resources", default=None, help="JSON custom resources of the worker node")
@@ -498,6 +651,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if command == "down":
             down(args.state_dir)
+        elif command == "reload":
+            state = DeployState.load(os.path.abspath(args.state_dir))
+            if state is None:
+                raise DeployError(f"no topology recorded in {args.state_dir}")
+            started = time.monotonic()
+            reload_location(state)
+            print(f"reloaded code location {LOCATION_NAME} in {time.monotonic() - started:.1f}s")
+        elif command == "restart-code":
+            started = time.monotonic()
+            code = restart_code_server(args.state_dir)
+            print(f"code server restarted (pid {code.pid}) and reloaded in {time.monotonic() - started:.1f}s")
         elif command == "env":
             print(shell_env(args.state_dir))
         elif command == "status":

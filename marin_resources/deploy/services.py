@@ -412,6 +412,17 @@ def ray_worker_command(
     return command
 
 
+def _last_json_list(text: str) -> list | None:
+    """The last line of ``text`` that is a JSON list: Ray may print its own lines (worker output
+    forwarded to the driver, warnings) after the probe's."""
+    for line in reversed(text.strip().splitlines()):
+        with contextlib.suppress(ValueError):
+            value = json.loads(line)
+            if isinstance(value, list):
+                return value
+    return None
+
+
 def wait_for_ray_nodes(
     address: str, count: int, env: Mapping[str, str], timeout_s: float, log: str, python: str, pid: int | None = None
 ) -> list[dict]:
@@ -428,13 +439,13 @@ def wait_for_ray_nodes(
         if pid is not None and not group_processes(pid):
             raise DeployError(f"the Ray node exited during startup; see {log}:\n{_tail(log)}")
         result = subprocess.run([python, "-c", probe], env=dict(env), capture_output=True, text=True, timeout=120)
-        if result.returncode == 0:
-            nodes = json.loads(result.stdout.strip().splitlines()[-1])
+        nodes = _last_json_list(result.stdout) if result.returncode == 0 else None
+        if nodes is not None:
             if len(nodes) >= count:
                 return nodes
             last = f"{len(nodes)} of {count} nodes alive"
         else:
-            last = result.stderr[-1500:]
+            last = (result.stderr or result.stdout)[-1500:]
         time.sleep(1.0)
     raise DeployError(f"Ray cluster did not reach {count} nodes within {timeout_s:.0f}s ({last}); see {log}")
 

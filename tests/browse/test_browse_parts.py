@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
+import lzma
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,10 +29,28 @@ def shards(tmp_path_factory) -> dict[str, str]:
     (d / "a.jsonl.gz").write_bytes(gzip.compress(data[:5000]) + gzip.compress(data[5000:]))  # two members
     (d / "a.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(data))
     pq.write_table(pa.Table.from_pylist(RECORDS), d / "a.parquet", row_group_size=300)
-    return {ext: str(d / f"a.{ext}") for ext in ("jsonl", "jsonl.gz", "jsonl.zst", "parquet")}
+    paths = {ext: str(d / f"a.{ext}") for ext in ("jsonl", "jsonl.gz", "jsonl.zst", "parquet")}
+    # The content decides, not the name (the one compression layer): gzip named .jsonl, xz, bz2.
+    (d / "gzip_named_plain.jsonl").write_bytes(gzip.compress(data))
+    (d / "xz_named_plain.jsonl").write_bytes(lzma.compress(data))
+    (d / "bz2_named_gz.jsonl.gz").write_bytes(bz2.compress(data))
+    for name in ("gzip_named_plain.jsonl", "xz_named_plain.jsonl", "bz2_named_gz.jsonl.gz"):
+        paths[name] = str(d / name)
+    return paths
 
 
-@pytest.mark.parametrize("ext", ["jsonl", "jsonl.gz", "jsonl.zst", "parquet"])
+@pytest.mark.parametrize(
+    "ext",
+    [
+        "jsonl",
+        "jsonl.gz",
+        "jsonl.zst",
+        "parquet",
+        "gzip_named_plain.jsonl",
+        "xz_named_plain.jsonl",
+        "bz2_named_gz.jsonl.gz",
+    ],
+)
 def test_every_format_pages_forward_jumps_and_filters(shards, ext):
     pager = ShardPager()
     got, start = [], 0

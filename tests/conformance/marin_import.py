@@ -1,6 +1,11 @@
-"""Run an experiment script written for Marin here, changing only its imports.
+"""Run an experiment script written for Marin here: as written (the import alias), or with its
+imports changed textually (the documented fallback).
 
-The mapping is textual and applied in this order (the order matters: ``fray.cluster`` and
+As written: ``marin_alias.pth`` installs ``marin_assets.marin_alias`` at interpreter start once the
+project is installed; :func:`alias_env` gives a subprocess the same through a ``sitecustomize``
+(the shared test venv may predate the ``.pth`` file).
+
+The textual mapping is textual and applied in this order (the order matters: ``fray.cluster`` and
 ``marin.resources`` are the package ``marin_resources`` here, and rule 3 must not see them):
 
 1. ``fray.cluster`` -> ``marin_resources``
@@ -35,6 +40,33 @@ def map_imports(source: str) -> str:
     for pattern, replacement in IMPORT_MAPPING:
         source = re.sub(pattern, replacement, source)
     return source
+
+
+SITECUSTOMIZE = "import marin_assets.marin_alias as _marin_alias\n_marin_alias.install()\n"
+
+
+def alias_env(tmp: Path, extra_path: str | None = None, **env: str) -> dict[str, str]:
+    """Environment for a subprocess whose interpreter resolves Marin's names as the installed
+    ``marin_alias.pth`` makes it: a ``sitecustomize`` doing what the ``.pth`` line does."""
+    site_dir = Path(tmp, "alias_site")
+    site_dir.mkdir(parents=True, exist_ok=True)
+    (site_dir / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    parts = [str(site_dir), *([extra_path] if extra_path else []), str(REPO)]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(parts), "MARIN_RUN_OBSERVERS": "", **env}
+
+
+def run_unmodified(
+    script: Path, prefix: str, *args: str, cwd: str, env: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``python <script> --prefix prefix args`` from ``cwd``, the script unchanged."""
+    return subprocess.run(
+        [sys.executable, str(script), "--prefix", prefix, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def run_marin_script(

@@ -12,9 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from marin_assets.core.io import read_jsonl_gz
 from tests.conformance.marin_import import map_imports, recorded_paths, run_marin_script, summary
+from tests.published_files import files_naming_a_staging_folder
 
 
 def marin_hash(version: dict) -> str:
@@ -166,6 +168,14 @@ def test_integration_pipeline_html_to_trained_model_and_reruns_cached(prefix):
 
     again = summary(run_marin_script("integration", prefix, timeout=600))
     assert (again["ran"], again["cached"]) == (0, 9)
+
+    # Every published file names published folders: no staging path in any text, JSON or YAML file
+    # (summaries, stats, Levanter's configs, HF configs, .executor_*, the experiment records).
+    assert files_naming_a_staging_folder(prefix) == []
+    assert yaml.safe_load((paths["train"] / "train_config.yaml").read_text())["trainer"]["checkpointer"][
+        "base_path"
+    ] == str(paths["train"] / "checkpoints")
+    assert trained["output_path"] == str(paths["train"]) and trained["hf_export"].startswith(str(paths["train"]))
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""A sweep (one step name, several versions) shows as distinct Dagster assets and materializes."""
+"""A sweep (one step name, several versions) shows as distinct Dagster assets, keyed by variant, and materializes."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def test_sweep_versions_are_distinct_assets(tmp_path, prefix):
     defs = build_definitions([Experiment(name="sweep", steps=[*sweep.runs, sweep.summary])])
     keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
     train_keys = {k for k in keys if k.startswith("sweep/train")}
-    assert train_keys == {f"sweep/train_{h}" for h in ("ab0bb1", "df4df3", "e32353", "ba51d0")}
+    # Each version's key names the variable holding it (not its hash): an edit keeps the keys.
+    assert train_keys == {f"sweep/train__sweep_mapped_runs_{i}" for i in range(4)}
     assert {"sweep/data", "sweep/summary"} <= keys  # unique names keep their plain key
     summary_deps = defs.resolve_asset_graph().get(dg.AssetKey(["sweep", "summary"])).parent_keys
     assert {k.to_user_string() for k in summary_deps} == train_keys

@@ -10,9 +10,11 @@ import os
 
 import pytest
 
-from marin_assets.download.huggingface.download import DownloadConfig, HfDatasetNotCachedError, default_download
-from marin_assets.download.huggingface.download_hf import download_hf
+from marin_assets.download.huggingface.download import DownloadConfig as OldNameDownloadConfig
+from marin_assets.download.huggingface.download_hf import DownloadConfig, HfDatasetNotCachedError, download_hf
 from marin_assets.execution.runner import ExecutorOptions, run_steps
+from marin_assets.execution.step import versioned
+from marin_assets.experiments.defaults import default_download
 from marin_assets.transform.raw.process import RawConfig, run_raw
 
 from .test_inputs import docs_of
@@ -82,15 +84,33 @@ def test_missing_dataset_or_revision_names_what_is_missing(hf_cache, tmp_path):
     assert not os.path.exists(tmp_path / "a" / "manifest.json")
 
 
-def test_default_download_is_a_versioned_step(hf_cache, tmp_path):
+def marin_hash(version: dict) -> str:
+    return hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]
+
+
+def test_default_download_is_marins_step(hf_cache, tmp_path):
+    """Marin's ``experiments.defaults.default_download``: an ``InputName``, nothing versioned but what
+    the script versions (Marin's hash), the files copied when it runs."""
     cache, _ = hf_cache
-    step = default_download("raw/tiny-web", REPO, "main", cache_dir=cache)
-    other = default_download("raw/tiny-web", REPO, COMMIT, cache_dir=cache)
-    report = run_steps([step, other], str(tmp_path / "prefix"), ExecutorOptions(max_concurrent=1))
-    ran = {o.output_path: o for o in report.outcomes}
-    assert len(ran) == 2 and all(o.action == "ran" for o in ran.values())  # the revision is in the version
-    again = run_steps([step], str(tmp_path / "prefix"), ExecutorOptions(max_concurrent=1))
+    assert OldNameDownloadConfig is DownloadConfig  # Marin's older module name
+    plain = default_download("raw/tiny-web", REPO, "main", cache_dir=cache)
+    pinned = default_download("raw/tiny-web", REPO, versioned(COMMIT), cache_dir=cache)
+    expected_plain = marin_hash({"name": "raw/tiny-web", "config": {}, "dependencies": []})
+    expected_pinned = marin_hash({"name": "raw/tiny-web", "config": {"revision": COMMIT}, "dependencies": []})
+    assert (expected_plain, expected_pinned) == ("5a2e9a", "29920d")
+    report = run_steps([plain.step, pinned.step], str(tmp_path / "prefix"), ExecutorOptions(max_concurrent=1))
+    ran = {os.path.basename(o.output_path): o.action for o in report.outcomes}
+    assert ran == {f"tiny-web-{expected_plain}": "ran", f"tiny-web-{expected_pinned}": "ran"}
+    assert os.path.exists(tmp_path / "prefix" / "raw" / f"tiny-web-{expected_plain}" / "data" / "train.jsonl")
+    again = run_steps([plain.step], str(tmp_path / "prefix"), ExecutorOptions(max_concurrent=1))
     assert [o.action for o in again.outcomes] == ["cached"]
+
+
+def test_append_sha_to_path_writes_under_the_revision(hf_cache, tmp_path):
+    cache, _ = hf_cache
+    out = tmp_path / "out"
+    download_hf(DownloadConfig(REPO, "main", gcs_output_path=str(out), append_sha_to_path=True, cache_dir=cache))
+    assert (out / "main" / "data" / "train.jsonl").exists() and (out / "main" / "manifest.json").exists()
 
 
 def test_a_parquet_dataset_from_the_cache_reads_without_an_id_column(tmp_path, monkeypatch):

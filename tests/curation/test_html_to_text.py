@@ -7,7 +7,8 @@ import gzip
 import json
 import os
 
-from marin_assets.core.io import GZIP_MAGIC, read_jsonl
+from marin_assets.core.compression import GZIP_MAGIC
+from marin_assets.core.io import read_jsonl
 from marin_assets.experiments.curation_pipeline import CURATION_EXTRACTION
 from marin_assets.transform.simple_html_to_md.process import SimpleHtmlToMdConfig, html_to_md
 from marin_assets.web.convert import convert_page

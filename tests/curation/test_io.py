@@ -10,7 +10,7 @@ import os
 import pytest
 import zstandard
 
-from marin_assets.core import io
+from marin_assets.core import compression, io
 
 RECORDS = [
     {"id": f"doc-{i}", "text": "héllo wörld 数据 🎉\n" * (i % 7), "metadata": {"n": i, "score": i / 3}}
@@ -26,7 +26,7 @@ def test_written_shards_read_back_in_every_format(tmp_path, suffix):
     assert size == os.path.getsize(path)
     with open(path, "rb") as handle:
         head = handle.read(4)
-    assert io.sniff_compression(head) == io.compression_for(path)
+    assert compression.sniff_compression(head) == compression.compression_for(path)
     assert list(io.read_jsonl(path)) == RECORDS
     streamed = str(tmp_path / f"streamed{suffix}")
     with io.JsonlShardWriter(streamed) as writer:
@@ -67,7 +67,7 @@ def test_concatenated_members_and_frames_are_read_whole(tmp_path):
 def test_line_blocks_keep_line_numbers_and_long_lines(tmp_path):
     lines = [b'{"a": 1}', b"", b'{"long": "' + b"x" * 5000 + b'"}', b'{"b": 2}', b'{"last": "no newline"}']
     path = tmp_path / "lines.jsonl.gz"
-    path.write_bytes(io.compress(b"\n".join(lines), "gzip"))
+    path.write_bytes(compression.compress(b"\n".join(lines), "gzip"))
     blocks = list(io.iter_line_blocks(str(path), block_bytes=64))
     assert all(block.endswith(b"\n") for _, block in blocks[:-1])
     assert b"".join(block for _, block in blocks) == b"\n".join(lines)
@@ -78,7 +78,7 @@ def test_line_blocks_keep_line_numbers_and_long_lines(tmp_path):
 
 def test_bad_line_names_file_and_line(tmp_path):
     path = tmp_path / "bad.jsonl.zst"
-    path.write_bytes(io.compress(b'{"ok": 1}\n{"ok": 2}\n{"broken"\n', "zstd"))
+    path.write_bytes(compression.compress(b'{"ok": 1}\n{"ok": 2}\n{"broken"\n', "zstd"))
     with pytest.raises(io.ShardFormatError, match=rf"{path}:3: not a JSON record"):
         list(io.read_jsonl(str(path)))
 
@@ -134,7 +134,7 @@ def test_streaming_writer_on_gcs_commits_on_close_only(gcs_prefix):
 def test_records_carry_their_line_in_the_file(tmp_path):
     lines = [b'{"a": 1}', b"", b"   ", b'{"b": 2}', b'{"long": "' + b"y" * 300 + b'"}', b'{"last": 3}']
     path = tmp_path / "numbered.jsonl.gz"
-    path.write_bytes(io.compress(b"\n".join(lines), "gzip"))  # no final newline
+    path.write_bytes(compression.compress(b"\n".join(lines), "gzip"))  # no final newline
     for block_bytes in (7, 64, 1 << 20):  # blocks that cut lines, hold a few, hold all
         numbered = list(io.iter_records(str(path), block_bytes))
         assert [n for n, _ in numbered] == [1, 4, 5, 6]

@@ -317,8 +317,11 @@ def test_warc_garbage_between_records_and_loose_separators(tmp_path):
 
 
 def test_warc_gz_with_zero_padding_after_members(tmp_path):
-    """Block-aligned writers pad a gzip file with zero bytes: padding is no damage."""
+    """Block-aligned writers pad a gzip file with zero bytes: padding between members is skipped
+    silently; padding after the last member keeps every record and is reported where it starts."""
     members = [gzip.compress(_warc_record(f"p{i}", _page(i))) for i in range(3)]
-    padded = members[0] + b"\x00" * 100 + members[1] + members[2] + b"\x00" * (200 << 10)
-    meta, kept, rows = _run_one(tmp_path, {"pad.warc.gz": padded})
-    assert kept["pad.warc.gz"] == {f"<urn:uuid:p{i}>" for i in range(3)} and rows == []
+    between = members[0] + b"\x00" * 100 + members[1] + members[2]
+    meta, kept, rows = _run_one(tmp_path, {"pad.warc.gz": between + b"\x00" * (200 << 10)})
+    assert kept["pad.warc.gz"] == {f"<urn:uuid:p{i}>" for i in range(3)}
+    assert [(r["reason"], r["offset"]) for r in rows] == [("corrupt_warc", len(between))]
+    assert "zero bytes after the end of the gzip stream" in rows[0]["detail"]

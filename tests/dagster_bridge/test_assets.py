@@ -206,15 +206,17 @@ def test_experiments_sharing_steps_get_one_asset_and_other_versions_stay_distinc
     defs = build_definitions([Experiment("first", base), Experiment("second", extended)])
     keys = [k for a in defs.assets for k in a.keys]
     assert sorted(k.to_user_string() for k in keys) == ["hello_world/numbers", "hello_world/stats"]
-    # Same names, other versions (n=7): one asset per version, as a sweep's, keyed <name>-<hash>.
+    # Same names, other versions (n=7): one asset per version, as a sweep's, keyed by variant
+    # (here the experiment reaching it, since no script's variable holds these steps), not by hash.
     other = hello_world.build_steps(n=7)
     defs = build_definitions([Experiment("first", base), Experiment("third", other)])
-    graph_a, graph_b = StepGraph(base, prefix), StepGraph(other, prefix)
-    expected = {
-        f"hello_world/{role}_{graph.resolved(step).hash}"
-        for graph, steps in ((graph_a, base), (graph_b, other))
-        for role, step in zip(("numbers", "stats"), steps, strict=True)
-    }
+    expected = {f"hello_world/{role}__{group}_v1" for role in ("numbers", "stats") for group in ("first", "third")}
     by_group = {k.to_user_string(): a.group_names_by_key[k] for a in defs.assets for k in a.keys}
     assert set(by_group) == expected
     assert sorted(by_group.values()) == ["first", "first", "third", "third"]
+    assert all(
+        by_group[f"hello_world/{role}__{g}_v1"] == g for role in ("numbers", "stats") for g in ("first", "third")
+    )
+    # Editing the other version (n=7 -> 9) changes its code version, never its key.
+    edited = build_definitions([Experiment("first", base), Experiment("third", hello_world.build_steps(n=9))])
+    assert {k.to_user_string() for a in edited.assets for k in a.keys} == expected

@@ -48,7 +48,7 @@ def _path_without_venv() -> str:
 def deployed_ray() -> Iterator[DeployState]:
     base = tempfile.mkdtemp(prefix="mdr-", dir="/tmp")
     state_dir = os.path.join(base, "state")
-    ports = {name: services.free_port() for name in (*local._PORT_NAMES, "browser", "webserver")}
+    ports = {name: services.free_port() for name in (*local._PORT_NAMES, "browser", "webserver", "ray_dashboard")}
     services.read_or_create_secret(os.path.join(state_dir, "secrets", "ray_auth_token"))
     env = local.topology_env(state_dir, ports, "unused-bucket", "unused-password")
     env["PATH"] = _path_without_venv()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from marin_resources.deploy import instance_config
-from marin_resources.deploy.local import topology_env
+from marin_resources.deploy.local import REPO, topology_env
 
 
 def _derive(tmp_path):
@@ -89,6 +89,12 @@ def test_local_processes_get_every_variable_the_helm_values_give_the_pods(tmp_pa
     assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in env
     assert env["RAY_AUTH_TOKEN_PATH"] == os.path.join(str(tmp_path), "secrets", "ray_auth_token")
     assert env["RAY_API_SERVER_ADDRESS"] == env["MARIN_RAY_DASHBOARD_URL"] == "http://127.0.0.1:4"
+    # The project the location serves: this repository unless the team's repository is named, which
+    # then is also importable by the Ray workers (its scripts' step functions).
+    assert env["MARIN_PROJECT_ROOT"] == str(REPO) and env["PYTHONPATH"] == str(REPO)
+    team = tmp_path / "team"
+    env = topology_env(str(tmp_path), ports, "bkt", "pw", project_root=str(team))
+    assert env["MARIN_PROJECT_ROOT"] == str(team) and env["PYTHONPATH"].split(os.pathsep) == [str(team), str(REPO)]
 
 
 def test_ray_client_proxy_runs_without_grpc_fork_handlers_locally_and_on_kuberay():
@@ -103,3 +109,22 @@ def test_ray_client_proxy_runs_without_grpc_fork_handlers_locally_and_on_kuberay
     cluster = yaml.safe_load((Path(instance_config.DEFAULT_VALUES).parent / "raycluster.yaml").read_text())
     (head,) = cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"]
     assert {"name": "GRPC_ENABLE_FORK_SUPPORT", "value": "false"} in head["env"]
+
+
+def test_the_local_code_server_reloads_and_the_dashboard_port_is_fixed(monkeypatch):
+    """`dagster code-server start` (reloads), not `dagster api grpc`; `reload` / `restart-code`
+    commands; the dashboard on 8265 unless configured ($MARIN_RAY_DASHBOARD_PORT, --ray_dashboard_port)."""
+    from marin_resources.deploy import local
+
+    command = local.code_server_command(4321)
+    assert command[1:3] == ["code-server", "start"] and "grpc" not in command
+    assert command[command.index("-p") + 1] == "4321"
+    assert command[command.index("--python-file") + 1].endswith("definitions.py")
+    parser = local.build_parser()
+    assert parser.parse_args(["reload"]).command == "reload"
+    assert parser.parse_args(["restart-code"]).command == "restart-code"
+    monkeypatch.delenv("MARIN_RAY_DASHBOARD_PORT", raising=False)
+    assert local.build_parser().parse_args([]).ray_dashboard_port == 8265
+    monkeypatch.setenv("MARIN_RAY_DASHBOARD_PORT", "18265")
+    assert local.build_parser().parse_args([]).ray_dashboard_port == 18265
+    assert local.build_parser().parse_args(["--ray_dashboard_port", "0"]).ray_dashboard_port == 0

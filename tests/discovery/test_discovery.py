@@ -88,12 +88,16 @@ def test_location_groups_code_versions_shared_steps_and_the_error_group(project)
     engine = StepGraph([train_small.evaluation, *sweep_small.RUNS], project["prefix"])
     models = [engine.resolved(s) for s in sweep_small.RUNS]
     assert models[0] is engine.resolved(train_small.model)
+    # One step name with two configs: each key names the script and variable defining it (never a
+    # hash, so an edit keeps it).
+    model_keys = [
+        dg.AssetKey(["checkpoints", f"small_model__{v}"]) for v in ("train_small_model", "sweep_small_RUNS_1")
+    ]
     for node in engine.topological():
-        key = asset_key_for(node.name if node.name != "checkpoints/small" else f"{node.name}-{node.hash}")
+        key = asset_key_for(node.name) if node.name != "checkpoints/small" else model_keys[models.index(node)]
         assert graph.get(key).code_version == node.hash, key
-    model_keys = [asset_key_for(f"checkpoints/small-{m.hash}") for m in models]
-    # A shared step is one asset, in the group of the script defining it: the sweep (listed first)
-    # imports from the training script, so the training script comes first.
+    # A shared step is one asset, in the group of the script defining it (the training script),
+    # whichever script the location lists first.
     assert graph.get(model_keys[0]).group_name == "train_small"
     assert graph.get(asset_key_for("tokenized/small")).group_name == "train_small"
     assert graph.get(model_keys[1]).group_name == "sweep_small"

@@ -8,11 +8,17 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from marin_assets.execution import ExecutorStep, executor_main, this_output_path, versioned
 from marin_assets.execution.secrets import EnvSecret, secret_from_env
 from marin_assets.execution.storage import atomic_write_text, join_path
+
+
+@dataclass(frozen=True)
+class Mirror:
+    url: str
+    credentials: str = ""  # a secret-named field of a nested dataclass
 
 
 @dataclass(frozen=True)
@@ -22,6 +28,11 @@ class SecretConfig:
     password: str = ""  # versioned below: enters the version, must be redacted wherever written
     token: str | EnvSecret = ""  # by reference: resolved at run time
     rows: int = 3
+    # Secrets deeper down (issue 24.4): a dict value under a secret key, a known secret copied
+    # under a harmless key, nested dataclasses, and a list holding a bearer token and an env value.
+    headers: dict[str, str] = field(default_factory=dict)
+    mirrors: tuple[Mirror, ...] = ()
+    extra_args: tuple[str, ...] = ()
 
 
 def use_secrets(config: SecretConfig) -> dict[str, object]:
@@ -29,7 +40,11 @@ def use_secrets(config: SecretConfig) -> dict[str, object]:
     expected = os.environ.get("MARIN_TEST_API_TOKEN", "")
     atomic_write_text(join_path(config.output_path, "result.json"), json.dumps({"rows": config.rows}))
     print(f"use_secrets: running with {config.rows} rows")  # a log line, no secret in it
-    return {"rows": config.rows, "token_resolved": config.token == expected and bool(expected)}
+    return {
+        "rows": config.rows,
+        "token_resolved": config.token == expected and bool(expected),
+        "headers_arrived": config.headers.get("Authorization") == f"Bearer {os.environ.get('TEST_BEARER_TOKEN')}",
+    }
 
 
 def config_steps() -> list[ExecutorStep]:
@@ -42,6 +57,22 @@ def config_steps() -> list[ExecutorStep]:
                 api_key=os.environ.get("TEST_PLAIN_API_KEY", ""),
                 password=versioned(os.environ.get("TEST_VERSIONED_PASSWORD", "")),
                 token=versioned(secret_from_env("MARIN_TEST_API_TOKEN")),
+                headers=versioned(
+                    {
+                        "Authorization": f"Bearer {os.environ.get('TEST_BEARER_TOKEN', '')}",
+                        "X-Copy": os.environ.get("TEST_PLAIN_API_KEY", ""),  # known value, harmless key
+                        "Accept": "application/json",
+                    }
+                ),
+                mirrors=versioned(
+                    (Mirror("https://mirror.example/data", os.environ.get("TEST_NESTED_CREDENTIAL", "")),)
+                ),
+                extra_args=(
+                    "--header",
+                    f"Authorization: Bearer {os.environ.get('TEST_LIST_BEARER', '')}",
+                    "--wandb-key",
+                    os.environ.get("WANDB_API_KEY", ""),  # an env secret's value, copied into a list
+                ),
             ),
         )
     ]

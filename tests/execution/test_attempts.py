@@ -17,6 +17,7 @@ from marin_assets.execution.lease import StepLease, lease_for_output, process_st
 from marin_assets.execution.runner import ExecutorError, ExecutorOptions, StepRunner
 from marin_assets.execution.status import read_metadata, read_status, write_status_if
 from marin_assets.execution.storage import join_path, read_bytes
+from tests.published_files import files_naming_a_staging_folder
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def test_a_provably_dead_holders_attempt_is_adopted(prefix):
     assert read_metadata(out)["resumed"] is True
 
 
-def test_a_stale_but_live_holders_attempt_is_discarded_not_adopted(prefix):
+def test_a_stale_but_live_holders_attempt_is_copied_then_discarded_never_adopted_in_place(prefix):
     step = _step()
     graph = StepGraph([step], prefix)
     out = graph.resolved(step).output_path
@@ -106,8 +107,27 @@ def test_a_stale_but_live_holders_attempt_is_discarded_not_adopted(prefix):
     finally:
         alive.kill()
         alive.wait()
-    assert read_metadata(out)["resumed"] is False
+    assert read_metadata(out)["resumed"] is True  # from a copy of its checkpoint
+    assert read_status(out).attempt != "cafebabe"
     assert not os.path.exists(staging_path(out, "cafebabe"))
+
+
+def test_a_copy_interrupted_mid_way_is_copied_again_by_the_next_runner(prefix):
+    step = _step()
+    graph = StepGraph([step], prefix)
+    out = graph.resolved(step).output_path
+    lease = _plant_attempt(out, "cafebabe", os.getpid(), heartbeat_age_s=0)
+    # A copier that died after recording what it copies from, leaving half a copy behind.
+    status, token = lease.backend.read(join_path(out, ".executor_status"))
+    assert write_status_if(out, "RUNNING", token, lease.backend, run_id="copier", copying_from="cafebabe")
+    half = join_path(staging_path(out, "0000dead"), "checkpoints/partial")
+    os.makedirs(os.path.dirname(half))
+    open(half, "w").close()
+    os.remove(lease.path)  # the copier released (or lost) its lease
+    StepRunner(ExecutorOptions(heartbeat_s=0.2, stale_s=1.0)).run(graph)
+    assert read_metadata(out)["resumed"] is True
+    assert not os.path.exists(join_path(out, "checkpoints/partial"))
+    assert not os.path.exists(os.path.join(os.path.dirname(out), ".marin_attempts"))
 
 
 def test_published_path_maps_a_staging_folder_back():
@@ -159,7 +179,7 @@ def test_publishing_replaces_the_earlier_content_of_an_output(where, prefix, req
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1200)  # three Levanter runs on a busy 2-core machine
 def test_a_sigkilled_training_step_resumes_from_its_staged_checkpoints(prefix):
     """Through the runner: the killed attempt's checkpoints are in its staging folder; the next
     runner (the holder is provably dead) adopts the folder and Levanter resumes there."""
@@ -195,5 +215,59 @@ def test_a_sigkilled_training_step_resumes_from_its_staged_checkpoints(prefix):
     assert read_status(out).status == "SUCCESS"
     metadata = read_metadata(out)
     assert metadata["resumed_from_step"] > 0 and metadata["resumed_from_step"] >= killed_at - 5
-    assert list_step_dirs(join_path(out, "checkpoints"))[-1][0] >= 115
+    last = list_step_dirs(join_path(out, "checkpoints"))[-1][0]
+    assert last >= 115
     assert str(metadata["hf_export"]).startswith(out) and ".marin_attempts" not in json.dumps(metadata)
+    # Nothing published names a staging folder, and Levanter resumes from the published config:
+    # asked for a few more steps, it loads the published checkpoint and continues from there.
+    assert files_naming_a_staging_folder(prefix) == []
+    resumed = subprocess.run(
+        [sys.executable, "-m", "levanter.main.train_lm", "--config_path", join_path(out, "train_config.yaml"),
+         "--trainer.num_train_steps", str(last + 10)],
+        cwd=repo, capture_output=True, text=True, timeout=500,
+        env={**env, "JAX_PLATFORMS": "cpu", "WANDB_MODE": "disabled"},
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"Loading checkpoint from {join_path(out, 'checkpoints')}/step-{last}\n" in resumed.stdout + resumed.stderr
+    # Past the end of the run before: its HF export of the final step lands in the published folder.
+    assert list_step_dirs(join_path(out, "hf"))[-1][0] >= last + 5
+
+
+@dataclass(frozen=True)
+class SummaryConfig:
+    output_path: str
+    size: int = versioned(1)
+
+
+def write_self_describing(config: SummaryConfig) -> dict[str, str]:
+    """Writes files that name its own output path, as Levanter and the stages do."""
+    from marin_assets.execution.storage import atomic_write_bytes, atomic_write_text
+
+    out = config.output_path
+    atomic_write_text(join_path(out, "train_summary.json"), json.dumps({"checkpoints": [f"{out}/checkpoints/step-1"]}))
+    atomic_write_text(join_path(out, "logs/train.log.config.yaml"), f"checkpointer:\n  base_path: {out}/checkpoints\n")
+    atomic_write_text(join_path(out, "hf/step-1/config.json"), json.dumps({"_name_or_path": out.split("://")[-1]}))
+    atomic_write_bytes(join_path(out, "model.bin"), b"\x00\x01" + out.encode())  # binary: left as written
+    return {"hf_export": f"{out}/hf/step-1"}
+
+
+@pytest.mark.parametrize("where", ["local", "gcs"])
+def test_published_text_files_name_the_output_not_the_staging_folder(where, prefix, request):
+    from marin_assets.execution.storage import filesystem
+
+    base = prefix if where == "local" else request.getfixturevalue("gcs_prefix")
+    step = ExecutorStep("attempts/summary", write_self_describing, SummaryConfig(this_output_path()))
+    graph = StepGraph([step], base)
+    out = graph.resolved(step).output_path
+    StepRunner(ExecutorOptions()).run(graph)
+    summary = json.loads(read_bytes(join_path(out, "train_summary.json")))
+    assert summary == {"checkpoints": [f"{out}/checkpoints/step-1"]}
+    config = read_bytes(join_path(out, "logs/train.log.config.yaml")).decode()
+    assert config == f"checkpointer:\n  base_path: {out}/checkpoints\n"
+    assert json.loads(read_bytes(join_path(out, "hf/step-1/config.json"))) == {"_name_or_path": out.split("://")[-1]}
+    assert read_metadata(out)["hf_export"] == f"{out}/hf/step-1"
+    assert json.loads(read_bytes(join_path(out, ".executor_info")))["config"]["output_path"] == out
+    assert b".marin_attempts" in read_bytes(join_path(out, "model.bin"))  # binary files are not opened
+    fs, p = filesystem(out)
+    texts = [f for f in fs.find(p) if not f.endswith(".bin")]
+    assert len(texts) >= 5 and not [f for f in texts if b".marin_attempts" in fs.cat_file(f)]

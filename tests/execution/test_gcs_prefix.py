@@ -16,7 +16,7 @@ import pytest
 from marin_assets.execution import ExecutorOptions, StepGraph
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
 from marin_assets.execution.gcs import GCSLeaseBackend
-from marin_assets.execution.lease import StepLease, lease_for_output
+from marin_assets.execution.lease import DEFAULT_STALE_S, ManualClock, StepLease, lease_for_output
 from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import read_status, read_statuses, write_status_if
 from marin_assets.experiments import hello_world
@@ -62,17 +62,18 @@ def test_concurrent_creates_have_exactly_one_winner(gcs_prefix):
 
 def test_lease_takeover_and_fenced_status_on_gcs(gcs_prefix):
     out = f"{gcs_prefix}/leased-abc123"
-    first = lease_for_output(out, heartbeat_s=0.2, stale_s=1.0)
+    clock = ManualClock()  # default heartbeat/stale timing, moved by the test instead of slept
+    first = lease_for_output(out, clock=clock)
     assert first.try_acquire()
-    second = StepLease(first.path, heartbeat_s=0.2, stale_s=1.0)
+    second = StepLease(first.path, clock=clock)
     assert not second.try_acquire()
     token = write_status_if(out, "RUNNING", None, first.backend, run_id="first")
     assert token is not None
+    clock.advance(2 * DEFAULT_STALE_S)  # renewed on gs:// at every heartbeat: still live
+    assert not second.try_acquire() and first.holder().seq > 1
     first._stop.set()  # the holder freezes: no more heartbeats
     first._thread.join()
-    import time
-
-    time.sleep(1.3)
+    clock.advance(DEFAULT_STALE_S + 1)
     assert second.try_acquire()
     # The new holder writes RUNNING; the frozen one can no longer flip the status.
     status, current = read_status(out), second.backend.read(f"{out}/.executor_status")

@@ -24,7 +24,7 @@ from marin_assets.execution import (
     versioned,
 )
 from marin_assets.execution.dry_run import format_plan, plan
-from marin_assets.execution.lease import StepLease
+from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, ManualClock, StepLease
 from marin_assets.execution.runner import StepFailedError, StepRunner
 from marin_assets.execution.status import read_status, write_status
 from tests.execution.sample_steps import WriteConfig, diamond, write_value
@@ -226,22 +226,28 @@ def test_four_processes_racing_compute_each_step_exactly_once(prefix, tmp_path):
 
 
 def test_stale_lease_is_taken_over_and_a_live_one_is_not(tmp_path):
+    # The default 30 s / 90 s timing, on a clock the test moves: no sleeping.
+    clock = ManualClock()
     path = str(tmp_path / ".executor_lease")
-    first = StepLease(path, heartbeat_s=0.2, stale_s=1.0)
+    first = StepLease(path, clock=clock)
     assert first.try_acquire()
-    second = StepLease(path, heartbeat_s=0.2, stale_s=1.0)
+    second = StepLease(path, clock=clock)
     assert not second.try_acquire()  # live: the heartbeat keeps it fresh
-    time.sleep(1.5)
+    clock.advance(DEFAULT_STALE_S + 60)  # several heartbeats fall due and renew the lease
+    assert first.holder().seq > 1 and not first.lost.is_set()
     assert not second.try_acquire()
-    # The holder "dies": its heartbeat stops, the lease goes stale.
+    # The holder freezes: its heartbeat stops, the lease goes stale.
     first._stop.set()
     first._thread.join()
-    time.sleep(1.3)
+    clock.advance(DEFAULT_STALE_S - 1)
+    assert not second.try_acquire()  # not yet: still within stale_s of its last renewal
+    clock.advance(2)
     assert second.try_acquire()
-    assert second.holder().owner == second.owner
+    assert second.holder().owner == second.owner and second.took_over_live_holder
     # The old holder finds out at its next heartbeat instead of overwriting the new one.
     first._start_heartbeat()
-    assert first.lost.wait(timeout=3)
+    clock.advance(DEFAULT_HEARTBEAT_S)
+    assert first.lost.is_set()
     assert second.holder().owner == second.owner
     second.release()
     assert second.holder() is None

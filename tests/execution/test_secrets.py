@@ -32,6 +32,9 @@ SECRETS = {
     "MARIN_TEST_API_TOKEN": "tok-by-reference-SECRET-c0ffee",
     "TEST_PLAIN_API_KEY": "sk-plain-SECRET-19be42",
     "TEST_VERSIONED_PASSWORD": "pw-versioned-SECRET-a4d2f1",
+    "TEST_BEARER_TOKEN": "bearer-dict-SECRET-9e8d7c",
+    "TEST_NESTED_CREDENTIAL": "nested-dataclass-SECRET-3b2a1f",
+    "TEST_LIST_BEARER": "list-bearer-SECRET-6f5e4d",
 }
 
 
@@ -74,6 +77,39 @@ def test_secret_helpers_redact_resolve_and_version_by_name(monkeypatch):
     assert StepGraph(steps, "/tmp/x").resolved(steps[0]).hash == before
 
 
+def test_secrets_masked_at_any_depth_by_name_form_and_known_value(monkeypatch):
+    """Dict values, lists, tuples, nested dataclasses and dataclass reprs: secrets hidden by key
+    name, by form (URL userinfo, Bearer / Basic) and by known value wherever a value was copied."""
+    monkeypatch.setenv("HF_TOKEN", "hf-env-SECRET-0a1b2c")
+    config = secret_steps.SecretConfig(
+        "out",
+        api_key="sk-plain-SECRET-19be42",
+        token=secret_from_env("HF_TOKEN"),
+        headers={"Authorization": "Bearer bearer-dict-SECRET", "X-Copy": "sk-plain-SECRET-19be42", "Accept": "json"},
+        mirrors=(secret_steps.Mirror("https://user:pw-in-url@mirror.example/", "nested-dataclass-SECRET"),),
+        extra_args=(
+            "-H",
+            "Authorization: Bearer list-bearer-SECRET",
+            "Basic dXNlcjpwYXNzd29yZA==",
+            "hf-env-SECRET-0a1b2c",
+        ),
+    )
+    redacted = redact_secrets(config)
+    text = json.dumps(redacted)
+    for secret in ("sk-plain", "bearer-dict", "pw-in-url", "nested-dataclass", "list-bearer", "dXNlcj", "hf-env"):
+        assert secret not in text, secret
+    assert redacted["headers"] == {"Authorization": "***", "X-Copy": "***", "Accept": "json"}
+    assert redacted["mirrors"] == [{"url": "https://***@mirror.example/", "credentials": "***"}]
+    assert redacted["extra_args"] == ["-H", "Authorization: Bearer ***", "Basic ***", "***"]
+    assert redacted["token"] == {"env": "HF_TOKEN"} and redacted["output_path"] == "out"
+    # A versioned nested dataclass is stored as its repr: its secret fields are hidden there too.
+    assert redact_secrets(repr(config.mirrors[0])) == "Mirror(url='https://***@mirror.example/', credentials='***')"
+    assert redact_secrets("{'Cookie': 'session=abc123', 'Accept': 'json'}") == "{'Cookie': '***', 'Accept': 'json'}"
+    # Ordinary text is left alone: prose, tokenizer words, short values.
+    plain = {"description": "Basic tokenizer, bearer of news", "eos_token": "</s>", "tokens": 5, "note": "sk"}
+    assert redact_secrets(plain) == plain
+
+
 def test_no_secret_in_prefix_dagster_instance_or_logs(gcs_prefix, dagster_home):
     env = {**os.environ, **SECRETS, "PYTHONPATH": str(REPO), "DAGSTER_HOME": dagster_home}
     env.pop("MARIN_RUN_OBSERVERS", None)
@@ -93,6 +129,7 @@ def test_no_secret_in_prefix_dagster_instance_or_logs(gcs_prefix, dagster_home):
         steps = secret_steps.config_steps()
         out = StepGraph(steps, gcs_prefix).resolved(steps[0]).output_path
     assert read_metadata(out)["token_resolved"] is True  # the step got the secret's value
+    assert read_metadata(out)["headers_arrived"] is True  # and the dict-valued one unchanged
     info = read_info(out)
     assert info["config"]["token"] == {"env": "MARIN_TEST_API_TOKEN"} and info["config"]["api_key"] == "***"
     hits = _grep_bytes(_bucket_contents(gcs_prefix))

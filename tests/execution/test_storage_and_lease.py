@@ -17,7 +17,7 @@ import pytest
 from marin_assets.core.io import JsonlShardWriter
 from marin_assets.execution import ExecutorStep, StepGraph, this_output_path
 from marin_assets.execution.fence import LeaseLostError
-from marin_assets.execution.lease import StepLease, lease_for_output
+from marin_assets.execution.lease import ManualClock, StepLease, lease_for_output
 from marin_assets.execution.runner import ExecutorOptions, StepRunner
 from marin_assets.execution.status import read_info
 from marin_assets.execution.storage import exists, filesystem, join_path, list_dir, open_for_write, read_bytes
@@ -178,3 +178,44 @@ def test_a_run_without_competitor_never_loses_its_leases_at_a_fast_heartbeat(whe
     steps = generate_dag(30)
     report = StepRunner(ExecutorOptions(heartbeat_s=0.05, stale_s=1.0)).run(StepGraph(steps, base))
     assert [o.action for o in report.outcomes].count("ran") == 30
+
+
+def test_a_holder_silent_past_half_stale_renews_on_check_or_finds_the_lease_lost(tmp_path):
+    clock = ManualClock()
+    path = str(tmp_path / ".executor_lease")
+    holder = StepLease(path, heartbeat_s=30, stale_s=90, clock=clock)
+    assert holder.try_acquire()
+    holder._stop.set()  # frozen: the heartbeat thread does not run
+    holder._thread.join()
+    clock.advance(50)  # past stale_s / 2 without a confirmed renewal: check() renews synchronously
+    seq = holder.holder().seq
+    holder.check()
+    assert holder.holder().seq == seq + 1 and not holder.lost.is_set()
+    clock.advance(91)  # now stale: another runner takes over, the holder's next check raises
+    other = StepLease(path, heartbeat_s=30, stale_s=90, clock=clock)
+    assert other.try_acquire()
+    with pytest.raises(LeaseLostError):
+        holder.check()
+    assert holder.lost.is_set()
+    other.release()
+
+
+def test_a_holder_on_another_host_is_only_stale_never_provably_dead(tmp_path, monkeypatch):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lease = StepLease(str(tmp_path / ".executor_lease"), clock=ManualClock())
+    content = json.loads(lease._content())
+    content.update(pid=dead.pid)
+    here = StepLease._parse(json.dumps(content).encode())
+    assert here.is_provably_dead()  # same host, pid gone
+    monkeypatch.setenv("MARIN_HOST_ID", "host-b")  # this process now plays another host
+    assert not here.is_provably_dead()
+    assert json.loads(lease._content())["host"] == "host-b"
+
+
+def test_the_adoption_bench_takes_over_and_continues_from_the_copied_checkpoint(gcs_server, gcs_prefix):
+    from bench.lease import adoption
+
+    result = adoption(lambda: f"gs://{gcs_server.create_bucket()}/adopt", 2, 4)
+    # (the bench itself asserts the takeover wrote no checkpoint object and copied once)
+    assert result["objects"] == 4 and result["takeover_with_adoption_s"] > result["adoption_copy_s"] > 0

@@ -55,7 +55,9 @@ def test_k8s_manifests_static_dagster_values():
     # SQLAlchemy 2.x maps postgresql:// to psycopg 3, which is not installed; psycopg2 is.
     assert values["postgresql"]["postgresqlScheme"] == "postgresql+psycopg2"
     (deployment,) = values["dagster-user-deployments"]["deployments"]
-    args = deployment["dagsterApiGrpcArgs"]
+    # `dagster code-server start` (reloads in place), not `dagster api grpc` (cannot reload).
+    assert "dagsterApiGrpcArgs" not in deployment
+    args = deployment["codeServerArgs"]
     assert args[args.index("--python-file") + 1].endswith("definitions.py")
     env = {e["name"]: e.get("value") for e in deployment["env"]}
     assert env["MARIN_PREFIX"].startswith("gs://")
@@ -67,6 +69,31 @@ def test_k8s_manifests_static_dagster_values():
     # Workload identity instead of key files.
     assert "iam.gke.io/gcp-service-account" in values["serviceAccount"]["annotations"]
     assert "GOOGLE_APPLICATION_CREDENTIALS" not in env
+
+
+def test_k8s_manifests_static_experiments_repository_slot():
+    """The team's experiments repository: one claim mounted at MARIN_PROJECT_ROOT (on PYTHONPATH) in
+    the code server, the run pods and every Ray worker, which imports the scripts' step functions."""
+    (values,) = _docs("dagster-values.yaml")
+    (deployment,) = values["dagster-user-deployments"]["deployments"]
+    env = {e["name"]: e.get("value") for e in deployment["env"]}
+    root = env["MARIN_PROJECT_ROOT"]
+    assert root in env["PYTHONPATH"].split(":")
+    (volume,) = [v for v in deployment["volumes"] if v["name"] == "experiments"]
+    claim = volume["persistentVolumeClaim"]["claimName"]
+    assert {"name": "experiments", "mountPath": root, "readOnly": True} in deployment["volumeMounts"]
+    # Run pods get the deployment's volumes (includeConfigInLaunchedRuns) and the variables.
+    assert deployment["includeConfigInLaunchedRuns"]["enabled"] is True
+    launcher_env = dict(v.split("=", 1) for v in values["runLauncher"]["config"]["k8sRunLauncher"]["envVars"])
+    assert launcher_env["MARIN_PROJECT_ROOT"] == root and root in launcher_env["PYTHONPATH"].split(":")
+    (cluster,) = _docs("raycluster.yaml")
+    for group in cluster["spec"]["workerGroupSpecs"]:
+        spec = group["template"]["spec"]
+        (container,) = spec["containers"]
+        worker_env = {e["name"]: e.get("value") for e in container["env"]}
+        assert worker_env["MARIN_PROJECT_ROOT"] == root and root in worker_env["PYTHONPATH"].split(":")
+        assert {"name": "experiments", "mountPath": root, "readOnly": True} in container["volumeMounts"]
+        assert any(v.get("persistentVolumeClaim", {}).get("claimName") == claim for v in spec["volumes"])
 
 
 def test_k8s_manifests_static_raycluster():

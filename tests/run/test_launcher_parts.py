@@ -101,6 +101,35 @@ def test_options_may_follow_or_precede_the_job_id():
     assert (args.env, args.no_wait, command) == ([["K", "V"]], True, ["python", "x.py", "--dry_run"])
 
 
+def test_env_as_key_equals_value_or_key_value():
+    argv = ["-e", "A=1", "-e", "B", "x=y", "--env", "C=p=q", "--env=D=", "-e", "E", "2", "--", "python", "x.py"]
+    args, command = ray_run.parse_command_line(argv)
+    assert args.env == [["A", "1"], ["B", "x=y"], ["C", "p=q"], ["D", ""], ["E", "2"]]
+    assert command == ["python", "x.py"]
+    # After `--` nothing is rewritten: the command's own `-e K=V` stays.
+    assert ray_run.parse_command_line(["--", "python", "-e", "K=V"])[1] == ["python", "-e", "K=V"]
+    # A token that does not start with a variable name and `=` is a KEY, followed by its VALUE.
+    assert ray_run.parse_command_line(["-e", "not-a-name=1", "v", "list"])[0].env == [["not-a-name=1", "v"]]
+
+
+def test_list_leaves_out_ray_client_sessions_unless_all(monkeypatch, capsys):
+    jobs = [
+        SimpleNamespace(submission_id="raysubmit_A", type="SUBMISSION", status="RUNNING", entrypoint="python a.py"),
+        SimpleNamespace(submission_id=None, job_id="02000000", type="JobType.DRIVER", status="RUNNING"),
+        SimpleNamespace(
+            submission_id="marin-20261125-1-ab", type="SUBMISSION", status="SUCCEEDED", metadata={"marin_driver": "1"}
+        ),
+    ]
+    monkeypatch.setattr(ray_run, "make_client", lambda address: SimpleNamespace(list_jobs=lambda: jobs))
+    assert ray_run.main(["list", "--address", "http://h:8265"]) == 0
+    out = capsys.readouterr().out
+    assert "raysubmit_A" in out and "02000000" not in out and "marin-20261125" not in out
+    assert "2 Ray Client sessions not shown" in out
+    assert ray_run.main(["list", "--all", "--address", "http://h:8265"]) == 0
+    out = capsys.readouterr().out
+    assert "02000000" in out and "marin-20261125" in out and "not shown" not in out
+
+
 PEM = (
     "-----BEGIN PRIVATE KEY-----\n"
     "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"

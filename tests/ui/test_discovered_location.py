@@ -67,8 +67,14 @@ def _engine_nodes(prefix: Path) -> dict[str, object]:
     from experiments import sweep_small, train_small
 
     graph = StepGraph([train_small.evaluation, *sweep_small.RUNS], str(prefix))
+    # The model's two configs are keyed by the script and variable holding each (not by hash).
+    variants = {
+        graph.resolved(train_small.model).hash: "train_small_model",
+        graph.resolved(sweep_small.RUNS[1]).hash: "sweep_small_RUNS_1",
+    }
     return {
-        node.name + ("-" + node.hash if node.name == "checkpoints/small" else ""): node for node in graph.topological()
+        (f"checkpoints/small_model__{variants[node.hash]}" if node.name == "checkpoints/small" else node.name): node
+        for node in graph.topological()
     }
 
 
@@ -83,7 +89,7 @@ def test_groups_code_versions_error_and_a_ui_materialization_through_the_engine(
     assert any(n["groupName"] == "curation_web" and n["assetKey"]["path"][-1] == "raw" for n in nodes.values())
     # Code versions are the engine's hashes.
     for name, node in _engine_nodes(dagster_dev.prefix).items():
-        served = nodes[asset_key_for(name).to_user_string()]
+        served = nodes[name if "__" in name else asset_key_for(name).to_user_string()]
         assert served["opVersion"] == node.hash, name
     assert not _project.exists(), "a script's main block ran in the code location"
 

@@ -11,15 +11,31 @@ the same form inference predicts on), splits off ``val_frac`` of the documents b
     data.train    the training lines, data.val the held-out lines (as Marin uploads them)
     report.json   counts, labels, held-out accuracy and confusion
 
-One adjustment to ``fasttext_args``: a ``thread`` below 16 is raised to 16, because fastText 0.9.2
-("fasttext-numpy2-wheel") reports "Encountered NaN" on small data with few threads; threads only
-parallelise the same SGD objective (hogwild), so the adjustment changes speed, not what is learnt.
+The user's ``fasttext_args`` are applied as given (``thread`` included), and with the same
+config and inputs the model file is **byte-identical** as long as training is single-threaded:
+
+* ``thread=1`` (Marin's integration test, the curation pipeline): deterministic. fastText is
+  seeded (``seed``, default the config's) and its one thread sees the lines in file order.
+* ``thread>1``: fastText trains hogwild -- the threads update shared weights without locks, in
+  whatever order the OS schedules them -- so two runs give different models (and scores of
+  borderline documents) although the objective is the same. Use it for speed, not for results
+  that must be recomputed exactly. ``autotune*`` settings are time-bounded and not repeatable either.
+
+fastText 0.9.2 (``fasttext-numpy2-wheel``) initialises only ``thread``/10 of its input matrix
+when ``thread`` < 10 and leaves the rest as whatever memory held: zeros when the matrix is big
+enough to be a fresh mapping, reused heap garbage (random models, "Encountered NaN") when it is
+small. Training therefore runs in a child process whose allocator zero-fills every allocation
+(``MALLOC_PERTURB_``, tcache off): the uninitialised part is always zero, as for a big matrix,
+whatever the size -- no NaN, no garbage, the same bytes every run.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -32,8 +48,17 @@ from marin_assets.execution.metadata import table_markdown
 from marin_assets.execution.storage import atomic_write_bytes, join_path, read_bytes
 
 MODEL_FILE = "model.bin"
-MIN_THREADS = 16
 _WS = re.compile(r"\s+")
+# The child that trains: fastText only (no project import, so it runs wherever the step does).
+_TRAIN_CHILD = (
+    "import json, sys\n"
+    "import fasttext\n"
+    "fasttext.train_supervised(input=sys.argv[1], **json.loads(sys.argv[3])).save_model(sys.argv[2])\n"
+)
+# glibc: every allocation zero-filled (MALLOC_PERTURB_=255 fills with 255 ^ 0xff), the per-thread
+# cache that would skip the fill off -- fastText's uninitialised matrix part reads as zeros.
+_PERTURB = "255"
+_NO_TCACHE = "glibc.malloc.tcache_count=0"
 
 
 def fasttext_line(text: str) -> str:
@@ -64,17 +89,16 @@ def train_model(
         raise RuntimeError(f"need two labels to train {output_path}, got {dict(labels)}")
     held = [d for d in data if sample_key(seed, d[0]) < val_frac]
     train = [d for d in data if sample_key(seed, d[0]) >= val_frac]
-    args = {"seed": seed, "verbose": 0, **fasttext_args}
-    args["thread"] = max(MIN_THREADS, int(args.get("thread", MIN_THREADS)))
+    args = {"seed": seed, "verbose": 0, **fasttext_args}  # as given: thread and all
     train_text = "".join(f"__label__{label} {line}\n" for _, label, line in train)
     val_text = "".join(f"__label__{label} {line}\n" for _, label, line in held)
     with tempfile.TemporaryDirectory() as tmp:
         train_file = os.path.join(tmp, "data.train")
         with open(train_file, "w", encoding="utf-8") as handle:
             handle.write(train_text)
-        model = fasttext.train_supervised(input=train_file, **args)
         model_file = os.path.join(tmp, MODEL_FILE)
-        model.save_model(model_file)
+        _train_in_child(train_file, model_file, args)
+        model = fasttext.load_model(model_file)
         with open(model_file, "rb") as handle:
             atomic_write_bytes(join_path(output_path, MODEL_FILE), handle.read())
     atomic_write_bytes(join_path(output_path, "data.train"), train_text.encode("utf-8"))
@@ -102,6 +126,32 @@ def train_model(
         "confusion": table_markdown([{"true->predicted": k, "count": v} for k, v in sorted(confusion.items())]),
         "seconds": round(time.monotonic() - start, 3),
     }
+
+
+def _zeroing_environment() -> dict[str, str]:
+    """This process's environment with the zero-filling allocator settings added (other glibc
+    tunables kept)."""
+    tunables = [t for t in os.environ.get("GLIBC_TUNABLES", "").split(":") if t and "tcache_count" not in t]
+    return {**os.environ, "MALLOC_PERTURB_": _PERTURB, "GLIBC_TUNABLES": ":".join([*tunables, _NO_TCACHE])}
+
+
+def _train_in_child(train_file: str, model_file: str, args: dict[str, Any]) -> None:
+    """``fasttext.train_supervised(input=train_file, **args)`` saved to ``model_file``, in a child
+    process with a zero-filling allocator (see the module docstring).
+
+    Raises:
+        RuntimeError: fastText failed; the message holds the end of its output.
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", _TRAIN_CHILD, train_file, model_file, json.dumps(args)],
+        env=_zeroing_environment(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise RuntimeError(f"fastText training failed (exit {done.returncode}): {' | '.join(tail)}")
 
 
 _MODELS: dict[str, Any] = {}

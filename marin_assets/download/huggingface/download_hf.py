@@ -1,8 +1,22 @@
-"""Marin's ``marin.download.huggingface.download_hf``: ``download_hf(DownloadConfig)``, from the local HF cache.
+"""Marin's ``marin.download.huggingface.download_hf``: ``DownloadConfig`` and ``download_hf``, offline.
 
-Copies ``hf_dataset_id@revision`` from the local HF hub cache (``$HF_HUB_CACHE`` / ``$HF_HOME/hub``,
-or ``cache_dir``) to ``gcs_output_path`` -- never the network, exactly as with ``HF_HUB_OFFLINE=1``
-(see :mod:`.download` for the output layout).
+Like Marin's ``download_hf``, the step takes a dataset id and a revision and writes the dataset's
+files to its output path -- but it never touches the network: the files come from the local HF hub
+cache (``$HF_HUB_CACHE`` / ``$HF_HOME/hub``, or ``cache_dir``), exactly as with
+``HF_HUB_OFFLINE=1``. A dataset or revision missing from the cache fails with an error that names
+what is missing, where it looked and how to make it available. The step that runs it is Marin's
+``default_download`` (``experiments.defaults``).
+
+The output is a complete landing drop, so the raw stage reads it like any other
+(``RawConfig(drop_path=output_path_of(download_step))``)::
+
+    <output>/<files of the dataset revision, same relative paths>
+    <output>/provenance.json   dataset id, requested revision, resolved commit, file sha256s
+    <output>/manifest.json     drop manifest (path, bytes, sha256 per file), written last
+
+(under ``<output>/<revision>/`` with ``append_sha_to_path=True``, as in Marin). Files are copied
+with a streaming copy to a temporary name and renamed (never a half file), and their sha256 is
+computed while copying.
 """
 
 from __future__ import annotations
@@ -11,14 +25,53 @@ import fnmatch
 import hashlib
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from marin_assets.core.io import write_json
-from marin_assets.download.huggingface.download import PROVENANCE, DownloadConfig, HfDatasetNotCachedError
+from marin_assets.execution.step import THIS_OUTPUT_PATH
 from marin_assets.execution.storage import filesystem, join_path
 from marin_assets.landing.zone import MANIFEST
 
 _COPY = 4 << 20
+PROVENANCE = "provenance.json"
+
+
+class HfDatasetNotCachedError(FileNotFoundError):
+    """The dataset (or the revision) is not in the local Hugging Face cache."""
+
+
+@dataclass(frozen=True)
+class DownloadConfig:
+    """Marin's config of the HF dataset step (same fields and defaults, plus ``cache_dir``).
+
+    Attributes:
+        hf_dataset_id: ``org/name`` on the Hugging Face hub.
+        revision: a branch, tag or commit (the commit it resolves to is recorded).
+        hf_urls_glob: keep only files matching one of these globs (e.g. ``["data/*.parquet"]``;
+            empty: every file of the revision).
+        gcs_output_path: where the files, ``provenance.json`` and ``manifest.json`` go (any fsspec
+            path; Marin's name).
+        append_sha_to_path: Marin's: write under ``gcs_output_path/<revision>`` instead of
+            directly into ``gcs_output_path``.
+        public_gcs_path, wait_for_completion, timeout, poll_interval: Marin's Storage Transfer
+            Service options (accepted; nothing is transferred over the network here).
+        hf_repo_type_prefix: ``datasets`` (the cache holds dataset repos).
+        cache_dir: ours -- the HF hub cache to read (None: ``huggingface_hub``'s default, which
+            follows ``$HF_HUB_CACHE`` / ``$HF_HOME``).
+    """
+
+    hf_dataset_id: str
+    revision: str
+    hf_urls_glob: list[str] = field(default_factory=list)
+    gcs_output_path: str = THIS_OUTPUT_PATH
+    append_sha_to_path: bool = False
+    public_gcs_path: str = "gs://hf_dataset_transfer_bucket"
+    wait_for_completion: bool = True
+    timeout: int = 1800
+    poll_interval: int = 10
+    hf_repo_type_prefix: str = "datasets"
+    cache_dir: str | None = None
 
 
 def _cache_dir(config: DownloadConfig) -> str:
@@ -53,7 +106,7 @@ def cached_snapshot(config: DownloadConfig) -> str:
         what = (
             f"revision {config.revision!r} of it"
             if os.path.isdir(repo_folder)
-            else f"no folder {os.path.basename(repo_folder)!r} at all"
+            else f"its folder {os.path.basename(repo_folder)!r}"
         )
         raise HfDatasetNotCachedError(
             f"HF dataset {config.hf_dataset_id!r} at revision {config.revision!r} is not in the local "
@@ -105,12 +158,13 @@ def download_hf(config: DownloadConfig) -> dict[str, Any]:
             f"HF dataset {config.hf_dataset_id!r}@{config.revision!r} (commit {commit}) in {snapshot!r} has no "
             f"files matching {list(config.hf_urls_glob) or '*'}"
         )
-    fs, out = filesystem(config.gcs_output_path)
-    if fs.exists(join_path(config.gcs_output_path, MANIFEST)):
-        fs.rm(join_path(config.gcs_output_path, MANIFEST))  # an old attempt's drop is not complete any more
+    output = join_path(config.gcs_output_path, config.revision) if config.append_sha_to_path else config.gcs_output_path
+    fs, _ = filesystem(output)
+    if fs.exists(join_path(output, MANIFEST)):
+        fs.rm(join_path(output, MANIFEST))  # an old attempt's drop is not complete any more
     files = []
     for rel in names:
-        size, sha = _copy(os.path.join(snapshot, rel), join_path(config.gcs_output_path, rel))
+        size, sha = _copy(os.path.join(snapshot, rel), join_path(output, rel))
         files.append({"path": rel, "bytes": size, "sha256": sha})
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     provenance = {
@@ -121,10 +175,10 @@ def download_hf(config: DownloadConfig) -> dict[str, Any]:
         "files": files,
         "created_at": created,
     }
-    write_json(join_path(config.gcs_output_path, PROVENANCE), provenance)
+    write_json(join_path(output, PROVENANCE), provenance)
     # The manifest last: the output becomes a complete drop in one step.
     write_json(
-        join_path(config.gcs_output_path, MANIFEST),
+        join_path(output, MANIFEST),
         {"source": config.hf_dataset_id, "revision": commit, "created_at": created, "files": files},
     )
     return {

@@ -25,18 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from marin_assets.classifiers.fasttext.training import MODEL_FILE, fasttext_line, load_model
+from marin_assets.core.runtime import TaskConfig
 from marin_assets.core.shard_stage import Counters, DocumentStage, Quarantine, find_shards
 from marin_assets.execution.metadata import table_markdown
 
 SUPPORTED_MODEL_TYPES = ("fasttext",)
-
-
-@dataclass(frozen=True)
-class TaskConfig:
-    """Marin's task throttling (``max_in_flight`` files at once)."""
-
-    max_in_flight: int | None = 1000
-    task_options: dict | None = None
 
 
 @dataclass

@@ -1,14 +1,17 @@
 """Marin's ``marin.processing.tokenize.data_configs``: Levanter data mixtures over tokenize steps
-(``lm_data_config``, ``lm_mixture_data_config``); cache dirs stay placeholders until training runs."""
+(``lm_data_config``, ``lm_mixture_data_config``, ``add_validation_sets_to_mixture``,
+``mixture_for_evaluation``); cache dirs stay placeholders until training runs."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 from collections.abc import Mapping
 from typing import Any
 
 from marin_assets.execution.step import ExecutorStep, InputName, output_path_of, unwrap_versioned_value
-from marin_assets.processing.tokenize.tokenize import TokenizeConfig
+from marin_assets.processing.tokenize.tokenize import TokenizeConfig, resolve_tokenizer
 
 TokenizerStep = ExecutorStep
 
@@ -116,3 +119,44 @@ def lm_data_config(
         shuffle=shuffle,
         permutation_type=permutation_type,
     )
+
+
+def add_validation_sets_to_mixture(config: Any, validation_sets: Mapping[str, ExecutorStep | InputName]) -> Any:
+    """Marin's: ``config`` (an ``LMMixtureDatasetConfig``) with ``validation_sets`` added as
+    weight-0 components (names it already has are kept as they are)."""
+    if not isinstance(config.train_weights, Mapping):
+        raise ValueError("add_validation_sets_to_mixture needs a mixture with fixed weights (a dict), not a schedule")
+    new = {name: step for name, step in validation_sets.items() if name not in config.configs}
+    configs = {**config.configs, **{name: step_to_lm_mixture_component(step, True) for name, step in new.items()}}
+    weights = {**config.train_weights, **{name: 0.0 for name in new}}
+    return dataclasses.replace(config, configs=configs, train_weights=weights)
+
+
+def mixture_for_evaluation(inputs: Mapping[str, ExecutorStep | InputName]) -> Any:
+    """Marin's: a mixture of ``inputs`` for evaluation only (every weight 0, no shuffling)."""
+    from levanter.data.text import LMMixtureDatasetConfig
+
+    if not inputs:
+        raise ValueError("mixture_for_evaluation needs at least one tokenized dataset")
+    tokenizer = None
+    for step in inputs.values():
+        try:
+            tokenizer = tokenizer_of(step)
+            break
+        except ValueError:
+            continue
+    return LMMixtureDatasetConfig(
+        configs={name: step_to_lm_mixture_component(step, True) for name, step in inputs.items()},
+        train_weights={name: 0.0 for name in inputs},
+        tokenizer=tokenizer,
+        cache_dir=None,
+        shuffle=False,
+    )
+
+
+@functools.cache
+def get_vocab_size_for_tokenizer(tokenizer: str) -> int:
+    """Marin's: the vocabulary size of ``tokenizer`` (a local directory or a name in the local HF cache)."""
+    from transformers import AutoTokenizer
+
+    return len(AutoTokenizer.from_pretrained(resolve_tokenizer(tokenizer), local_files_only=True))

@@ -58,8 +58,12 @@ class HfDatasetSpec:
     name: str | None = None
 
 
+class TokenizeConfigBase:
+    """Marin's common base of the tokenize configs (:class:`TokenizeConfig`, :class:`HfTokenizeConfig`)."""
+
+
 @dataclass(frozen=True)
-class TokenizeConfig:
+class TokenizeConfig(TokenizeConfigBase):
     """Config of :func:`tokenize` (Marin's field names first, then this project's writer options).
 
     Attributes:
@@ -94,6 +98,37 @@ class TokenizeConfig:
     num_shard_groups: int | None = None
     batch_size: int = 128
     timeout_s: float = 3600.0
+
+
+@dataclass(frozen=True)
+class HfTokenizeConfig(TokenizeConfigBase):
+    """Marin's config for tokenizing a Hugging Face dataset by id (read from the local HF cache).
+
+    Same fields as Marin's (``id``, ``name`` -- the subset --, ``cache_path``, ``tokenizer``,
+    ``format``, ``sample_count``, ``tags``), so a script's versioned values enter the version under
+    Marin's keys; :func:`tokenize` runs it as ``TokenizeConfig(hf_dataset=HfDatasetSpec(id, name))``.
+    """
+
+    id: str
+    cache_path: Any
+    tokenizer: Any
+    name: str | None = None
+    tags: Sequence[str] = field(default_factory=list)
+    sample_count: Any = None
+    format: Any = None
+
+    def as_tokenize_config(self) -> TokenizeConfig:
+        """The equivalent :class:`TokenizeConfig`."""
+        return TokenizeConfig(
+            train_paths=[],
+            validation_paths=[],
+            cache_path=self.cache_path,
+            tokenizer=self.tokenizer,
+            tags=list(self.tags),
+            sample_count=self.sample_count,
+            format=self.format,
+            hf_dataset=HfDatasetSpec(self.id, self.name),
+        )
 
 
 # ------------------------------------------------------------------------------------------
@@ -311,12 +346,14 @@ def marin_writer_placement(workers: int | None) -> tuple[str, int]:
     return "local", workers or len(os.sched_getaffinity(0))
 
 
-def tokenize(config: TokenizeConfig) -> dict[str, Any]:
+def tokenize(config: TokenizeConfig | HfTokenizeConfig) -> dict[str, Any]:
     """Build (or resume, or load) the Levanter cache of every split that has documents.
 
     Returns step metadata: documents, tokens, tokens/s and the cache path (per split and total);
     also written to ``<cache_path>/tokenize_stats.json``.
     """
+    if isinstance(config, HfTokenizeConfig):
+        config = config.as_tokenize_config()
     if config.writer not in ("marin", "levanter"):
         raise ValueError(f"TokenizeConfig.writer must be 'marin' or 'levanter', got {config.writer!r}")
     text_key = _text_key(config)

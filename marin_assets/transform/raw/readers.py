@@ -10,7 +10,9 @@ Every reader yields ``(position, record)``: ``position`` is the 1-based line (JS
 ``record`` is a dict with at least ``id``/``text`` candidates and ``metadata`` holding the
 provenance the format has (WARC record id, URL, fetch date, HF split). Problems go to the
 :class:`~marin_assets.core.shard_stage.Quarantine` and never stop the file: a truncated or
-corrupt stream keeps everything before the damage.
+corrupt stream, or one followed by bytes that start no member, keeps everything before the
+damage (decompression is :mod:`marin_assets.core.compression`'s ``StreamDecoder``, shared with
+the WARC reader below this module), and the damage is quarantined with its byte offset.
 
 Local files are opened with ``O_NOFOLLOW``: a symlink is never read (``landing.validate_drop``
 rejects drops holding one; this closes the window between that check and the read).
@@ -18,27 +20,38 @@ rejects drops holding one; this closes the window between that check and the rea
 
 from __future__ import annotations
 
-import bz2
 import json
-import lzma
 import os
-import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
+from marin_assets.core.compression import (
+    BZ2_MAGIC,
+    GZIP_MAGIC,
+    XZ_MAGIC,
+    ZSTD_MAGIC,
+    Codec,
+    StreamDecoder,
+    is_zstd_skippable,
+    new_decompressor,
+    skip_zstd_skippable,
+)
 from marin_assets.core.shard_stage import SAMPLE_CHARS, Quarantine
 from marin_assets.execution.storage import filesystem
+from marin_assets.transform.raw.warc_reader import read_warc
 
-GZIP_MAGIC = b"\x1f\x8b"
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 PARQUET_MAGIC = b"PAR1"
 WARC_MAGIC = b"WARC/"
-BZ2_MAGIC = b"BZh"
-XZ_MAGIC = b"\xfd7zXZ\x00"
 UTF8_BOM = b"\xef\xbb\xbf"
 FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "jsonl.bz2", "jsonl.xz", "parquet", "warc", "warc.gz", "warc.zst")
 # Compression of the JSON-lines formats (None: plain).
-JSONL_CODECS = {"jsonl": None, "jsonl.gz": "gzip", "jsonl.zst": "zstd", "jsonl.bz2": "bz2", "jsonl.xz": "xz"}
+JSONL_CODECS: dict[str, Codec | None] = {
+    "jsonl": None,
+    "jsonl.gz": "gzip",
+    "jsonl.zst": "zstd",
+    "jsonl.bz2": "bz2",
+    "jsonl.xz": "xz",
+}
 _JSON_NAMES = (".jsonl", ".json", ".ndjson")
 READ_BYTES = 1 << 20
 
@@ -51,45 +64,11 @@ def open_input(path: str) -> BinaryIO:
     return fs.open(p, "rb")
 
 
-def new_decompressor(codec: str) -> Any:
-    """An incremental gzip (or zlib) / zstd / bz2 / xz decompressor (``decompress``, ``eof``,
-    ``unused_data``: one member or frame; the readers start a new one for the next)."""
-    if codec == "gzip":
-        return zlib.decompressobj(wbits=47)  # 47: gzip or zlib header, auto-detected
-    if codec == "bz2":
-        return bz2.BZ2Decompressor()
-    if codec == "xz":
-        return lzma.LZMADecompressor()
-    import zstandard
-
-    return zstandard.ZstdDecompressor().decompressobj()
-
-
-def _decompress_head(codec: str, head: bytes) -> bytes:
+def _decompress_head(codec: Codec, head: bytes) -> bytes:
     try:
         return new_decompressor(codec).decompress(head)[:64]
     except Exception:  # corrupt from the start: the line reader reports it with its position
         return b""
-
-
-def is_zstd_skippable(head: bytes) -> bool:
-    """True when ``head`` starts with a zstd skippable frame (RFC 8878: magic 0x184D2A50-5F, LE)."""
-    return len(head) >= 8 and head[1:4] == b"\x2a\x4d\x18" and 0x50 <= head[0] <= 0x5F
-
-
-def skip_zstd_skippable(handle: BinaryIO, head: bytes) -> tuple[bytes, bool]:
-    """(the first bytes after any leading zstd skippable frames, whether there were any).
-
-    Seeks ``handle`` past each frame's declared size; the caller seeks back to 0 to read (the
-    zstd decompressor skips such frames itself)."""
-    skipped = False
-    pos = 0
-    while is_zstd_skippable(head):
-        skipped = True
-        pos += 8 + int.from_bytes(head[4:8], "little")
-        handle.seek(pos)
-        head = handle.read(len(head) or 4096)
-    return head, skipped
 
 
 def sniff_format(head: bytes, name: str) -> str | None:
@@ -133,15 +112,18 @@ def format_from_name(name: str) -> str | None:
 
 
 def iter_lines(
-    handle: BinaryIO, codec: str | None, max_line: int, quarantine: Quarantine
+    handle: BinaryIO, codec: Codec | None, max_line: int, quarantine: Quarantine
 ) -> Iterator[tuple[int, bytes]]:
     """(1-based line number, bytes) of a possibly compressed, possibly broken text stream.
 
-    Decompresses incrementally so that a truncated or corrupt stream still yields every complete
-    line before the damage; the damage is quarantined once. Lines over ``max_line`` bytes are
-    skipped as they stream in (never buffered whole).
+    Decompresses incrementally (:class:`~marin_assets.core.compression.StreamDecoder`) so that a
+    truncated or corrupt stream, or one followed by bytes that start no member, still yields
+    every complete line before the damage. The damage is quarantined once
+    (``truncated_<codec>``, ``corrupt_<codec>``, ``trailing_<codec>``) with its byte offset and
+    the number of the line it falls in; a line cut short by it is that record's sample, never a
+    line of its own. Lines over ``max_line`` bytes are skipped as they stream in (never buffered whole).
     """
-    decomp = new_decompressor(codec) if codec else None
+    decoder = StreamDecoder(codec) if codec else None
     buf = bytearray()
     line_no = 0
     skipping = False  # inside an over-long line: drop bytes until the next newline
@@ -178,33 +160,27 @@ def iter_lines(
                 yield line_no, bytes(buf)
             buf.clear()
 
-    corrupt = f"corrupt_{codec}"
     while True:
         chunk = handle.read(READ_BYTES)
         if not chunk:
             break
-        if decomp is not None:
-            try:
-                if decomp.eof:  # the last member / frame ended exactly at the previous chunk's end
-                    decomp = new_decompressor(codec)
-                data = decomp.decompress(chunk)
-                # Concatenated members/frames (e.g. appended files) are one valid stream.
-                while decomp.eof and decomp.unused_data:
-                    rest = decomp.unused_data
-                    decomp = new_decompressor(codec)
-                    data += decomp.decompress(rest)
-            except Exception as exc:  # zlib.error / zstandard.ZstdError
-                yield from split(final=True)
-                quarantine.add(corrupt, f"corrupt {codec} stream after line {line_no}: {exc}")
-                return
-            buf += data
-        else:
-            buf += chunk
+        buf += chunk if decoder is None else decoder.decode(chunk)
         yield from split(final=False)
-    truncated = decomp is not None and not decomp.eof
-    yield from split(final=True)
-    if truncated:
-        quarantine.add(f"truncated_{codec}", f"{codec} stream ends early (after line {line_no}); lines before kept")
+        if decoder is not None and decoder.damage is not None:
+            break
+    damage = decoder.finish() if decoder is not None else None
+    if damage is None or damage.kind == "trailing":  # the stream's own content is whole
+        yield from split(final=True)
+    if damage is not None:
+        cut = bytes(buf) if damage.kind != "trailing" and not skipping else b""
+        where = f"; line {line_no + 1} cut short by it" if cut else ""
+        quarantine.add(
+            f"{damage.kind}_{codec}",
+            f"{damage.detail}; the {line_no} line(s) before kept{where}",
+            line=line_no + 1,
+            sample=cut or None,
+            offset=damage.offset,
+        )
 
 
 _SKIP = object()
@@ -254,12 +230,21 @@ def parse_json_line(raw: bytes, line: int, quarantine: Quarantine) -> Any:
     return value
 
 
-def read_jsonl(handle: BinaryIO, codec: str | None, max_line: int, q: Quarantine) -> Iterator[tuple[int, Any]]:
-    """(line, parsed value) of a JSON-lines stream; bad lines quarantined."""
+_JSON_TYPES = {type(None): "null", bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
+
+
+def read_jsonl(handle: BinaryIO, codec: Codec | None, max_line: int, q: Quarantine) -> Iterator[tuple[int, dict]]:
+    """(line, record) of a JSON-lines stream; bad lines quarantined, and so is every line whose
+    JSON value is no object (``null``, a number, a string, an array: ``not_an_object``)."""
     for line, raw in iter_lines(handle, codec, max_line, q):
         value = parse_json_line(raw, line, q)
-        if value is not _SKIP:
-            yield line, value
+        if value is _SKIP:
+            continue
+        if not isinstance(value, dict):
+            kind = _JSON_TYPES.get(type(value), type(value).__name__)
+            q.add("not_an_object", f"JSON value is {kind}, not an object", line=line, sample=raw)
+            continue
+        yield line, value
 
 
 # ------------------------------------------------------------------------------------------
@@ -455,8 +440,6 @@ def read_file(
 def _records(
     handle: BinaryIO, fmt: str | None, max_doc_bytes: int, q: Quarantine, id_prefix: str, text_key: str, id_key: str
 ) -> Iterator[tuple[int, Any]]:
-    from marin_assets.transform.raw.warc_reader import read_warc
-
     readers: dict[str, Callable[[], Iterator[tuple[int, Any]]]] = {
         "parquet": lambda: read_parquet(handle, q, id_prefix, text_key, id_key),
         "warc": lambda: read_warc(handle, q, None, max_record),
@@ -480,6 +463,6 @@ def _records(
             codec = JSONL_CODECS[fmt]
             renaming = (text_key, id_key) != ("text", "id")
             for line, value in read_jsonl(handle, codec, max_line, q):
-                yield line, rename_fields(value, text_key, id_key) if renaming and isinstance(value, dict) else value
+                yield line, rename_fields(value, text_key, id_key) if renaming else value
     finally:
         handle.close()

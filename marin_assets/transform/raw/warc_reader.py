@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from marin_assets.core.compression import Codec, Damage, StreamDecoder
 from marin_assets.core.shard_stage import Quarantine
-from marin_assets.transform.raw.readers import new_decompressor
 
 # WARC-Type values that can hold a page (others -- warcinfo, request, metadata, revisit -- are
 # neither counted nor read, as FastWARC's record_types filter did).
@@ -57,22 +57,22 @@ def _header_value(header: str, name: str) -> str:
 class _Stream:
     """The decompressed bytes of a WARC file, read on demand into ``buf``.
 
-    ``base`` is the decompressed offset of ``buf[0]``; ``members`` maps the decompressed start of
-    each gzip member / zstd frame to its compressed offset (Common Crawl's record offset).
-    ``problem`` says why the stream stopped early (corrupt or truncated compression), if it did.
+    ``base`` is the decompressed offset of ``buf[0]``; the decoder's ``members`` map the
+    decompressed start of each gzip member / zstd frame to its compressed offset (Common Crawl's
+    record offset). ``problem`` says why the stream stopped early (corrupt or truncated
+    compression, bytes after its end), if it did, and ``problem_offset`` where in the file.
     """
 
-    def __init__(self, handle: BinaryIO, codec: str | None) -> None:
+    def __init__(self, handle: BinaryIO, codec: Codec | None) -> None:
         self.handle = handle
         self.codec = codec
-        self.decomp = new_decompressor(codec) if codec else None
+        self.decoder = StreamDecoder(codec, track_members=True) if codec else None
+        self.members = self.decoder.members if self.decoder is not None else []
         self.buf = bytearray()
         self.base = 0
-        self.produced = 0  # decompressed bytes so far
-        self.consumed = 0  # compressed bytes fed to the current decompressor's predecessors + it
-        self.members: list[tuple[int, int]] = [(0, 0)]
         self.eof = False
         self.problem: str | None = None
+        self.problem_offset: int | None = None
 
     def fill(self) -> bool:
         """Read one more chunk into ``buf``; False at the end of the data (or of readable data)."""
@@ -80,44 +80,28 @@ class _Stream:
             chunk = self.handle.read(_READ)
             if not chunk:
                 self.eof = True
-                if self.decomp is not None and not self.decomp.eof and self.produced:
-                    self.problem = f"the {self.codec} stream ending early"
+                if self.decoder is not None:
+                    self._damaged(self.decoder.finish())
                 return False
-            if self.decomp is None:
+            if self.decoder is None:
                 self._take(chunk)
                 return True
-            try:
-                if self.decomp.eof:  # the last member / frame ended exactly at the chunk's end
-                    if self.codec == "gzip":  # zero padding after a gzip member is no new member
-                        stripped = chunk.lstrip(b"\x00")
-                        self.consumed += len(chunk) - len(stripped)
-                        chunk = stripped
-                        if not chunk:
-                            continue
-                    self.members.append((self.produced, self.consumed))
-                    self.decomp = new_decompressor(self.codec)
-                self.consumed += len(chunk)
-                data = self.decomp.decompress(chunk)
-                while self.decomp.eof and self.decomp.unused_data:
-                    rest = self.decomp.unused_data.lstrip(b"\x00") if self.codec == "gzip" else self.decomp.unused_data
-                    if not rest:
-                        break
-                    self._take(data)
-                    self.members.append((self.produced, self.consumed - len(rest)))
-                    self.decomp = new_decompressor(self.codec)
-                    data = self.decomp.decompress(rest)
-            except Exception as exc:  # zlib.error / zstandard.ZstdError: nothing after it is readable
+            data = self.decoder.decode(chunk)
+            if self.decoder.damage is not None:  # nothing after it is readable
                 self.eof = True
-                self.problem = f"a corrupt {self.codec} stream ({exc})"
-                return False
+                self._damaged(self.decoder.damage)
             if data:
                 self._take(data)
                 return True
         return False
 
+    def _damaged(self, damage: Damage | None) -> None:
+        if damage is not None:
+            self.problem = damage.detail
+            self.problem_offset = damage.offset
+
     def _take(self, data: bytes) -> None:
         self.buf += data
-        self.produced += len(data)
 
     def need(self, size: int) -> bool:
         """Fill until ``buf`` holds ``size`` bytes; False when the data ends first."""
@@ -238,7 +222,8 @@ def read_warc(
             nxt = None if header is None else _next_header(stream, 1, max_record_bytes)
             why = f"{why} ({stream.problem})" if stream.problem and nxt is None else why
             going_on = "reading on at the next WARC header" if nxt is not None else "records before kept"
-            q.add("corrupt_warc", f"{q.file}: {why} after record {number}; {going_on}")
+            offset = stream.problem_offset if stream.problem and nxt is None else None
+            q.add("corrupt_warc", f"{q.file}: {why} after record {number}; {going_on}", offset=offset)
             if nxt is None:
                 return
             stream.drop(nxt)
@@ -270,7 +255,7 @@ def read_warc(
         nxt = _next_header(stream, header.end, max_record_bytes + header.end)
         cut = ok is None and nxt is None
         why = (
-            f"cut short by {stream.problem or 'the end of the file'}"
+            (f"cut short ({stream.problem})" if stream.problem else "cut short by the end of the file")
             if cut
             else f"its Content-Length ({header.length}) does not end on a record boundary"
         )
@@ -280,14 +265,24 @@ def read_warc(
             + ("records before kept" if nxt is None else "reading on at the next WARC header"),
             line=number if is_page else None,
             doc_id=header.record_id or None,
+            offset=stream.problem_offset if cut else None,
         )
         if nxt is None:
             if stream.problem and not cut:
-                q.add("corrupt_warc", f"{q.file}: {stream.problem} after record {number}; records before kept")
+                _stream_problem(stream, q, number)
             return
         stream.drop(nxt)
     if stream.problem:
-        q.add("corrupt_warc", f"{q.file}: {stream.problem} after record {number}; records before kept")
+        _stream_problem(stream, q, number)
+
+
+def _stream_problem(stream: _Stream, q: Quarantine, number: int) -> None:
+    """Quarantine the compression damage that ended the stream after record ``number``."""
+    q.add(
+        "corrupt_warc",
+        f"{q.file}: {stream.problem}, after record {number}; records before kept",
+        offset=stream.problem_offset,
+    )
 
 
 def _oversize(

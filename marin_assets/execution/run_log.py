@@ -1,0 +1,121 @@
+"""The log of one command-line run (``executor_main``): everything in a file, the essentials on the console.
+
+* The file ``<executor_info_base_path>/logs/<script>-<run_id>.log`` (default
+  ``<prefix>/experiments/logs/``; under the system temp folder, ``marin-logs/``, when that base
+  is not a local folder) receives every log record of the run at INFO and above, whatever library
+  logged it, the full traceback of every failed step, and all that recording the run in the
+  Dagster instance prints (its run logs and tracebacks, database migrations, first-use notices).
+* The console shows the engine's own records (``marin.*``) and other libraries' warnings and
+  errors -- but nothing of the recording except the engine's lines; a failed run ends with one
+  line per failed step (the step, its output, the exception) and the path of the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+
+from marin_assets.execution.status import read_status
+from marin_assets.execution.storage import is_local, local_prefix
+
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def _is_engine(record: logging.LogRecord) -> bool:
+    return record.name == "marin" or record.name.startswith("marin.")
+
+
+class ConsoleFilter(logging.Filter):
+    """Keeps the console to the engine's records and other libraries' warnings; while ``quiet``
+    (recording the run in Dagster) only the engine's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.quiet = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _is_engine(record):
+            return True
+        return not self.quiet and record.levelno >= logging.WARNING
+
+
+def log_path(info_base: str, script: str, run_id: str) -> str:
+    """Where the run's log goes (a local file; see the module docstring)."""
+    name = f"{script or 'experiment'}-{run_id}.log"
+    if is_local(info_base):
+        return os.path.join(local_prefix(info_base), "logs", name)
+    return os.path.join(tempfile.gettempdir(), "marin-logs", name)
+
+
+class RunLog:
+    """The run's log file and console filter (see the module docstring)."""
+
+    def __init__(self, path: str, console: ConsoleFilter | None) -> None:
+        self.path = path
+        self._console = console
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._stream = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        self._handler = logging.StreamHandler(self._stream)
+        self._handler.setFormatter(logging.Formatter(FORMAT))
+        self._handler.setLevel(logging.INFO)
+
+    def attach(self) -> None:
+        logging.getLogger().addHandler(self._handler)
+
+    def close(self) -> None:
+        logging.getLogger().removeHandler(self._handler)
+        self._stream.close()
+
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Send what runs inside (the Dagster recording) to the file only: its printed output and
+        every non-engine log record."""
+        if self._console is not None:
+            self._console.quiet = True
+        self._stream.flush()
+        try:
+            with contextlib.redirect_stdout(self._stream), contextlib.redirect_stderr(self._stream):
+                yield
+        finally:
+            self._stream.flush()
+            if self._console is not None:
+                self._console.quiet = False
+
+    def write_failures(self, failed: Sequence[tuple[str, str, str]]) -> None:
+        """The full traceback of each failed step (as its status file keeps it, secrets scrubbed),
+        into the file."""
+        for name, path, error in failed:
+            try:
+                record = read_status(path)
+            except Exception:  # noqa: BLE001 - the message is still worth writing
+                record = None
+            trace = record.error if record is not None and record.error else error
+            self._stream.write(f"\n=== {name} ({path}) failed ===\n{trace.rstrip()}\n")
+        self._stream.flush()
+
+
+def configure_console() -> ConsoleFilter | None:
+    """Log to the console (stderr) at INFO with :class:`ConsoleFilter`, unless logging is already
+    configured (then the caller's handlers stay as they are and None is returned)."""
+    root = logging.getLogger()
+    if root.handlers:
+        return None
+    logging.basicConfig(level=logging.INFO, format=FORMAT)
+    console = ConsoleFilter()
+    for handler in root.handlers:
+        handler.addFilter(console)
+    return console
+
+
+@contextlib.contextmanager
+def run_log(path: str, console: ConsoleFilter | None) -> Iterator[RunLog]:
+    """Log the run to the file ``path`` as well (``console``: the filter :func:`configure_console` made)."""
+    log = RunLog(path, console)
+    log.attach()
+    try:
+        yield log
+    finally:
+        log.close()

@@ -1,0 +1,109 @@
+"""Resume across hosts under fencing: two "hosts" on one machine (``MARIN_HOST_ID``), local and gs://.
+
+Host A's runner trains a tiny step and checkpoints; A is frozen (SIGSTOP) past its lease; host B's
+runner takes the lease over from a holder it cannot prove dead, copies A's attempt, continues from
+A's last checkpoint and publishes. A, resumed (SIGCONT), keeps writing bytes tagged with a marker
+for a moment -- the marker never appears in the SUCCESS output.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from marin_assets.execution import StepGraph
+from marin_assets.execution.status import read_metadata, read_status
+from marin_assets.execution.storage import filesystem
+from tests.execution import takeover_steps
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = ["--heartbeat_s", "0.5", "--stale_s", "3"]
+
+
+def _runner(host: str, prefix: str, tmp: Path) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "MARIN_HOST_ID": host,
+        "TAKEOVER_EVENTS": str(tmp / "events.log"),
+        "TAKEOVER_TAG": str(tmp / f"tag-{host}"),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.execution.takeover_steps", "--prefix", prefix, "--no_record", *FAST],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group: SIGSTOP/SIGCONT reach its threads alike
+    )
+
+
+def _events(tmp: Path) -> list[list[str]]:
+    log = tmp / "events.log"
+    return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _wait_for(predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("where", ["local", "gcs"])
+def test_a_takeover_from_a_paused_host_resumes_from_its_checkpoint_and_publishes_none_of_its_late_bytes(
+    where, prefix, tmp_path, request
+):
+    base = prefix if where == "local" else request.getfixturevalue("gcs_prefix")
+    (step,) = takeover_steps.steps()
+    out = StepGraph([step], base).resolved(step).output_path
+    a = _runner("host-a", base, tmp_path)
+    b = None
+    try:
+        _wait_for(lambda: sum(e[:2] == ["ckpt", "host-a"] for e in _events(tmp_path)) >= 5, 120, "A's checkpoints")
+        os.killpg(a.pid, signal.SIGSTOP)
+        time.sleep(0.3)  # a write in flight when the signal arrived has landed or not: A is frozen now
+        k = max(int(e[2]) for e in _events(tmp_path) if e[:2] == ["ckpt", "host-a"])
+
+        b = _runner("host-b", base, tmp_path)
+        _wait_for(lambda: any(e[:2] == ["start", "host-b"] for e in _events(tmp_path)), 120, "B to take over")
+        (resumed_at,) = [int(e[2]) for e in _events(tmp_path) if e[:2] == ["start", "host-b"]]
+        assert resumed_at >= k  # B continues from A's checkpoints (copied), not from scratch
+
+        marker = f"ZOMBIE-{uuid.uuid4().hex}"
+        (tmp_path / "tag-host-a").write_text(marker)
+        os.killpg(a.pid, signal.SIGCONT)  # A wakes up while B trains, and writes before it notices
+        a_out = a.communicate(timeout=120)[0]
+        assert a.returncode != 0 and "lost" in a_out, a_out[-3000:]
+        assert any(e[:2] == ["tagged", "host-a"] for e in _events(tmp_path)), "A never wrote after resuming"
+
+        b_out = b.communicate(timeout=180)[0]
+        assert b.returncode == 0, b_out[-3000:]
+    finally:
+        for proc in (a, b):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGCONT)
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    assert read_status(out).status == "SUCCESS"
+    assert read_metadata(out) == {"resumed_from_step": resumed_at, "host": "host-b"}
+    fs, root = filesystem(out)
+    files = {f: fs.cat_file(f) for f in fs.find(root)}
+    assert not [f for f, data in files.items() if marker.encode() in data]
+    steps = sorted(int(f.split("/step-")[1].split("/")[0]) for f in files if f.endswith("/metadata.json"))
+    assert steps == list(range(1, 41))  # A's checkpoints up to k, then B's
+    state = lambda s: files[f"{root.rstrip('/')}/checkpoints/step-{s}/state.json"]  # noqa: E731
+    assert b'"host-a"' in state(1) and b'"host-b"' in state(40)
+    # A's late writes went into its own attempt's folder, discarded: never into an output.
+    assert not [f for f in files if "/.marin_attempts/" in f]

@@ -1,0 +1,48 @@
+"""Progress of training and evaluation subprocesses: the runner's follower turns metric records of the
+log into short lines, printed (the Ray task's log) and logged to ``marin.progress`` (the Dagster run's
+logs), while the log file stays complete."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+from marin_assets.training import subprocess_runner
+from marin_assets.training.subprocess_runner import progress_of
+from marin_resources.ray_cluster import PROGRESS_LOGGER, PROGRESS_MARK
+
+
+def _record(step: int, metrics: dict) -> str:
+    return "INFO levanter " + json.dumps({"tracker": "json_logger", "event": "log", "step": step, "metrics": metrics})
+
+
+def test_progress_of_metric_records_and_lm_eval_rows():
+    line = _record(20, {"train": {"loss": 5.8213}, "throughput": {"tokens_per_second": 7012.4}})
+    assert progress_of(line) == "step 20: loss 5.821, tokens/s 7012"
+    line = _record(40, {"eval": {"loss": 5.47, "heldout": {"bpb": 3.2}}})
+    assert progress_of(line) == "step 40: eval/loss 5.47, eval/heldout/bpb 3.2"
+    summary = json.dumps({"tracker": "json_logger", "event": "summary", "metrics": {"parameter_count": 1}})
+    assert progress_of(summary) is None
+    assert progress_of("|marin_docstring_mc|      1|none  |     0|acc   |↑  |0.25|±  |0.0443|") == (
+        "marin_docstring_mc | 1 | none | 0 | acc | ↑ | 0.25 | ± | 0.0443"
+    )
+    assert progress_of("|---|---:|---|") is None
+    assert progress_of("Running loglikelihood requests:  45%|####5     | 9/20") is None
+    assert progress_of("WARNING something") is None
+
+
+def test_a_subprocess_progress_is_printed_and_logged_while_its_log_stays_whole(tmp_path, capsys, caplog):
+    lines = [_record(i, {"train": {"loss": 9.0 - i}}) for i in range(3)] + ["plain output line"]
+    code = "import sys, time\n" + "".join(f"print({line!r}, flush=True); time.sleep(0.2)\n" for line in lines)
+    log = tmp_path / "train.log"
+    log.write_text("an earlier attempt's line: " + _record(99, {"train": {"loss": 1.0}}) + "\n")
+    with caplog.at_level(logging.INFO, logger=PROGRESS_LOGGER):
+        proc = subprocess_runner.start([sys.executable, "-c", code], str(log), {}, label="train")
+        assert subprocess_runner.wait(proc, timeout_s=60) == 0
+    expected = [f"train: step {i}: loss {9.0 - i:g}" for i in range(3)]
+    assert [r.getMessage() for r in caplog.records if r.name == PROGRESS_LOGGER] == expected
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith(PROGRESS_MARK)]
+    assert printed == [f"{PROGRESS_MARK} {line}" for line in expected]
+    text = log.read_text()
+    assert all(line in text for line in lines) and "step 99" not in "\n".join(printed)
