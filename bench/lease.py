@@ -256,7 +256,7 @@ def adoption(prefix_of: object, mb: int, objects: int) -> dict[str, float]:
         # A plain re-run from scratch: the step writes its whole checkpoint, then it is published.
         graph, _ = step_graph(prefix_of())  # type: ignore[operator]
         start = time.perf_counter()
-        report = runner.Executor(runner.ExecutorOptions()).run(graph)
+        report = runner.StepRunner(runner.ExecutorOptions()).run(graph)
         scratch = time.perf_counter() - start
         assert report.outcomes[0].metadata["objects_written"] == objects
         scratch_publish = timings["publish"][-1]
@@ -271,7 +271,7 @@ def adoption(prefix_of: object, mb: int, objects: int) -> dict[str, float]:
         assert lease.backend.create_exclusive(lease.path, json.dumps(holder).encode())
         discarded_before = len(timings["discard_attempts"])
         start = time.perf_counter()
-        report = runner.Executor(runner.ExecutorOptions()).run(graph)
+        report = runner.StepRunner(runner.ExecutorOptions()).run(graph)
         adopted = time.perf_counter() - start
     finally:
         for name, original in originals.items():

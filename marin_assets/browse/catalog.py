@@ -1,7 +1,10 @@
 """What the browser knows about a prefix: experiments, step outputs, and how outputs relate.
 
-Read-only. Experiments come from ``<prefix>/experiments/*.json`` (written by ``executor_main``);
-a step output's status, info and metadata from its ``.executor_*`` files (``execution.status``).
+Read-only. Experiments come from ``<prefix>/experiments/*.json`` (written by ``executor_main`` and
+by runs launched from Dagster); a step output's status, info and metadata from its ``.executor_*``
+files (``execution.status``). The outputs of an output's experiments are the candidates for its
+relations; an output no record lists takes them from its own ``.executor_info`` instead
+(:meth:`Catalog.derived_siblings`).
 
 Relations of a document shard ``<output>/docs/<shard>`` are found from the outputs' resolved
 configs (``.executor_info``), so they follow the data, not a hard-coded list of stages:
@@ -39,6 +42,7 @@ EXPERIMENTS_DIR = "experiments"
 REASON_DIRS = ("quarantine", "removed")
 _TTL_S = 10.0
 MAX_ID_SETS = 4  # id sets of downstream shards kept (one shard's ids: a few MB at most)
+MAX_DERIVED_SIBLINGS = 200  # step folders looked at beside an output no experiment record lists
 
 
 @dataclass
@@ -225,10 +229,52 @@ class Catalog:
 
     def sibling_outputs(self, output: str) -> list[tuple[str, str]]:
         """(step name, output path) of every step of the experiments that contain ``output``,
-        at the same partition."""
+        at the same partition; for an output no experiment record lists, the outputs its own
+        ``.executor_info`` leads to (see :meth:`derived_siblings`)."""
         info = self.info(output) or {}
         partition = info.get("partition")
         step_output = output.rstrip("/").rsplit("/", 1)[0] if partition else output.rstrip("/")
+        found = self._recorded_siblings(output, step_output, partition)
+        if not found:
+            found = self.derived_siblings(output)
+        return [(name, path) for path, name in found.items()]
+
+    def derived_siblings(self, output: str) -> dict[str, str]:
+        """``path -> step name`` of the outputs related to ``output`` by their ``.executor_info``
+        alone (an output computed where no experiment record was written): the outputs its config
+        names (its input, attribute outputs) and the step outputs beside its own step's folder
+        (``<prefix>/curation/*``), at the same partition. :meth:`relations` keeps those whose
+        configs name each other."""
+        info = self.info(output) or {}
+        partition = info.get("partition")
+        step_output = output.rstrip("/").rsplit("/", 1)[0] if partition else output.rstrip("/")
+        # Strings of the config that are paths (absolute or URLs); confined to the prefix below.
+        candidates = [p for p in sorted(config_paths(info)) if "://" in p or p.startswith("/")]
+        parent = step_output.rsplit("/", 1)[0]
+        if self.inside(parent):
+            fs, listed = fresh_filesystem(parent)
+            try:
+                entries = fs.ls(listed, detail=True)
+            except (FileNotFoundError, NotADirectoryError):
+                entries = []
+            dirs = sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory")
+            for name in dirs[:MAX_DERIVED_SIBLINGS]:
+                base = join_path(parent, name)
+                candidates.append(join_path(base, str(partition)) if partition else base)
+                if partition:
+                    candidates.append(base)  # a partition-free step beside partitioned ones
+        found: dict[str, str] = {}
+        for path in candidates:
+            path = path.rstrip("/")
+            if path == output.rstrip("/") or path in found or not self.inside(path):
+                continue
+            sibling = self.info(path)
+            if sibling is not None and isinstance(sibling.get("name"), str):
+                found[path] = sibling["name"]
+        return found
+
+    def _recorded_siblings(self, output: str, step_output: str, partition: Any) -> dict[str, str]:
+        """``path -> step name`` of the steps of the experiment records that list ``step_output``."""
         found: dict[str, str] = {}
         for _, record in self.experiments():
             steps = [
@@ -241,7 +287,7 @@ class Catalog:
                 path = join_path(base, str(partition)) if (partition and s.get("partitioned_by")) else base
                 if path != output.rstrip("/") and self.inside(path):  # a record naming outside: ignored
                     found.setdefault(path, str(s.get("name", path)))
-        return [(name, path) for path, name in found.items()]
+        return found
 
     def relations(self, output: str, shard: str) -> Relations:
         """Attributes, upstream and downstream shards of ``<output>/docs/<shard>``."""

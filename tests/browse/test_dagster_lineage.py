@@ -1,5 +1,6 @@
 """Removals explained for runs launched from Dagster: no ``executor_main``, so no experiment record
-but the one the Dagster run writes itself."""
+but the one the Dagster run writes itself -- and, without any record, from the outputs' own
+``.executor_info``."""
 
 from __future__ import annotations
 
@@ -68,6 +69,15 @@ def test_sensor_launched_curation_run_explains_a_spam_documents_removal(prefix, 
     assert candidates, "no planted spam document was removed"
     shard, doc = candidates[0]
 
+    _assert_removal_explained(prefix, text, consolidated, shard, doc)
+    # Outputs no experiment record lists (computed before records were written, or through the
+    # library's run_steps): the same, from the outputs' own .executor_info.
+    os.remove(record_path)
+    _assert_removal_explained(prefix, text, consolidated, shard, doc)
+
+
+def _assert_removal_explained(prefix: str, text: str, consolidated: str, shard: str, doc: str) -> None:
+    """The spam document's page shows its quality score and the filter that removed it."""
     app = BrowserApp(prefix)
     page = app.get(f"/doc/{os.path.relpath(text, prefix)}/docs/{shard}?id={doc}")
     assert page.status == 200
