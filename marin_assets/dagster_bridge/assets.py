@@ -33,11 +33,11 @@ from marin_assets.dagster_bridge.unit_run import (
     reason_for,
     unit_label,
 )
+from marin_assets.execution.declarations import Experiment as Experiment  # re-exported (declared Dagster-free)
+from marin_assets.execution.declarations import StepCheck as StepCheck
+from marin_assets.execution.declarations import StepSchedule as StepSchedule
+from marin_assets.execution.declarations import partition_sources
 from marin_assets.execution.executor_main import PartitionSource, default_prefix, resolve_partitions
-from marin_assets.execution.experiment import Experiment as Experiment  # re-exported (declared Dagster-free)
-from marin_assets.execution.experiment import StepCheck as StepCheck
-from marin_assets.execution.experiment import StepSchedule as StepSchedule
-from marin_assets.execution.experiment import landing_partition_sources
 from marin_assets.execution.runner import (
     Executor,
     ExecutorOptions,
@@ -362,9 +362,9 @@ def step_asset_members(
     into assets: an experiment that builds on another (the quickstart on curation) reuses them.
     ``partitions_defs`` is shared across experiments (mutated): one DynamicPartitionsDefinition per set.
     """
-    try:  # partition sets without a source: the landing zone's drops, or an error at run time
+    try:  # partition sets without a given source: the one their steps declare, or an error at run time
         sources: tuple[Mapping[str, PartitionSource], str | None] = (
-            landing_partition_sources(
+            partition_sources(
                 experiment.steps,
                 experiment.partitions,
                 [n.step for n in graph.topological() if n.partitioned_by is not None],

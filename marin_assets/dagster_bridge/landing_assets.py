@@ -17,8 +17,9 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from marin_assets.dagster_bridge.cursors import dump_cursor, load_cursor
 from marin_assets.execution.executor_main import default_prefix
-from marin_assets.landing.zone import STATUS_VALID, drop_sort_key, scan_landing_zone, validate_drop
+from marin_assets.landing.zone import STATUS_VALID, LandingDrops, drop_sort_key, scan_source, validate_drop
 
 SENSOR_NAME = "landing_status"
 STATUS_PROCESSED = "processed"
@@ -39,16 +40,22 @@ def landing_key(source: str) -> dg.AssetKey:
 
 
 def drop_rows(
-    instance: dg.DagsterInstance, prefix: str, source: str, local_keys: Sequence[dg.AssetKey], verify: bool
+    instance: dg.DagsterInstance,
+    prefix: str,
+    source: str | LandingDrops,
+    local_keys: Sequence[dg.AssetKey],
+    verify: bool,
 ) -> list[dict[str, object]]:
-    """One row per drop folder of ``source``; a valid drop every drop-job asset holds is ``processed``."""
+    """One row per drop folder of ``source`` (a name below ``<prefix>/landing``, or the declared
+    :class:`LandingDrops`); a valid drop every drop-job asset holds is ``processed``."""
+    drops = source if isinstance(source, LandingDrops) else LandingDrops(f"landing/{source}")
     processed: set[str] | None = None
     for key in local_keys:
         done = set(instance.get_materialized_partitions(key))
         processed = done if processed is None else processed & done
     rows = []
     for drop in sorted(
-        scan_landing_zone(prefix, source, verify_checksums=verify), key=lambda d: drop_sort_key(d.drop_id)
+        scan_source(drops.folder(prefix), drops.source, verify_checksums=verify), key=lambda d: drop_sort_key(d.drop_id)
     ):
         status, reason = drop.status, drop.reason
         if status == STATUS_VALID and processed is not None and drop.drop_id in processed:
@@ -89,8 +96,9 @@ def _version(rows: list[dict[str, object]]) -> str:
     return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def landing_zone_asset(source: str, set_name: str, local_keys: Sequence[dg.AssetKey]) -> dg.SourceAsset:
-    """The observable asset of ``<prefix>/landing/<source>`` (*Observe* verifies checksums)."""
+def landing_zone_asset(drops: LandingDrops, set_name: str, local_keys: Sequence[dg.AssetKey]) -> dg.SourceAsset:
+    """The observable asset of a declared landing zone (*Observe* verifies checksums)."""
+    source = drops.source
 
     @dg.observable_source_asset(
         key=landing_key(source),
@@ -99,14 +107,14 @@ def landing_zone_asset(source: str, set_name: str, local_keys: Sequence[dg.Asset
         "valid, incomplete, rejected (and why) or processed. The landing_status sensor records every change.",
     )
     def _observe(context: dg.AssetExecutionContext) -> dg.ObserveResult:
-        rows = drop_rows(context.instance, default_prefix(), source, local_keys, verify=True)
+        rows = drop_rows(context.instance, default_prefix(), drops, local_keys, verify=True)
         return dg.ObserveResult(data_version=dg.DataVersion(_version(rows)), metadata=rows_metadata(rows))
 
     return _observe
 
 
 def build_landing_status_sensor(
-    zones: Sequence[tuple[str, str, Sequence[dg.AssetKey]]], minimum_interval_seconds: int = 30
+    zones: Sequence[tuple[LandingDrops, str, Sequence[dg.AssetKey]]], minimum_interval_seconds: int = 30
 ) -> dg.SensorDefinition:
     """A sensor recording each landing zone's drop table when it changed (cursor: source -> version)."""
 
@@ -118,15 +126,12 @@ def build_landing_status_sensor(
         "of landing/<source> (see the asset's metadata table).",
     )
     def _landing_status(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        try:
-            state = json.loads(context.cursor) if context.cursor else {}
-        except json.JSONDecodeError:
-            state = {}
-        state = state if isinstance(state, dict) else {}
+        state = load_cursor(context.cursor)
         events = []
-        for source, _, local_keys in zones:
+        for drops, _, local_keys in zones:
+            source = drops.source
             try:
-                rows = drop_rows(context.instance, default_prefix(), source, local_keys, verify=False)
+                rows = drop_rows(context.instance, default_prefix(), drops, local_keys, verify=False)
             except Exception as exc:  # noqa: BLE001 - a storage hiccup must not kill the sensor
                 context.log.warning(f"landing/{source}: listing failed: {type(exc).__name__}: {exc}")
                 continue
@@ -136,6 +141,6 @@ def build_landing_status_sensor(
                 state[source] = version
         if not events:
             return dg.SkipReason("no landing zone changed")
-        return dg.SensorResult(asset_events=events, cursor=json.dumps(state, sort_keys=True))
+        return dg.SensorResult(asset_events=events, cursor=dump_cursor(state))
 
     return _landing_status

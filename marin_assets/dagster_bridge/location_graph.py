@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import dagster as dg
 
 from marin_assets.dagster_bridge.unit_run import code_version_of
-from marin_assets.execution.experiment import Experiment
+from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.step import ExecutorStep, InputName
 from marin_assets.execution.versioning import ResolvedStep, StepGraph
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
+from marin_assets.execution.declarations import PartitionSource, describe_source, partition_sources
 from marin_assets.execution.dry_run import format_plan, plan
-from marin_assets.execution.experiment import landing_partition_sources
 from marin_assets.execution.runner import ExecutionReport, Executor, ExecutorError, ExecutorOptions, function_name
 from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.status import write_json
@@ -36,8 +36,6 @@ logger = logging.getLogger("marin.executor")
 
 DEFAULT_PREFIX = "./data"
 DEFAULT_OBSERVERS = "marin_assets.dagster_bridge.recording:record_cli_run"
-
-PartitionSource = Sequence[str] | Callable[[str], Sequence[str]]
 
 
 def default_prefix() -> str:
@@ -258,18 +256,18 @@ def executor_main(
     for item in args.partitions or []:
         name, _, keys = item.partition("=")
         given[name] = [k for k in keys.split(",") if k]
-    try:  # a partition set nobody gave keys for: the drops of the landing zone its steps read
-        sources = landing_partition_sources(_plain_steps(steps), given)
+    try:  # a partition set nobody gave keys for: the source its steps declare
+        sources = partition_sources(_plain_steps(steps), given)
     except ValueError as exc:
         logger.error("%s", exc)
         raise SystemExit(2) from None
     part_keys = resolve_partitions(sources, prefix)
     for name in sources.keys() - given.keys():
-        logger.info(
-            "partition set %r: %d valid drop(s) from %s", name, len(part_keys[name]), sources[name].__qualname__
-        )
+        logger.info("partition set %r: %d key(s) from %s", name, len(part_keys[name]), describe_source(sources[name]))
         if not part_keys[name]:
-            logger.warning("partition set %r is empty: no valid drop in the landing zone, its steps run nothing", name)
+            logger.warning(
+                "partition set %r is empty (%s): its steps run nothing", name, describe_source(sources[name])
+            )
     graph = StepGraph(steps, prefix, part_keys)
     if args.dry_run:
         print(format_plan(plan(graph, args.run_only, args.force_run_failed)))

@@ -189,6 +189,10 @@ class ExecutorStep(Generic[T]):
             per partition into ``<output>/<partition>/``. Does not enter the version.
         sequential_partitions: partition ``k`` waits for partition ``k-1`` (sorted keys) of the same
             step -- for incremental steps such as dedup against every earlier drop.
+        partition_source: where the keys of ``partitioned_by`` come from, declared by the step that
+            reads the data: a callable ``prefix -> keys`` (e.g. a landing zone's valid drops,
+            ``marin_assets.landing.zone.LandingDrops``) or a list of keys. Keys given to the
+            experiment or ``executor_main`` win. Does not enter the version.
     """
 
     name: str
@@ -200,11 +204,14 @@ class ExecutorStep(Generic[T]):
     resources: Any = None
     partitioned_by: str | None = None
     sequential_partitions: bool = False
+    partition_source: Any = None
 
     def __post_init__(self) -> None:
         validate_step_name(self.name)
         if self.partitioned_by is not None:
             validate_partition_key(self.partitioned_by)
+        elif self.partition_source is not None:
+            raise ValueError(f"step {self.name!r} declares a partition_source but no partitioned_by")
 
     # Steps are compared by identity: two distinct objects with equal fields are merged by the
     # executor through their version, not through ``==`` (configs may hold unhashable lists).

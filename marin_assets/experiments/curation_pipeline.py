@@ -29,12 +29,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from marin_assets.classifiers.quality_reference import (
-    NEGATIVE_DIR,
-    POSITIVE_DIR,
-    QualityTrainingSetConfig,
-    write_quality_training_set,
-)
 from marin_assets.classifiers.utils import DatasetConfig
 from marin_assets.core.io import list_files, read_jsonl_gz
 from marin_assets.execution.step import (
@@ -46,6 +40,13 @@ from marin_assets.execution.step import (
     versioned,
 )
 from marin_assets.execution.storage import join_path, read_text
+from marin_assets.experiments.quality_reference import (
+    NEGATIVE_DIR,
+    POSITIVE_DIR,
+    QualityTrainingSetConfig,
+    write_quality_training_set,
+)
+from marin_assets.landing.zone import LandingDrops
 from marin_assets.processing.classification.consolidate import (
     ConsolidateConfig,
     FilterConfig,
@@ -128,6 +129,8 @@ def curation_steps(
         ),
         description="Raw documents of a data drop as Dolma jsonl.gz shards; bad input quarantined.",
         partitioned_by=PARTITION_SET,
+        # The raw step reads the landing zone, so it declares where the partition keys come from.
+        partition_source=LandingDrops(landing_dir),
         pip_dependency_groups=["curation"],
     )
     text = ExecutorStep(

@@ -35,8 +35,8 @@ import time
 from collections.abc import Sequence
 
 from marin_assets.execution import ExecutorStep, executor_main, output_path_of
+from marin_assets.execution.declarations import Experiment, StepSchedule
 from marin_assets.execution.executor_main import DEFAULT_OBSERVERS, default_prefix
-from marin_assets.execution.experiment import Experiment, StepSchedule
 from marin_assets.execution.step import versioned
 from marin_assets.experiments import curation
 from marin_assets.experiments.defaults import default_tokenize, default_train

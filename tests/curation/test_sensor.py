@@ -9,8 +9,8 @@ import os
 import dagster as dg
 import pytest
 
-from marin_assets.landing.sample_data import SampleConfig, write_drop
-from marin_assets.landing.sensor import build_landing_sensor, evaluate_landing
+from marin_assets.dagster_bridge.landing_sensor import build_landing_sensor, evaluate_landing
+from marin_assets.experiments.sample_data import SampleConfig, write_drop
 
 SOURCE = "sample-html"
 drops_def = dg.DynamicPartitionsDefinition(name="drops")

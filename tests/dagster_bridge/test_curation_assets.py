@@ -10,7 +10,7 @@ from marin_assets.definitions import build_definitions
 from marin_assets.execution import StepGraph
 from marin_assets.execution.status import read_status
 from marin_assets.experiments import curation
-from marin_assets.landing.sample_data import SampleConfig, write_drop
+from marin_assets.experiments.sample_data import SampleConfig, write_drop
 
 
 @pytest.fixture

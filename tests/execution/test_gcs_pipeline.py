@@ -13,11 +13,11 @@ import fsspec
 import pytest
 
 from marin_assets.dagster_bridge.assets import Experiment, build_step_assets
+from marin_assets.dagster_bridge.landing_sensor import build_landing_sensor
 from marin_assets.execution import StepGraph
 from marin_assets.execution.status import read_status
 from marin_assets.experiments import curation, hello_world
-from marin_assets.landing.sample_data import SampleConfig, write_drop
-from marin_assets.landing.sensor import build_landing_sensor
+from marin_assets.experiments.sample_data import SampleConfig, write_drop
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
 from tests.execution.gcs_tokenize_steps import tokenize_steps
 

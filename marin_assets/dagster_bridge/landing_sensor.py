@@ -1,6 +1,6 @@
 """Dagster sensor on the landing zone: new complete drop -> dynamic partition + one run.
 
-The only Dagster import of the curation package. Each tick:
+Glue only: the zone's logic (listing, validation) lives in ``landing/zone.py``. Each tick:
 
 1. lists ``<prefix>/landing/<source>/`` (cheap: manifests only, no checksums);
 2. for every valid drop not yet handled, verifies its checksums, adds the drop to the dynamic
@@ -30,20 +30,20 @@ a storage error during listing becomes a ``SkipReason``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 import dagster as dg
 
-from marin_assets.landing.sample_data import DEFAULT_SOURCE
+from marin_assets.dagster_bridge.cursors import dump_cursor, load_cursor, mapping
 from marin_assets.landing.zone import (
     STATUS_INCOMPLETE,
     STATUS_REJECTED,
     STATUS_VALID,
+    LandingDrops,
     content_fingerprint,
     drop_sort_key,
-    scan_landing_zone,
+    scan_source,
     validate_drop,
 )
 
@@ -51,23 +51,17 @@ RUN_TAG = "marin/curation"
 
 
 def _load_cursor(raw: str | None) -> dict[str, Any]:
-    try:
-        data = json.loads(raw) if raw else {}
-    except json.JSONDecodeError:
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
-
-    def mapping(key: str) -> dict[str, Any]:
-        value = data.get(key)
-        return dict(value) if isinstance(value, dict) else {}
-
+    data = load_cursor(raw)
     checksum_rejected = {
         drop: entry
-        for drop, entry in mapping("checksum_rejected").items()
+        for drop, entry in mapping(data, "checksum_rejected").items()
         if isinstance(entry, dict) and isinstance(entry.get("manifest"), str) and isinstance(entry.get("reason"), str)
     }
-    return {"seen": mapping("seen"), "rejected": mapping("rejected"), "checksum_rejected": checksum_rejected}
+    return {
+        "seen": mapping(data, "seen"),
+        "rejected": mapping(data, "rejected"),
+        "checksum_rejected": checksum_rejected,
+    }
 
 
 def evaluate_landing(
@@ -76,15 +70,20 @@ def evaluate_landing(
     cursor: str | None,
     has_partition: Callable[[str], bool],
     log: Any,
+    landing_dir: str | None = None,
 ) -> tuple[list[tuple[str, str, bool]], str, list[str]]:
     """The sensor's decision, without Dagster types (kept separate so it is easy to test/reuse).
+
+    ``landing_dir``: the source's folder (relative to ``prefix`` or absolute; default
+    ``landing/<source>``).
 
     Returns ``(new drops as (drop_id, run_key, needs_partition), new cursor, rejected reasons)``.
     """
     state = _load_cursor(cursor)
     new: list[tuple[str, str, bool]] = []
     rejected_msgs: list[str] = []
-    drops = scan_landing_zone(prefix, source, verify_checksums=False)
+    folder = LandingDrops(landing_dir or f"landing/{source}").folder(prefix)
+    drops = scan_source(folder, source, verify_checksums=False)
     checksum_rejected = state["checksum_rejected"]
     present = {drop.drop_id or drop.path for drop in drops}
     for cache in (checksum_rejected, state["rejected"]):
@@ -127,7 +126,7 @@ def evaluate_landing(
             continue
         state["seen"][key] = fingerprint
         new.append((key, f"{source}:{key}:{fingerprint}", not has_partition(key)))
-    return new, json.dumps(state, sort_keys=True), rejected_msgs
+    return new, dump_cursor(state), rejected_msgs
 
 
 def rejected_summary(cursor: str, source: str, limit: int = 10) -> str:
@@ -146,7 +145,8 @@ def build_landing_sensor(
     partitions_def: dg.DynamicPartitionsDefinition,
     prefix_resolver: Callable[[], str],
     *,
-    source: str = DEFAULT_SOURCE,
+    source: str,
+    landing_dir: str | None = None,
     name: str | None = None,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
@@ -158,7 +158,8 @@ def build_landing_sensor(
         partitions_def: the ``DynamicPartitionsDefinition`` (name ``"drops"``) of the assets.
         prefix_resolver: returns the storage prefix holding ``landing/`` (called every tick, so
             it can read a resource/env var at run time rather than at import time).
-        source: landing source folder to watch.
+        source: landing source to watch.
+        landing_dir: its folder, relative to the prefix or absolute (default ``landing/<source>``).
         name: sensor name (default ``landing_sensor_<source>`` with '-' -> '_').
     """
     if not partitions_def.name:
@@ -182,6 +183,7 @@ def build_landing_sensor(
                 context.cursor,
                 lambda key: context.instance.has_dynamic_partition(partitions_def.name, key),
                 context.log,
+                landing_dir,
             )
         except Exception as exc:  # storage hiccups must not kill the sensor
             context.log.error(f"landing scan failed: {type(exc).__name__}: {exc}")
