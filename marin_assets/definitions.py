@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import dagster as dg
 
 from marin_assets.dagster_bridge.assets import SOURCE_TAG, StepAssetMember, assemble_step_ops, step_asset_members
-from marin_assets.dagster_bridge.landing_assets import build_landing_status_sensor, landing_zone_asset
+from marin_assets.dagster_bridge.landing_assets import build_landing_status_sensor, landing_key, landing_zone_asset
 from marin_assets.dagster_bridge.landing_sensor import build_landing_sensor
 from marin_assets.dagster_bridge.location_graph import (
     AssetKeys,
@@ -67,8 +67,15 @@ def _experiment_definitions(
     emitted: dict[dg.AssetKey, str],
     claimed_sources: dict[str, str],
     prefix: str,
+    set_sources: dict[str, str] | None = None,
 ) -> tuple[list, list, list, list, list]:
-    """Asset members, jobs, schedules, sensors and landing assets of one experiment (raises on a bad one)."""
+    """Asset members, jobs, schedules, sensors and landing assets of one experiment (raises on a bad one).
+
+    ``claimed_sources`` (landing source -> experiment watching it) and ``set_sources`` (partition
+    set -> the landing source feeding it) are shared by the location's experiments (mutated): each
+    source has one sensor, and a partition set holds the drops of one source only.
+    """
+    set_sources = {} if set_sources is None else set_sources
     members = step_asset_members(experiment, partitions_defs, prefix, keys, graph, emitted)
     partition_sets = {m.partition_set for m in members if m.partition_set is not None}
     if len(partition_sets) > 1:
@@ -120,6 +127,17 @@ def _experiment_definitions(
         if not isinstance(drops, LandingDrops) or not isinstance(definition, dg.DynamicPartitionsDefinition):
             continue
         source = drops.source
+        owner = set_sources.get(set_name)
+        if owner is not None and owner != source:
+            raise ValueError(
+                f"partition set {set_name!r} holds the drops of landing source {owner!r} already; "
+                f"{drops.landing_dir!r} needs a set of its own (e.g. curation_steps(..., partition_set=...))"
+            )
+        # The lineage edge landing/<source> -> the steps reading it (their raw asset).
+        readers = {keys.key_for(n) for n in graph.topological() if n.step.partition_source == drops}
+        for member in members:
+            if member.spec.key in readers:
+                member.spec = member.spec.merge_attributes(deps=[dg.AssetDep(landing_key(source))])
         if source in claimed_sources:
             continue
         local_keys = [keys.key_for(n) for n in partition_local_steps(graph, set_name)]
@@ -135,9 +153,17 @@ def _experiment_definitions(
         )
         jobs.append(drop_job)
         sensors.append(
-            build_landing_sensor(drop_job, definition, default_prefix, source=source, landing_dir=drops.landing_dir)
+            build_landing_sensor(
+                drop_job,
+                definition,
+                default_prefix,
+                source=source,
+                landing_dir=drops.landing_dir,
+                processed_keys=local_keys,
+            )
         )
         claimed_sources[source] = experiment.name
+        set_sources[set_name] = source
         landing.append((drops, set_name, local_keys))
     return members, jobs, schedules, sensors, landing
 
@@ -191,6 +217,7 @@ def build_definitions(
     partitions_defs: dict[str, dg.PartitionsDefinition] = {}
     emitted: dict[dg.AssetKey, str] = {}
     claimed_sources: dict[str, str] = {}
+    set_sources: dict[str, str] = {}
     members: list[StepAssetMember] = []
     assets: list = []
     jobs: list = []
@@ -202,7 +229,9 @@ def build_definitions(
             continue
         before = dict(emitted)
         try:
-            parts = _experiment_definitions(experiment, graph, keys, partitions_defs, emitted, claimed_sources, prefix)
+            parts = _experiment_definitions(
+                experiment, graph, keys, partitions_defs, emitted, claimed_sources, prefix, set_sources
+            )
         except Exception:  # noqa: BLE001 - isolate: every other group still loads
             if scripts is None:
                 raise  # an explicit list (tests, custom locations): fail loudly as before

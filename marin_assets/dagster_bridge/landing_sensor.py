@@ -1,13 +1,20 @@
 """Dagster sensor on the landing zone: new complete drop -> dynamic partition + one run.
 
-Glue only: the zone's logic (listing, validation) lives in ``landing/zone.py``. Each tick:
+Glue only: the zone's logic (listing, validation) lives in ``landing/zone.py``. A steady tick costs
+O(new drops), not O(all drops), on local folders and gs:// alike. Each tick:
 
-1. lists ``<prefix>/landing/<source>/`` (cheap: manifests only, no checksums);
-2. for every valid drop not yet handled, verifies its checksums, adds the drop to the dynamic
-   partition set (unless present) and requests a run for that partition with
-   ``run_key = "<source>:<drop>:<manifest fingerprint>"`` -- Dagster drops a second request with
-   the same key, and the cursor remembers the drop, so a drop seen twice starts one run;
-3. logs the reason of a newly rejected drop as a warning once (again when the reason changes),
+1. lists the source's folder once (``<prefix>/landing/<source>/``; a fresh listing, never a cached
+   one) -- the only request whose cost grows with the number of drops;
+2. skips every drop the cursor holds as processed without reading anything of it (drops are
+   immutable: a processed drop is never read again);
+3. for the drops left, asks the Dagster instance once which of them already have every asset of
+   the drop job materialized (``already_processed``) -- a freshly enabled sensor marks those
+   processed (adding a missing partition) instead of launching catch-up runs;
+4. reads the rest (manifest, names, sizes, symlinks) and verifies the checksums of each valid one
+   once; adds it to the dynamic partition set (unless present) and requests a run for it with
+   ``run_key = "<source>:<drop>:<files fingerprint>"`` -- Dagster drops a second request with the
+   same key, and the cursor remembers the drop, so a drop seen twice starts one run;
+5. logs the reason of a newly rejected drop as a warning once (again when the reason changes),
    and reports every drop that is still rejected on **every** tick: in the tick's log and, when
    the tick requests no run, as its ``SkipReason`` (what the UI's tick history shows). Incomplete
    drops (no manifest yet) are left alone and picked up when complete. A drop rejected by its
@@ -16,9 +23,10 @@ Glue only: the zone's logic (listing, validation) lives in ``landing/zone.py``. 
    again as soon as that changes -- a rewritten manifest *or* a replaced data file (e.g. an
    upload that was still running when the drop was first checked).
 
-Cursor (JSON): ``{"seen": {drop: files fingerprint}, "rejected": {drop: reason},
-"checksum_rejected": {drop: {"manifest": content fingerprint, "reason": reason}}}``; cursors
-written before ``checksum_rejected`` existed load fine.
+Cursor (JSON, read by :mod:`~marin_assets.dagster_bridge.cursors`): ``{"processed": [compact drop
+ids], "rejected": {drop: reason}, "checksum_rejected": {drop: {"manifest": content fingerprint,
+"reason": reason}}}`` -- ``drop-001`` ... ``drop-900`` are stored as ``"drop-{001..900}"``, so it
+stays small with thousands of drops. Older cursors (``"seen": {drop: fingerprint}``) load fine.
 
 Run requests come in drop-id order. Dedup of drop N needs the indices of drops < N, so limit
 concurrent curation runs (e.g. a run-queue tag concurrency limit of 1 on ``marin/curation``) or
@@ -30,20 +38,22 @@ a storage error during listing becomes a ``SkipReason``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.cursors import dump_cursor, load_cursor, mapping
+from marin_assets.dagster_bridge.cursors import compact_ids, dump_cursor, expand_ids, load_cursor, mapping
 from marin_assets.landing.zone import (
     STATUS_INCOMPLETE,
     STATUS_REJECTED,
     STATUS_VALID,
+    DropStatus,
     LandingDrops,
     content_fingerprint,
     drop_sort_key,
-    scan_source,
+    list_drop_folders,
     validate_drop,
 )
 
@@ -57,11 +67,46 @@ def _load_cursor(raw: str | None) -> dict[str, Any]:
         for drop, entry in mapping(data, "checksum_rejected").items()
         if isinstance(entry, dict) and isinstance(entry.get("manifest"), str) and isinstance(entry.get("reason"), str)
     }
+    processed = expand_ids(data.get("processed")) | set(mapping(data, "seen"))  # "seen": older cursors
     return {
-        "seen": mapping(data, "seen"),
+        "processed": processed,
         "rejected": mapping(data, "rejected"),
         "checksum_rejected": checksum_rejected,
+        # The stored form, reused while the set is unchanged (folding 10,000 ids costs more than a tick).
+        "_stored": (len(processed), data.get("processed") if "seen" not in data else None),
     }
+
+
+def _dump(state: dict[str, Any]) -> str:
+    count, stored = state.pop("_stored", (None, None))
+    same = isinstance(stored, list) and count == len(state["processed"]) and not state.get("_added")
+    state.pop("_added", None)
+    return dump_cursor({**state, "processed": stored if same else compact_ids(state["processed"])})
+
+
+EXAMINE_THREADS = 8
+EXAMINE_BATCH = 50
+MAX_VERIFIED_PER_TICK = 200
+
+
+def _examine(
+    source: str, drop_id: str, path: str, checksum_rejected: dict[str, dict[str, str]]
+) -> tuple[DropStatus, str, str, str | None]:
+    """``(drop after the cheap checks, status, reason, content fingerprint if hashed else None)``.
+
+    Checksums are verified once per drop content: a drop they rejected (``checksum_rejected``) is
+    hashed again only once its manifest or a listed file changed.
+    """
+    status, reason, manifest = validate_drop(path, drop_id, verify_checksums=False)
+    drop = DropStatus(source, drop_id, status, reason, path, manifest)
+    if status != STATUS_VALID:
+        return drop, status, reason, None
+    cached = checksum_rejected.get(drop_id)
+    if cached is not None and cached["manifest"] == content_fingerprint(path, manifest):
+        return drop, STATUS_REJECTED, cached["reason"], None
+    status, reason, verified = validate_drop(path, drop_id, verify_checksums=True)
+    # Keyed by the content actually verified (it may have changed since the cheap checks).
+    return drop, status, reason, content_fingerprint(path, verified)
 
 
 def evaluate_landing(
@@ -71,44 +116,68 @@ def evaluate_landing(
     has_partition: Callable[[str], bool],
     log: Any,
     landing_dir: str | None = None,
+    already_processed: Callable[[], set[str]] | None = None,
+    max_verified_per_tick: int = MAX_VERIFIED_PER_TICK,
 ) -> tuple[list[tuple[str, str, bool]], str, list[str]]:
     """The sensor's decision, without Dagster types (kept separate so it is easy to test/reuse).
 
-    ``landing_dir``: the source's folder (relative to ``prefix`` or absolute; default
-    ``landing/<source>``).
+    Args:
+        landing_dir: the source's folder (relative to ``prefix`` or absolute; default
+            ``landing/<source>``).
+        already_processed: the drops whose units already succeeded (asked at most once a tick, and
+            only when some drop is not in the cursor yet); they are marked processed, no run.
+        max_verified_per_tick: stop after about this many drops had their checksums verified (a
+            zone of thousands of drops nothing ran yet takes a few ticks, none of them too long).
 
-    Returns ``(new drops as (drop_id, run_key, needs_partition), new cursor, rejected reasons)``.
+    Returns ``(new drops as (drop_id, run_key, needs_partition), new cursor, rejected reasons)``;
+    a processed drop whose partition is missing comes back with ``run_key`` ``""`` (add it, run nothing).
     """
     state = _load_cursor(cursor)
     new: list[tuple[str, str, bool]] = []
     rejected_msgs: list[str] = []
     folder = LandingDrops(landing_dir or f"landing/{source}").folder(prefix)
-    drops = scan_source(folder, source, verify_checksums=False)
+    listed = [(d, p) for d, p in list_drop_folders(folder) if not d.startswith((".", "_"))]
+    present = {d for d, _ in listed}
     checksum_rejected = state["checksum_rejected"]
-    present = {drop.drop_id or drop.path for drop in drops}
     for cache in (checksum_rejected, state["rejected"]):
         for key in [k for k in cache if k not in present]:
             del cache[key]  # the drop folder is gone: forget it (keeps the cursor small)
-    for drop in sorted(drops, key=lambda d: drop_sort_key(d.drop_id)):
-        key = drop.drop_id or drop.path
+    state["processed"] &= present
+    pending = sorted(((d, p) for d, p in listed if d not in state["processed"]), key=lambda dp: drop_sort_key(dp[0]))
+    if pending and already_processed is not None:
+        done = already_processed()
+        for drop_id, _ in pending:
+            if drop_id in done:
+                state["processed"].add(drop_id)
+                state["_added"] = True
+                state["rejected"].pop(drop_id, None)
+                checksum_rejected.pop(drop_id, None)
+                if not has_partition(drop_id):
+                    new.append((drop_id, "", True))
+                log.debug(f"drop {drop_id!r} of {source!r}: its units already succeeded; marked processed")
+        pending = [(d, p) for d, p in pending if d not in done]
+    verified = 0
+    examined: list[tuple[DropStatus, str, str, str | None]] = []
+    # Drops are examined on a few threads (object stores answer each request in milliseconds, and a
+    # drop needs several), then decided in drop order.
+    for start in range(0, len(pending), EXAMINE_BATCH):
+        batch = pending[start : start + EXAMINE_BATCH]
+        with ThreadPoolExecutor(max_workers=min(EXAMINE_THREADS, len(batch))) as pool:
+            results = list(pool.map(lambda dp: _examine(source, dp[0], dp[1], checksum_rejected), batch))
+        examined.extend(results)
+        verified += sum(1 for _, _, _, hashed in results if hashed is not None)
+        if verified >= max_verified_per_tick:
+            break  # bounded tick: the rest waits for the next one (the cursor does not hold them yet)
+    for drop, status, reason, hashed in examined:
+        key = drop.drop_id
         if drop.status == STATUS_INCOMPLETE:
             log.debug(f"drop {key!r} of {source!r} is incomplete ({drop.reason}); waiting")
             continue
-        status, reason = drop.status, drop.reason
-        if status == STATUS_VALID and key not in state["seen"]:
-            # Checksums only once per drop content: hashing every drop on every tick would not
-            # scale. A drop they rejected is hashed again once its manifest or files change.
-            cached = checksum_rejected.get(key)
-            fingerprint_before = content_fingerprint(drop.path, drop.manifest)
-            if cached is not None and cached["manifest"] == fingerprint_before:
-                status, reason = STATUS_REJECTED, cached["reason"]
+        if hashed is not None:  # its checksums were verified this tick
+            if status == STATUS_REJECTED:
+                checksum_rejected[key] = {"manifest": hashed, "reason": reason}
             else:
-                status, reason, verified = validate_drop(drop.path, drop.drop_id, verify_checksums=True)
-                if status == STATUS_REJECTED:
-                    # Keyed by the content actually verified (it may have changed since the scan).
-                    checksum_rejected[key] = {"manifest": content_fingerprint(drop.path, verified), "reason": reason}
-                else:
-                    checksum_rejected.pop(key, None)
+                checksum_rejected.pop(key, None)
         if status == STATUS_REJECTED:
             if state["rejected"].get(key) != reason:
                 msg = f"rejected drop {key!r} of source {source!r}: {reason}"
@@ -119,14 +188,10 @@ def evaluate_landing(
         if status != STATUS_VALID:
             continue
         state["rejected"].pop(key, None)
-        fingerprint = drop.fingerprint
-        if key in state["seen"]:
-            if state["seen"][key] != fingerprint:
-                log.warning(f"drop {key!r} changed after it was picked up; drops are immutable, not re-running")
-            continue
-        state["seen"][key] = fingerprint
-        new.append((key, f"{source}:{key}:{fingerprint}", not has_partition(key)))
-    return new, dump_cursor(state), rejected_msgs
+        state["processed"].add(key)
+        state["_added"] = True
+        new.append((key, f"{source}:{key}:{drop.fingerprint}", not has_partition(key)))
+    return new, _dump(state), rejected_msgs
 
 
 def rejected_summary(cursor: str, source: str, limit: int = 10) -> str:
@@ -140,6 +205,15 @@ def rejected_summary(cursor: str, source: str, limit: int = 10) -> str:
     return f"{len(keys)} rejected drop(s) of {source!r} -- " + "; ".join(parts) + more
 
 
+def materialized_everywhere(instance: dg.DagsterInstance, keys: Sequence[dg.AssetKey]) -> set[str]:
+    """The partitions every one of ``keys`` has materialized (the drops whose units all succeeded)."""
+    done: set[str] | None = None
+    for key in keys:
+        partitions = set(instance.get_materialized_partitions(key))
+        done = partitions if done is None else done & partitions
+    return done or set()
+
+
 def build_landing_sensor(
     target: Any,
     partitions_def: dg.DynamicPartitionsDefinition,
@@ -147,6 +221,7 @@ def build_landing_sensor(
     *,
     source: str,
     landing_dir: str | None = None,
+    processed_keys: Sequence[dg.AssetKey] = (),
     name: str | None = None,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
@@ -155,11 +230,13 @@ def build_landing_sensor(
 
     Args:
         target: what each run materializes -- a job, an asset selection, or assets.
-        partitions_def: the ``DynamicPartitionsDefinition`` (name ``"drops"``) of the assets.
+        partitions_def: the source's ``DynamicPartitionsDefinition`` (named after the source).
         prefix_resolver: returns the storage prefix holding ``landing/`` (called every tick, so
             it can read a resource/env var at run time rather than at import time).
         source: landing source to watch.
         landing_dir: its folder, relative to the prefix or absolute (default ``landing/<source>``).
+        processed_keys: the assets a drop's run materializes (the drop job's); a drop all of them
+            hold is processed already -- a freshly enabled sensor launches no run for it.
         name: sensor name (default ``landing_sensor_<source>`` with '-' -> '_').
     """
     if not partitions_def.name:
@@ -184,6 +261,7 @@ def build_landing_sensor(
                 lambda key: context.instance.has_dynamic_partition(partitions_def.name, key),
                 context.log,
                 landing_dir,
+                (lambda: materialized_everywhere(context.instance, processed_keys)) if processed_keys else None,
             )
         except Exception as exc:  # storage hiccups must not kill the sensor
             context.log.error(f"landing scan failed: {type(exc).__name__}: {exc}")
@@ -196,9 +274,10 @@ def build_landing_sensor(
                 tags={RUN_TAG: source, "marin/drop": key},
             )
             for key, run_key, _ in new
+            if run_key  # "": processed already (its units succeeded), only its partition was missing
         ]
-        for key, _, _ in new:
-            context.log.info(f"new drop {key!r} of {source!r}: requesting a run")
+        for request in run_requests:
+            context.log.info(f"new drop {request.partition_key!r} of {source!r}: requesting a run")
         # Every tick, not only the first: a rejection stays visible in the UI while it persists.
         still_rejected = rejected_summary(cursor, source)
         if still_rejected:

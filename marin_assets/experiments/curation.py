@@ -16,12 +16,12 @@ from marin_assets.execution import ExecutorStep, executor_main
 from marin_assets.execution.declarations import Experiment, StepCheck
 from marin_assets.execution.executor_main import default_prefix
 from marin_assets.experiments.curation_pipeline import (
-    PARTITION_SET,
     check_classifier_accuracy,
     check_ids_unique,
     check_no_empty_text,
     check_planted_duplicates_removed,
     curation_steps,
+    default_partition_set,
 )
 from marin_assets.experiments.sample_data import DEFAULT_SOURCE, SampleConfig, ground_truth_path, write_drop
 from marin_assets.landing.zone import LandingDrops
@@ -29,6 +29,7 @@ from marin_assets.landing.zone import LandingDrops
 SOURCE = DEFAULT_SOURCE
 # A landing path relative to the prefix keeps the versions identical on any bucket or folder.
 LANDING = LandingDrops(f"landing/{SOURCE}")
+PARTITION_SET = default_partition_set(LANDING.landing_dir)  # "sample-html": named after the source
 CLASSIFIER_ACCURACY_FLOOR = 0.8
 
 

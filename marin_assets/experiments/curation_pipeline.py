@@ -14,7 +14,11 @@ function under Marin's name)::
 Every per-drop stage keeps Marin's layout: a file's output has the input file's relative path
 (``docs/<shard>.jsonl.gz`` throughout), so ``consolidate`` finds each attribute file by that path.
 
-Partitioned steps use ``partitioned_by="drops"`` and read their drop with ``this_partition()``.
+Partitioned steps use one partition set per landing source -- named after the source by default
+(``landing/web`` -> ``"web"``; ``partition_set=`` chooses another) -- and read their drop with
+``this_partition()``. The raw step declares the set's source (the valid drops of the landing zone,
+:class:`~marin_assets.landing.zone.LandingDrops`), so two sources never share a set: a drop of one
+never enters another's runs, dedup chain or partition lists.
 Dependencies: raw -> text -> quality (<- quality_model <- quality_training_set); text -> dedup;
 text + quality + dedup -> consolidated. Only dedup crosses drops (it reads the indices of earlier
 drops from its sibling partitions, see ``dedupe.py``, so drops are deduplicated in id order): a new
@@ -61,7 +65,6 @@ from marin_assets.transform.raw.process import RawConfig, run_raw
 from marin_assets.transform.simple_html_to_md.process import SimpleHtmlToMdConfig, html_to_md
 from marin_resources.accelerators import CpuConfig
 
-PARTITION_SET = "drops"
 QUALITY_ATTRIBUTE = "quality"
 """Attribute name of the classifier's scores (``{label: probability}``)."""
 DUPLICATE_ATTRIBUTE = "duplicate_text"
@@ -71,10 +74,16 @@ CURATION_EXTRACTION = ResiliparseConfig(preserve_formatting=True)
 STEP_ROLES = ("raw", "text", "quality_training_set", "quality_model", "quality", "dedup", "consolidated")
 
 
+def default_partition_set(landing_dir: str) -> str:
+    """The partition set of a landing source: named after the source (``landing/web`` -> ``web``)."""
+    return LandingDrops(landing_dir).source
+
+
 def curation_steps(
     landing_dir: str,
     *,
     name_prefix: str = "curation",
+    partition_set: str | None = None,
     use_ray: bool = True,
     quality_threshold: float = 0.5,
     fasttext_epoch: int = 20,
@@ -101,6 +110,8 @@ def curation_steps(
         landing_dir: ``<prefix>/landing/<source>`` -- absolute/URL, or relative to the executor
             prefix (e.g. ``"landing/sample-html"``, which keeps versions prefix-independent).
         name_prefix: step names are ``<name_prefix>/<role>``.
+        partition_set: the partition set of the per-drop steps (default: the source's name,
+            :func:`default_partition_set`). Not versioned. Two sources must not share one.
         use_ray: the per-drop stage steps declare ``CpuConfig(num_cpus=1)`` resources, so the
             engine launches each as a Ray task and the shard-stage base runs its shards as Ray
             tasks; False: in process, shards on the local pool (``shard_stage.current_pool``).
@@ -112,6 +123,8 @@ def curation_steps(
         Other arguments: versioned parameters of the stages (see each stage's config).
     """
     landing = InputName.hardcoded(landing_dir)
+    drops = LandingDrops(landing_dir)
+    partition_set = partition_set or default_partition_set(landing_dir)
     shard_resources = CpuConfig(num_cpus=1) if use_ray else None
     raw = ExecutorStep(
         name=f"{name_prefix}/raw",
@@ -128,9 +141,9 @@ def curation_steps(
             id_key=id_key if id_key == "id" else versioned(id_key),
         ),
         description="Raw documents of a data drop as Dolma jsonl.gz shards; bad input quarantined.",
-        partitioned_by=PARTITION_SET,
+        partitioned_by=partition_set,
         # The raw step reads the landing zone, so it declares where the partition keys come from.
-        partition_source=LandingDrops(landing_dir),
+        partition_source=drops,
         pip_dependency_groups=["curation"],
     )
     text = ExecutorStep(
@@ -144,7 +157,7 @@ def curation_steps(
             config=versioned(CURATION_EXTRACTION),
         ),
         description="Main-content plain text extracted from HTML with resiliparse.",
-        partitioned_by=PARTITION_SET,
+        partitioned_by=partition_set,
         pip_dependency_groups=["curation"],
     )
     quality_training_set = ExecutorStep(
@@ -194,7 +207,7 @@ def curation_steps(
             attribute_name=versioned(QUALITY_ATTRIBUTE),
         ),
         description="Quality label probabilities of every document of a drop (mirrored attribute files).",
-        partitioned_by=PARTITION_SET,
+        partitioned_by=partition_set,
         pip_dependency_groups=["curation"],
     )
     dedup = ExecutorStep(
@@ -216,7 +229,7 @@ def curation_steps(
             min_paragraph_chars=versioned(min_paragraph_chars),
         ),
         description="Exact paragraph + MinHash-LSH document dedup against this and all earlier drops.",
-        partitioned_by=PARTITION_SET,
+        partitioned_by=partition_set,
         # Drop N reads the indices of every earlier drop: the engine runs drops in key order and
         # a Dagster run for drop N waits while another run is still computing drop N-1.
         sequential_partitions=True,
@@ -243,7 +256,7 @@ def curation_steps(
             ],
         ),
         description="Cleaned documents of a drop: quality filter and dedup applied.",
-        partitioned_by=PARTITION_SET,
+        partitioned_by=partition_set,
     )
     return {
         "raw": raw,

@@ -91,7 +91,7 @@ def test_curation_of_two_drops_and_tokenize_on_gcs(gcs_prefix, prefix):
 
     by_role = tokenize_steps()
     steps = list(by_role.values())
-    partitions = {"drops": ["drop-001", "drop-002"]}
+    partitions = {curation.PARTITION_SET: ["drop-001", "drop-002"]}
     on_gcs, local = StepGraph(steps, gcs_prefix, partitions), StepGraph(steps, prefix, partitions)
     assert [n.hash for n in on_gcs.topological()] == [n.hash for n in local.topological()]
     assert curation.discover_drops(gcs_prefix) == ["drop-001", "drop-002"]
