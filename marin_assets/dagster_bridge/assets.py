@@ -147,7 +147,7 @@ def _make_compute(
                     executor,
                     (node, partition),
                     graph,
-                    lambda u, o, r: _record_input(context, u, o, r, key_of, asset_key or key_of(node)),
+                    lambda u, o, r: _record_input(context, u, o, r, key_of, asset_key or key_of(node), prefix),
                 )
             reason = reason_for((node, partition))
             outcome = executor.execute_unit((node, partition), graph)
@@ -196,6 +196,8 @@ def _make_compute(
                 passed, check_meta = check.fn(outcome.output_path, partition, prefix)
             except Exception as exc:  # noqa: BLE001 - a broken check is a failed check, not a failed asset
                 passed, check_meta = False, {"error": f"{type(exc).__name__}: {exc}"}
+            if partition is not None:  # the check's view names the drop it judged
+                check_meta = {"partition": partition, **check_meta}
             check_results.append(
                 dg.AssetCheckResult(
                     asset_key=asset_key,
@@ -203,6 +205,7 @@ def _make_compute(
                     passed=bool(passed),
                     metadata=to_dagster_metadata(check_meta),
                     severity=dg.AssetCheckSeverity.ERROR,
+                    description=f"partition {partition}" if partition is not None else None,
                 )
             )
         return dg.MaterializeResult(
@@ -222,8 +225,10 @@ def _record_input(
     reason: str,
     key_of: Callable[[ResolvedStep], dg.AssetKey],
     for_key: dg.AssetKey,
+    prefix: str,
 ) -> None:
-    """Record an input this run brought along as a materialization of its own asset."""
+    """Record an input this run brought along as a materialization of its own asset, with what
+    a materialization of its own records (browser link, version, code version, seconds)."""
     node, partition = unit
     if outcome.action == "ran":
         context.log.info(f"{unit_label(unit)}: input computed first ({reason})")
@@ -232,12 +237,16 @@ def _record_input(
             asset_key=key_of(node),
             partition=partition,
             metadata={
+                **to_dagster_metadata(read_metadata(outcome.output_path)),
                 "dagster/uri": uri_metadata(outcome.output_path),
                 "marin/cached": dg.MetadataValue.bool(outcome.action != "ran"),
                 "marin/action": dg.MetadataValue.text(f"{outcome.action} (input of {for_key.to_user_string()})"),
                 "marin/reason": dg.MetadataValue.text(reason),
                 "marin/hash": dg.MetadataValue.text(node.hash),
-                **to_dagster_metadata(read_metadata(outcome.output_path)),
+                "marin/code_version": dg.MetadataValue.text(code_version_of(node)),
+                "marin/version": dg.MetadataValue.json(_plain_version(node)),
+                "marin/seconds": dg.MetadataValue.float(round(outcome.seconds, 3)),
+                **_browser_link(outcome.output_path, prefix),
             },
         )
     )
@@ -280,9 +289,11 @@ def _browser_link(output_path: str, prefix: str) -> dict[str, Any]:
 def _static_metadata(node: ResolvedStep, prefix: str) -> dict[str, Any]:
     step = node.step
     # Few entries on purpose: each is two serialized objects per asset in every snapshot the
-    # webserver loads (a 10,000-step location pays ~0.3 s per entry). The step's name, function and
-    # browser link are in the description (a plain string); its hash is the code version.
-    meta: dict[str, Any] = {}
+    # webserver loads (a 10,000-step location pays ~0.3 s per entry). The step's name and function
+    # are in the description (a plain string); its hash is the code version. The browser link is an
+    # entry (a link in the UI) rather than markdown in the description, which the catalog shows raw.
+    folder = node.output_path.rpartition("/")[0] if depends_on_partition_set(node) else node.output_path
+    meta: dict[str, Any] = _browser_link(folder, prefix)
     if depends_on_partition_set(node):
         # Its hash and path follow the drops it consumes, which change without a code reload:
         # materializations carry them (marin/hash, dagster/uri); the definition shows the pattern.
@@ -303,14 +314,11 @@ def _static_metadata(node: ResolvedStep, prefix: str) -> dict[str, Any]:
 
 
 def _description(node: ResolvedStep, prefix: str) -> str:
-    """The asset's description (markdown): the step's own, then which step and function it runs and
-    a link to its output in the data browser (its folder of versions when the drops change its hash)."""
+    """The asset's description: the step's own, then which step and function it runs. No markdown
+    link: the asset catalog shows descriptions as plain text (the browser link is ``marin/browser``
+    in the definition metadata, which the UI renders as a link)."""
     own = node.step.description
-    folder = node.output_path.rpartition("/")[0] if depends_on_partition_set(node) else node.output_path
-    url = browser_url(folder, prefix)
-    where = f"Step `{node.name}`, function `{function_name(node.step.fn)}`" + (
-        f" · [browse its output]({url})" if url else ""
-    )
+    where = f"Step `{node.name}`, function `{function_name(node.step.fn)}`"
     return f"{own}\n\n{where}" if own else where
 
 

@@ -252,13 +252,22 @@ def build_landing_sensor(
         f"drop in <prefix>/landing/{source}/.",
     )
     def _landing_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        known: set[str] = set()
+
+        def has_partition(key: str) -> bool:
+            # One query for the set, the first time a tick asks (a fresh sensor asks for every drop).
+            if not known:
+                known.update(context.instance.get_dynamic_partitions(partitions_def.name))
+                known.add("")  # asked once even when the set is empty
+            return key in known
+
         try:
             prefix = prefix_resolver()
             new, cursor, _ = evaluate_landing(
                 prefix,
                 source,
                 context.cursor,
-                lambda key: context.instance.has_dynamic_partition(partitions_def.name, key),
+                has_partition,
                 context.log,
                 landing_dir,
                 (lambda: materialized_everywhere(context.instance, processed_keys)) if processed_keys else None,

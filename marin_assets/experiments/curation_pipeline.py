@@ -31,6 +31,7 @@ them as asset checks. They take resolved paths (a step's partition output path).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from marin_assets.classifiers.utils import DatasetConfig
@@ -43,7 +44,7 @@ from marin_assets.execution.step import (
     this_partition,
     versioned,
 )
-from marin_assets.execution.storage import join_path, read_text
+from marin_assets.execution.storage import filesystem, join_path, read_text
 from marin_assets.experiments.quality_reference import (
     NEGATIVE_DIR,
     POSITIVE_DIR,
@@ -311,21 +312,54 @@ def check_planted_duplicates_removed(
 ) -> tuple[bool, dict[str, Any]]:
     """Sample data only: planted exact/near duplicates are gone, quoted paragraphs cut.
 
-    Without a ground-truth file (real data) the check passes and says it was skipped.
+    Only copies of documents dedup saw count: originals in this drop or in an earlier drop that was
+    processed (its consolidated output sits beside this one). A copy of a document in a drop that
+    never became a partition (rejected by its checksums) is no duplicate to dedup, and is listed as
+    ``originals_not_seen``. Without a ground-truth file (real data) the check passes and says it was
+    skipped.
     """
     text = read_text(ground_truth_path) if ground_truth_path else None
     if text is None:
         return True, {"skipped": "no ground truth for this drop"}
     truth = json.loads(text)
+    seen = _processed_drops(consolidated_path) | {truth.get("drop_id")}
+
+    def counted(entry: dict[str, Any]) -> bool:
+        of_drop = entry.get("of_drop") or _drop_of(str(entry.get("of", "")))
+        return of_drop is None or of_drop in seen
+
     docs = {rec["id"]: rec["text"] for rec in _docs(consolidated_path)}
-    planted = [d["id"] for d in truth["exact_dups"] + truth["near_dups"]]
+    copies = truth["exact_dups"] + truth["near_dups"]
+    planted = [d["id"] for d in copies if counted(d)]
+    paragraphs = [d for d in truth["para_dups"] if counted(d)]
     survivors = [i for i in planted if i in docs]
-    para_left = [d["id"] for d in truth["para_dups"] if d["id"] in docs and d["paragraph"] in docs[d["id"]]]
+    para_left = [d["id"] for d in paragraphs if d["id"] in docs and d["paragraph"] in docs[d["id"]]]
     passed = not survivors and not para_left
     return passed, {
         "planted_document_duplicates": len(planted),
         "surviving_document_duplicates": len(survivors),
-        "planted_paragraph_duplicates": len(truth["para_dups"]),
+        "planted_paragraph_duplicates": len(paragraphs),
         "surviving_paragraph_duplicates": len(para_left),
+        "originals_not_seen": len(copies) - len(planted) + len(truth["para_dups"]) - len(paragraphs),
         "examples": (survivors + para_left)[:5],
     }
+
+
+_SAMPLE_ID = re.compile(r"^(.+)-\d{6}$")
+
+
+def _drop_of(doc_id: str) -> str | None:
+    """The drop of a sample document id (``drop-002-000123`` -> ``drop-002``); None when unknown."""
+    match = _SAMPLE_ID.match(doc_id)
+    return match.group(1) if match else None
+
+
+def _processed_drops(partition_path: str) -> set[str]:
+    """The partitions of a step whose outputs sit beside ``partition_path`` (``<step output>/<drop>``)."""
+    parent = partition_path.rstrip("/").rsplit("/", 1)[0]
+    fs, path = filesystem(parent)
+    try:
+        entries = fs.ls(path, detail=True)
+    except FileNotFoundError:
+        return set()
+    return {e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory"}

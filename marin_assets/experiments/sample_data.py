@@ -464,12 +464,17 @@ def generate_drop(
         truth["labels"][page.id] = page.label
         if page.lq_style:
             truth["lq_styles"][page.id] = page.lq_style
+        # "of_drop": the drop holding the original -- a copy of a document in a drop dedup never saw
+        # (one its checksums rejected) is no duplicate to it.
+        of_drop = page.of.rsplit("-", 1)[0] if page.of else None
         if page.kind == "exact_dup":
-            truth["exact_dups"].append({"id": page.id, "of": page.of})
+            truth["exact_dups"].append({"id": page.id, "of": page.of, "of_drop": of_drop})
         elif page.kind == "near_dup":
-            truth["near_dups"].append({"id": page.id, "of": page.of})
+            truth["near_dups"].append({"id": page.id, "of": page.of, "of_drop": of_drop})
         elif page.kind == "para_dup":
-            truth["para_dups"].append({"id": page.id, "of": page.of, "paragraph": page.quoted_paragraph})
+            truth["para_dups"].append(
+                {"id": page.id, "of": page.of, "of_drop": of_drop, "paragraph": page.quoted_paragraph}
+            )
     return records, truth
 
 
