@@ -8,9 +8,9 @@ import gc
 import os
 
 from marin_assets.definitions import build_definitions
-from marin_assets.execution import experiment
+from marin_assets.execution import discovery
 
-experiment.FALLBACK_ROOT = os.path.dirname(os.path.abspath(__file__))
+discovery.FALLBACK_ROOT = os.path.dirname(os.path.abspath(__file__))
 
 # A large location allocates objects that live as long as the process (~640,000 tracked ones at
 # 10,000 steps), and Python's generational collector rescans them again and again while they are

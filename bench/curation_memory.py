@@ -57,7 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=10_000)
     args = parser.parse_args()
-    from marin_assets.landing.sample_data import SampleConfig, write_drop
+    from marin_assets.experiments.sample_data import SampleConfig, write_drop
 
     work = tempfile.mkdtemp(prefix="bench-mem-")
     write_drop(work, "drop-001", SampleConfig(docs_per_drop=args.docs, files_per_drop=4), "bench")

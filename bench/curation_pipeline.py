@@ -45,7 +45,7 @@ def _write_warc_file(path: str, drop_id: str, pages: int, start: int, stop: int)
     """Pages ``start..stop-1`` of the drop as one .warc.gz file; its manifest entry."""
     import hashlib
 
-    from marin_assets.landing.sample_data import SampleConfig, iter_pages, truth_created
+    from marin_assets.experiments.sample_data import SampleConfig, iter_pages, truth_created
     from marin_assets.transform.raw.warc_writer import WarcPage, write_warc_gz
 
     date = truth_created(drop_id)
@@ -63,7 +63,7 @@ def _write_warc_file(path: str, drop_id: str, pages: int, start: int, stop: int)
 
 
 def _pages_between(drop_id: str, config: Any, start: int, stop: int, iter_pages: Any) -> Any:
-    from marin_assets.landing import sample_data
+    from marin_assets.experiments import sample_data
 
     generator = getattr(sample_data, "_Generator", None)
     if generator is None:  # the generator's internals moved: fall back to the public stream
@@ -86,7 +86,7 @@ def write_warc_drop(prefix: str, drop_id: str, pages: int, files: int, workers: 
     import concurrent.futures
     import multiprocessing
 
-    from marin_assets.landing.sample_data import truth_created
+    from marin_assets.experiments.sample_data import truth_created
 
     drop_dir = os.path.join(prefix, "landing", SOURCE, drop_id)
     manifest_path = os.path.join(drop_dir, "manifest.json")

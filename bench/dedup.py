@@ -26,7 +26,7 @@ import time
 
 from marin_assets.core.io import list_files, read_jsonl_gz
 from marin_assets.experiments.curation_pipeline import CURATION_EXTRACTION
-from marin_assets.landing.sample_data import SampleConfig, ground_truth_path, write_drop
+from marin_assets.experiments.sample_data import SampleConfig, ground_truth_path, write_drop
 from marin_assets.processing.classification.dedupe import DedupeConfig, dedupe
 from marin_assets.transform.raw.process import RawConfig, run_raw
 from marin_assets.transform.simple_html_to_md.process import SimpleHtmlToMdConfig, html_to_md

@@ -28,7 +28,7 @@ import time
 from marin_assets.core.io import JsonlShardWriter, iter_records, list_files, read_jsonl
 from marin_assets.core.shard_stage import ShardPool, shard_pool
 from marin_assets.experiments.curation_pipeline import CURATION_EXTRACTION
-from marin_assets.landing.sample_data import SampleConfig, write_drop
+from marin_assets.experiments.sample_data import SampleConfig, write_drop
 from marin_assets.transform.raw.process import RawConfig, run_raw
 from marin_assets.transform.simple_html_to_md.process import SimpleHtmlToMdConfig, html_to_md
 from marin_assets.web.convert import convert_page

@@ -23,7 +23,7 @@ import time
 import zstandard
 
 from marin_assets.core.shard_stage import Quarantine
-from marin_assets.landing.sample_data import SampleConfig, iter_pages
+from marin_assets.experiments.sample_data import SampleConfig, iter_pages
 from marin_assets.transform.raw.warc_reader import _warc_document, read_warc
 from marin_assets.transform.raw.warc_writer import WarcPage, encode_warc_gz
 

@@ -1,13 +1,14 @@
 """The Dagster ``Definitions`` of the marin-dagster code location.
 
 Every experiment script the project lists (``[tool.marin] experiments`` in ``pyproject.toml``, or
-``$MARIN_EXPERIMENTS``; see :mod:`marin_assets.execution.experiment`) becomes an asset group named
+``$MARIN_EXPERIMENTS``; see :mod:`marin_assets.execution.discovery`) becomes an asset group named
 after it (one asset per step; every group's steps run in shared ops, one per partition set), and a
 script that declares ``EXPERIMENT`` an asset job ``<script>_job``. A script that fails to import or
 to build shows as its group's error (an asset ``experiment_errors/<script>`` whose description
-holds the traceback) while every other group loads. An experiment whose partitioned steps read a
-landing zone (``landing/<source>``) gets a drop job and a landing sensor for that source, and the
-landing zone an observable asset listing its drops. Resources come from ``marin_resources``: the
+holds the traceback) while every other group loads. An experiment whose partition set's declared
+source is a landing zone (:class:`~marin_assets.landing.zone.LandingDrops`, declared by the step
+that reads it) gets a drop job and a landing sensor for that source, and the landing zone an
+observable asset listing its drops. Resources come from ``marin_resources``: the
 storage root (``$MARIN_PREFIX`` or ``./data``) and Ray (``$RAY_ADDRESS`` or an embedded local Ray).
 """
 
@@ -20,7 +21,8 @@ from collections.abc import Sequence
 import dagster as dg
 
 from marin_assets.dagster_bridge.assets import SOURCE_TAG, StepAssetMember, assemble_step_ops, step_asset_members
-from marin_assets.dagster_bridge.landing_assets import build_landing_status_sensor, landing_zone_asset
+from marin_assets.dagster_bridge.landing_assets import build_landing_status_sensor, landing_key, landing_zone_asset
+from marin_assets.dagster_bridge.landing_sensor import build_landing_sensor
 from marin_assets.dagster_bridge.location_graph import (
     AssetKeys,
     asset_key_for,
@@ -30,9 +32,10 @@ from marin_assets.dagster_bridge.location_graph import (
 )
 from marin_assets.dagster_bridge.maintenance_jobs import MAINTENANCE_JOBS
 from marin_assets.dagster_bridge.partition_sets import build_partition_set_sensor, partition_set_assets
+from marin_assets.execution.declarations import Experiment, declared_partition_sources
+from marin_assets.execution.discovery import Script, discover
 from marin_assets.execution.executor_main import default_prefix
-from marin_assets.execution.experiment import Experiment, Script, discover, landing_dirs, landing_source
-from marin_assets.landing.sensor import build_landing_sensor
+from marin_assets.landing.zone import LandingDrops
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
 logger = logging.getLogger("marin.definitions")
@@ -65,8 +68,15 @@ def _experiment_definitions(
     emitted: dict[dg.AssetKey, str],
     claimed_sources: dict[str, str],
     prefix: str,
+    set_sources: dict[str, str] | None = None,
 ) -> tuple[list, list, list, list, list]:
-    """Asset members, jobs, schedules, sensors and landing assets of one experiment (raises on a bad one)."""
+    """Asset members, jobs, schedules, sensors and landing assets of one experiment (raises on a bad one).
+
+    ``claimed_sources`` (landing source -> experiment watching it) and ``set_sources`` (partition
+    set -> the landing source feeding it) are shared by the location's experiments (mutated): each
+    source has one sensor, and a partition set holds the drops of one source only.
+    """
+    set_sources = {} if set_sources is None else set_sources
     members = step_asset_members(experiment, partitions_defs, prefix, keys, graph, emitted)
     partition_sets = {m.partition_set for m in members if m.partition_set is not None}
     if len(partition_sets) > 1:
@@ -106,16 +116,30 @@ def _experiment_definitions(
                 default_status=dg.DefaultScheduleStatus.STOPPED,
             )
         )
-    # A landing zone the experiment's raw step reads (and no earlier experiment watches): a new
-    # drop there adds a partition and runs every asset of that drop (raw -> ... -> consolidated)
+    # A landing zone declared as a partition set's source (and no earlier experiment watches): a
+    # new drop there adds a partition and runs every asset of that drop (raw -> ... -> consolidated)
     # in one run; partition-free inputs (the classifier) come along with the first run that finds
     # them missing. Steps that read every drop (training) are not in it: a schedule or an explicit
     # request runs them.
     partitioned = [n.step for n in graph.topological() if n.partitioned_by is not None]
-    for set_name, landing_dir in (landing_dirs(partitioned) if partitioned else {}).items():
-        source = landing_source(landing_dir)
+    declared = {**declared_partition_sources(partitioned), **experiment.partitions}
+    for set_name, drops in sorted(declared.items()):
         definition = partitions_defs.get(set_name)
-        if source is None or source in claimed_sources or not isinstance(definition, dg.DynamicPartitionsDefinition):
+        if not isinstance(drops, LandingDrops) or not isinstance(definition, dg.DynamicPartitionsDefinition):
+            continue
+        source = drops.source
+        owner = set_sources.get(set_name)
+        if owner is not None and owner != source:
+            raise ValueError(
+                f"partition set {set_name!r} holds the drops of landing source {owner!r} already; "
+                f"{drops.landing_dir!r} needs a set of its own (e.g. curation_steps(..., partition_set=...))"
+            )
+        # The lineage edge landing/<source> -> the steps reading it (their raw asset).
+        readers = {keys.key_for(n) for n in graph.topological() if n.step.partition_source == drops}
+        for member in members:
+            if member.spec.key in readers:
+                member.spec = member.spec.merge_attributes(deps=[dg.AssetDep(landing_key(source))])
+        if source in claimed_sources:
             continue
         local_keys = [keys.key_for(n) for n in partition_local_steps(graph, set_name)]
         drop_job = dg.define_asset_job(
@@ -129,9 +153,19 @@ def _experiment_definitions(
             tags={"marin/curation": source, "marin/experiment": experiment.name},
         )
         jobs.append(drop_job)
-        sensors.append(build_landing_sensor(drop_job, definition, default_prefix, source=source))
+        sensors.append(
+            build_landing_sensor(
+                drop_job,
+                definition,
+                default_prefix,
+                source=source,
+                landing_dir=drops.landing_dir,
+                processed_keys=local_keys,
+            )
+        )
         claimed_sources[source] = experiment.name
-        landing.append((source, set_name, local_keys))
+        set_sources[set_name] = source
+        landing.append((drops, set_name, local_keys))
     return members, jobs, schedules, sensors, landing
 
 
@@ -166,7 +200,7 @@ def build_definitions(
     experiment_list: Sequence[Experiment] | None = None, scripts: Sequence[Script] | None = None
 ) -> dg.Definitions:
     """Assets, jobs and resources of ``experiment_list``, or of the discovered ``scripts``
-    (default: :func:`~marin_assets.execution.experiment.discover`)."""
+    (default: :func:`~marin_assets.execution.discovery.discover`)."""
     errors: list[tuple[str, str, str]] = []  # (group, where, traceback or hint)
     if experiment_list is None:
         scripts = discover() if scripts is None else scripts
@@ -184,6 +218,7 @@ def build_definitions(
     partitions_defs: dict[str, dg.PartitionsDefinition] = {}
     emitted: dict[dg.AssetKey, str] = {}
     claimed_sources: dict[str, str] = {}
+    set_sources: dict[str, str] = {}
     members: list[StepAssetMember] = []
     assets: list = []
     jobs: list = []
@@ -195,7 +230,9 @@ def build_definitions(
             continue
         before = dict(emitted)
         try:
-            parts = _experiment_definitions(experiment, graph, keys, partitions_defs, emitted, claimed_sources, prefix)
+            parts = _experiment_definitions(
+                experiment, graph, keys, partitions_defs, emitted, claimed_sources, prefix, set_sources
+            )
         except Exception:  # noqa: BLE001 - isolate: every other group still loads
             if scripts is None:
                 raise  # an explicit list (tests, custom locations): fail loudly as before
@@ -215,7 +252,7 @@ def build_definitions(
         sensors.append(build_partition_set_sensor(set_names))
     if landing:
         # The drops of each watched landing zone, with their status, as an observable asset.
-        assets.extend(landing_zone_asset(source, set_name, local) for source, set_name, local in landing)
+        assets.extend(landing_zone_asset(drops, set_name, local) for drops, set_name, local in landing)
         sensors.append(build_landing_status_sensor(landing))
     return dg.Definitions(
         assets=[*assets, *partition_set_assets(set_names)],

@@ -106,7 +106,7 @@ def test_quickstart_end_to_end_then_fully_cached(prefix, dagster_home):
         stop_embedded_head(ray_tmp)
         shutil.rmtree(ray_tmp, ignore_errors=True)
     steps = quickstart.build_steps("test")
-    graph = StepGraph([steps["evaluation"]], prefix, {"drops": DROPS})
+    graph = StepGraph([steps["evaluation"]], prefix, {curation.PARTITION_SET: DROPS})
     units = [(n, p) for n in graph.topological() for p in (DROPS if n.partitioned_by else [None])]
     assert first["ran"] == len(units)
     check_output(first_lines, len(units), dagster_home)

@@ -35,11 +35,11 @@ from marin_assets.dagster_bridge.unit_run import (
     reason_for,
     unit_label,
 )
+from marin_assets.execution.declarations import Experiment as Experiment  # re-exported (declared Dagster-free)
+from marin_assets.execution.declarations import StepCheck as StepCheck
+from marin_assets.execution.declarations import StepSchedule as StepSchedule
+from marin_assets.execution.declarations import partition_sources
 from marin_assets.execution.executor_main import PartitionSource, default_prefix, resolve_partitions
-from marin_assets.execution.experiment import Experiment as Experiment  # re-exported (declared Dagster-free)
-from marin_assets.execution.experiment import StepCheck as StepCheck
-from marin_assets.execution.experiment import StepSchedule as StepSchedule
-from marin_assets.execution.experiment import landing_partition_sources
 from marin_assets.execution.runner import (
     ExecutorOptions,
     StepFailedError,
@@ -149,7 +149,7 @@ def _make_compute(
                     executor,
                     (node, partition),
                     graph,
-                    lambda u, o, r: _record_input(context, u, o, r, key_of, asset_key or key_of(node)),
+                    lambda u, o, r: _record_input(context, u, o, r, key_of, asset_key or key_of(node), prefix),
                 )
             reason = reason_for((node, partition))
             # The browser and the maintenance commands read lineage from experiment records.
@@ -200,6 +200,8 @@ def _make_compute(
                 passed, check_meta = check.fn(outcome.output_path, partition, prefix)
             except Exception as exc:  # noqa: BLE001 - a broken check is a failed check, not a failed asset
                 passed, check_meta = False, {"error": f"{type(exc).__name__}: {exc}"}
+            if partition is not None:  # the check's view names the drop it judged
+                check_meta = {"partition": partition, **check_meta}
             check_results.append(
                 dg.AssetCheckResult(
                     asset_key=asset_key,
@@ -207,6 +209,7 @@ def _make_compute(
                     passed=bool(passed),
                     metadata=to_dagster_metadata(check_meta),
                     severity=dg.AssetCheckSeverity.ERROR,
+                    description=f"partition {partition}" if partition is not None else None,
                 )
             )
         return dg.MaterializeResult(
@@ -226,8 +229,10 @@ def _record_input(
     reason: str,
     key_of: Callable[[ResolvedStep], dg.AssetKey],
     for_key: dg.AssetKey,
+    prefix: str,
 ) -> None:
-    """Record an input this run brought along as a materialization of its own asset."""
+    """Record an input this run brought along as a materialization of its own asset, with what
+    a materialization of its own records (browser link, version, code version, seconds)."""
     node, partition = unit
     if outcome.action == "ran":
         context.log.info(f"{unit_label(unit)}: input computed first ({reason})")
@@ -236,12 +241,16 @@ def _record_input(
             asset_key=key_of(node),
             partition=partition,
             metadata={
+                **to_dagster_metadata(read_metadata(outcome.output_path)),
                 "dagster/uri": uri_metadata(outcome.output_path),
                 "marin/cached": dg.MetadataValue.bool(outcome.action != "ran"),
                 "marin/action": dg.MetadataValue.text(f"{outcome.action} (input of {for_key.to_user_string()})"),
                 "marin/reason": dg.MetadataValue.text(reason),
                 "marin/hash": dg.MetadataValue.text(node.hash),
-                **to_dagster_metadata(read_metadata(outcome.output_path)),
+                "marin/code_version": dg.MetadataValue.text(code_version_of(node)),
+                "marin/version": dg.MetadataValue.json(_plain_version(node)),
+                "marin/seconds": dg.MetadataValue.float(round(outcome.seconds, 3)),
+                **_browser_link(outcome.output_path, prefix),
             },
         )
     )
@@ -284,9 +293,11 @@ def _browser_link(output_path: str, prefix: str) -> dict[str, Any]:
 def _static_metadata(node: ResolvedStep, prefix: str) -> dict[str, Any]:
     step = node.step
     # Few entries on purpose: each is two serialized objects per asset in every snapshot the
-    # webserver loads (a 10,000-step location pays ~0.3 s per entry). The step's name, function and
-    # browser link are in the description (a plain string); its hash is the code version.
-    meta: dict[str, Any] = {}
+    # webserver loads (a 10,000-step location pays ~0.3 s per entry). The step's name and function
+    # are in the description (a plain string); its hash is the code version. The browser link is an
+    # entry (a link in the UI) rather than markdown in the description, which the catalog shows raw.
+    folder = node.output_path.rpartition("/")[0] if depends_on_partition_set(node) else node.output_path
+    meta: dict[str, Any] = _browser_link(folder, prefix)
     if depends_on_partition_set(node):
         # Its hash and path follow the drops it consumes, which change without a code reload:
         # materializations carry them (marin/hash, dagster/uri); the definition shows the pattern.
@@ -307,14 +318,11 @@ def _static_metadata(node: ResolvedStep, prefix: str) -> dict[str, Any]:
 
 
 def _description(node: ResolvedStep, prefix: str) -> str:
-    """The asset's description (markdown): the step's own, then which step and function it runs and
-    a link to its output in the data browser (its folder of versions when the drops change its hash)."""
+    """The asset's description: the step's own, then which step and function it runs. No markdown
+    link: the asset catalog shows descriptions as plain text (the browser link is ``marin/browser``
+    in the definition metadata, which the UI renders as a link)."""
     own = node.step.description
-    folder = node.output_path.rpartition("/")[0] if depends_on_partition_set(node) else node.output_path
-    url = browser_url(folder, prefix)
-    where = f"Step `{node.name}`, function `{function_name(node.step.fn)}`" + (
-        f" · [browse its output]({url})" if url else ""
-    )
+    where = f"Step `{node.name}`, function `{function_name(node.step.fn)}`"
     return f"{own}\n\n{where}" if own else where
 
 
@@ -366,9 +374,9 @@ def step_asset_members(
     into assets: an experiment that builds on another (the quickstart on curation) reuses them.
     ``partitions_defs`` is shared across experiments (mutated): one DynamicPartitionsDefinition per set.
     """
-    try:  # partition sets without a source: the landing zone's drops, or an error at run time
+    try:  # partition sets without a given source: the one their steps declare, or an error at run time
         sources: tuple[Mapping[str, PartitionSource], str | None] = (
-            landing_partition_sources(
+            partition_sources(
                 experiment.steps,
                 experiment.partitions,
                 [n.step for n in graph.topological() if n.partitioned_by is not None],

@@ -17,8 +17,8 @@ import threading
 from collections.abc import Mapping
 
 from marin_assets.dagster_bridge.unit_run import is_explicit_request
+from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.executor_main import write_experiment_record
-from marin_assets.execution.experiment import Experiment
 from marin_assets.execution.versioning import StepGraph
 
 logger = logging.getLogger("marin.executor")

@@ -14,18 +14,35 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import dagster as dg
 
+from marin_assets.dagster_bridge.cursors import compact_ids, dump_cursor, expand_ids, load_cursor, mapping
+from marin_assets.dagster_bridge.landing_sensor import RUN_TAG
 from marin_assets.execution.executor_main import default_prefix
-from marin_assets.landing.zone import STATUS_VALID, drop_sort_key, scan_landing_zone, validate_drop
+from marin_assets.execution.storage import join_path, read_many
+from marin_assets.landing.zone import (
+    MANIFEST,
+    STATUS_VALID,
+    LandingDrops,
+    content_fingerprint,
+    drop_sort_key,
+    list_drop_folders,
+    scan_source,
+    validate_drop,
+)
 
 SENSOR_NAME = "landing_status"
 STATUS_PROCESSED = "processed"
+STATUS_FAILED = "failed"
+PROCESSED_ROWS_SHOWN = 500
+"""The table shows every drop not processed, and the latest processed ones up to this many."""
 _SCHEMA = dg.TableSchema(
     columns=[
         dg.TableColumn("drop", "string"),
-        dg.TableColumn("status", "string", description="valid | incomplete | rejected | processed"),
+        dg.TableColumn("status", "string", description="valid | incomplete | rejected | failed | processed"),
         dg.TableColumn("reason", "string", description="why a drop is rejected"),
         dg.TableColumn("files", "int"),
         dg.TableColumn("path", "string"),
@@ -39,45 +56,162 @@ def landing_key(source: str) -> dg.AssetKey:
 
 
 def drop_rows(
-    instance: dg.DagsterInstance, prefix: str, source: str, local_keys: Sequence[dg.AssetKey], verify: bool
+    instance: dg.DagsterInstance,
+    prefix: str,
+    source: str | LandingDrops,
+    local_keys: Sequence[dg.AssetKey],
+    verify: bool,
+    state: dict[str, Any] | None = None,
 ) -> list[dict[str, object]]:
-    """One row per drop folder of ``source``; a valid drop every drop-job asset holds is ``processed``."""
+    """One row per drop folder of ``source`` (a name below ``<prefix>/landing``, or the declared
+    :class:`LandingDrops`); a valid drop every drop-job asset holds is ``processed``, one whose
+    latest run failed (and is not processed) ``failed``. ``state``: see :func:`zone_rows`."""
+    drops = source if isinstance(source, LandingDrops) else LandingDrops(f"landing/{source}")
     processed: set[str] | None = None
     for key in local_keys:
         done = set(instance.get_materialized_partitions(key))
         processed = done if processed is None else processed & done
-    rows = []
-    for drop in sorted(
-        scan_landing_zone(prefix, source, verify_checksums=verify), key=lambda d: drop_sort_key(d.drop_id)
-    ):
-        status, reason = drop.status, drop.reason
-        if status == STATUS_VALID and processed is not None and drop.drop_id in processed:
-            status = STATUS_PROCESSED
-        elif status == STATUS_VALID and not verify:
-            # Not processed: its checksums decide, so a drop the landing sensor rejects never reads "valid".
-            status, reason, _ = validate_drop(drop.path, drop.drop_id, verify_checksums=True)
-        files = drop.manifest.get("files", []) if isinstance(drop.manifest, dict) else []
-        rows.append(
-            {
-                "drop": drop.drop_id,
-                "status": status,
-                "reason": reason,
-                "files": len(files) if isinstance(files, list) else 0,
-                "path": drop.path,
-            }
-        )
-    return rows
+    failed = failed_runs(instance, drops.source)
+    return zone_rows(drops.folder(prefix), drops.source, processed, verify, state, failed)
+
+
+def failed_runs(instance: dg.DagsterInstance, source: str) -> dict[str, str]:
+    """Drop -> id of its latest failed run, for the runs of ``source``'s drops (sensor or UI)."""
+    runs = instance.get_runs(
+        filters=dg.RunsFilter(tags={RUN_TAG: source}, statuses=[dg.DagsterRunStatus.FAILURE]), limit=1000
+    )
+    out: dict[str, str] = {}
+    for run in runs:  # newest first
+        drop = run.tags.get("marin/drop") or run.tags.get("dagster/partition")
+        if drop:
+            out.setdefault(drop, run.run_id)
+    return out
+
+
+def _row(drop: str, status: str, reason: str, files: int, path: str) -> dict[str, object]:
+    return {"drop": drop, "status": status, "reason": reason, "files": files, "path": path}
+
+
+def zone_rows(
+    folder: str,
+    source: str,
+    processed: set[str] | None,
+    verify: bool,
+    state: dict[str, Any] | None = None,
+    failed: dict[str, str] | None = None,
+) -> list[dict[str, object]]:
+    """The drop table of one source's folder.
+
+    Without ``state`` every drop is read (*Observe*; ``verify``: every drop's checksums). With
+    ``state`` -- the ``landing_status`` sensor's memory of the zone, updated in place -- a tick
+    costs O(drops not processed yet): a processed drop is read once, then its row comes from
+    ``state``; a drop not processed is checked cheaply each time and its checksums hashed again
+    only when its content fingerprint changed (so a drop the landing sensor rejects never reads
+    ``valid``).
+    """
+    failed = failed or {}
+    rows: list[dict[str, object]] = []
+
+    def settle(drop: str, status: str, reason: str, files: int, path: str) -> str:
+        if status == STATUS_VALID and processed is not None and drop in processed:
+            return STATUS_PROCESSED
+        if status == STATUS_VALID and drop in failed:
+            return STATUS_FAILED
+        return status
+
+    if state is None:
+        for drop in scan_source(folder, source, verify_checksums=verify):
+            status, reason = drop.status, drop.reason
+            if status == STATUS_VALID and not verify and (processed is None or drop.drop_id not in processed):
+                # Not processed: its checksums decide, so a drop the landing sensor rejects never reads "valid".
+                status, reason, _ = validate_drop(drop.path, drop.drop_id, verify_checksums=True)
+            files = drop.manifest.get("files", []) if isinstance(drop.manifest, dict) else []
+            files_n = len(files) if isinstance(files, list) else 0
+            status = settle(drop.drop_id, status, reason, files_n, drop.path)
+            if status == STATUS_FAILED:
+                reason = f"run {failed[drop.drop_id]} failed"
+            rows.append(_row(drop.drop_id, status, reason, files_n, drop.path))
+        return sorted(rows, key=lambda r: drop_sort_key(str(r["drop"])))
+
+    settled: dict[str, int] = {}
+    for files_n, ids in mapping(state, "processed").items():
+        if files_n.isdigit():
+            settled.update(dict.fromkeys(expand_ids(ids), int(files_n)))
+    stored = dict(settled)
+    checked = mapping(state, "checked")
+    new_settled: dict[str, int] = {}
+    new_checked: dict[str, list[str]] = {}
+    listed = [(d, p) for d, p in list_drop_folders(folder) if not d.startswith((".", "_"))]
+    done = processed or set()
+    # Processed drops seen for the first time: their manifests in one concurrent read (file counts).
+    first_seen = {join_path(p, MANIFEST): d for d, p in listed if d in done and d not in settled}
+    for manifest_path, data in read_many(list(first_seen)).items():
+        try:
+            files = json.loads(data).get("files")
+        except (ValueError, AttributeError):
+            continue  # read again (validated) below
+        if isinstance(files, list):
+            settled[first_seen[manifest_path]] = len(files)
+
+    def examine(drop_id: str, path: str) -> tuple[str, str, int, list[str] | None]:
+        status, reason, manifest = validate_drop(path, drop_id, verify_checksums=False)
+        files = manifest.get("files", []) if isinstance(manifest, dict) else []
+        files_n = len(files) if isinstance(files, list) else 0
+        if status != STATUS_VALID or drop_id in done:
+            return status, reason, files_n, None
+        fingerprint = content_fingerprint(path, manifest)
+        cached = checked.get(drop_id)
+        if isinstance(cached, list) and len(cached) == 3 and cached[0] == fingerprint:
+            status, reason = str(cached[1]), str(cached[2])
+        else:
+            status, reason, _ = validate_drop(path, drop_id, verify_checksums=True)
+        return status, reason, files_n, [fingerprint, status, reason]
+
+    unsettled = [(d, p) for d, p in listed if not (d in done and d in settled)]
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(unsettled)))) as pool:
+        examined = dict(zip([d for d, _ in unsettled], pool.map(lambda dp: examine(*dp), unsettled), strict=True))
+    for drop_id, path in listed:
+        if drop_id not in examined:
+            new_settled[drop_id] = settled[drop_id]
+            rows.append(_row(drop_id, STATUS_PROCESSED, "", settled[drop_id], path))
+            continue
+        status, reason, files_n, check = examined[drop_id]
+        if check is not None:
+            new_checked[drop_id] = check
+        status = settle(drop_id, status, reason, files_n, path)
+        if status == STATUS_PROCESSED:
+            new_settled[drop_id] = files_n
+        elif status == STATUS_FAILED:
+            reason = f"run {failed[drop_id]} failed"
+        rows.append(_row(drop_id, status, reason, files_n, path))
+    if new_settled != stored or not isinstance(state.get("processed"), dict):  # else: stored form kept
+        by_count: dict[int, list[str]] = {}
+        for drop_id, files_n in new_settled.items():
+            by_count.setdefault(files_n, []).append(drop_id)
+        state["processed"] = {str(n): compact_ids(ids) for n, ids in sorted(by_count.items())}
+    state["checked"] = new_checked
+    return sorted(rows, key=lambda r: drop_sort_key(str(r["drop"])))
 
 
 def rows_metadata(rows: list[dict[str, object]]) -> dict[str, dg.MetadataValue]:
-    """The drop table plus a count per status (``rejected`` first in the UI's eyes)."""
+    """The drop table plus a count per status (``rejected`` first in the UI's eyes).
+
+    The table holds every drop not processed and the latest :data:`PROCESSED_ROWS_SHOWN` processed
+    ones (a zone of 10,000 drops would otherwise record 10,000 rows at every change); the counts
+    are complete.
+    """
     counts: dict[str, int] = {}
     for row in rows:
         counts[str(row["status"])] = counts.get(str(row["status"]), 0) + 1
+    processed = [i for i, row in enumerate(rows) if row["status"] == STATUS_PROCESSED]
+    hidden = set(processed[: max(0, len(processed) - PROCESSED_ROWS_SHOWN)])
+    shown = [row for i, row in enumerate(rows) if i not in hidden]
     meta: dict[str, dg.MetadataValue] = {
-        "drops": dg.MetadataValue.table([dg.TableRecord(row) for row in rows], schema=_SCHEMA),
+        "drops": dg.MetadataValue.table([dg.TableRecord(row) for row in shown], schema=_SCHEMA),
     }
-    for status in ("rejected", "incomplete", "valid", STATUS_PROCESSED):
+    if hidden:
+        meta["hidden_processed_rows"] = dg.MetadataValue.int(len(hidden))
+    for status in ("rejected", "incomplete", "valid", STATUS_FAILED, STATUS_PROCESSED):
         meta[f"count/{status}"] = dg.MetadataValue.int(counts.get(status, 0))
     rejected = [f"{row['drop']}: {row['reason']}" for row in rows if row["status"] == "rejected"]
     if rejected:
@@ -89,8 +223,9 @@ def _version(rows: list[dict[str, object]]) -> str:
     return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def landing_zone_asset(source: str, set_name: str, local_keys: Sequence[dg.AssetKey]) -> dg.SourceAsset:
-    """The observable asset of ``<prefix>/landing/<source>`` (*Observe* verifies checksums)."""
+def landing_zone_asset(drops: LandingDrops, set_name: str, local_keys: Sequence[dg.AssetKey]) -> dg.SourceAsset:
+    """The observable asset of a declared landing zone (*Observe* verifies checksums)."""
+    source = drops.source
 
     @dg.observable_source_asset(
         key=landing_key(source),
@@ -99,16 +234,20 @@ def landing_zone_asset(source: str, set_name: str, local_keys: Sequence[dg.Asset
         "valid, incomplete, rejected (and why) or processed. The landing_status sensor records every change.",
     )
     def _observe(context: dg.AssetExecutionContext) -> dg.ObserveResult:
-        rows = drop_rows(context.instance, default_prefix(), source, local_keys, verify=True)
+        rows = drop_rows(context.instance, default_prefix(), drops, local_keys, verify=True)
         return dg.ObserveResult(data_version=dg.DataVersion(_version(rows)), metadata=rows_metadata(rows))
 
     return _observe
 
 
 def build_landing_status_sensor(
-    zones: Sequence[tuple[str, str, Sequence[dg.AssetKey]]], minimum_interval_seconds: int = 30
+    zones: Sequence[tuple[LandingDrops, str, Sequence[dg.AssetKey]]], minimum_interval_seconds: int = 30
 ) -> dg.SensorDefinition:
-    """A sensor recording each landing zone's drop table when it changed (cursor: source -> version)."""
+    """A sensor recording each landing zone's drop table when it changed.
+
+    Cursor: source -> ``{"version": table hash, "zone": zone_rows' state}``; a tick costs one listing
+    per zone plus the drops not processed yet (see :func:`zone_rows`).
+    """
 
     @dg.sensor(
         name=SENSOR_NAME,
@@ -118,24 +257,26 @@ def build_landing_status_sensor(
         "of landing/<source> (see the asset's metadata table).",
     )
     def _landing_status(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        try:
-            state = json.loads(context.cursor) if context.cursor else {}
-        except json.JSONDecodeError:
-            state = {}
-        state = state if isinstance(state, dict) else {}
+        state = load_cursor(context.cursor)
         events = []
-        for source, _, local_keys in zones:
+        changed_state = False
+        for drops, _, local_keys in zones:
+            source = drops.source
+            entry = mapping(state, source)
+            zone = mapping(entry, "zone")
             try:
-                rows = drop_rows(context.instance, default_prefix(), source, local_keys, verify=False)
+                rows = drop_rows(context.instance, default_prefix(), drops, local_keys, verify=False, state=zone)
             except Exception as exc:  # noqa: BLE001 - a storage hiccup must not kill the sensor
                 context.log.warning(f"landing/{source}: listing failed: {type(exc).__name__}: {exc}")
                 continue
             version = _version(rows)
-            if state.get(source) != version:
+            if entry.get("version") != version:
                 events.append(dg.AssetObservation(asset_key=landing_key(source), metadata=rows_metadata(rows)))
-                state[source] = version
-        if not events:
+            if entry.get("version") != version or entry.get("zone") != zone:
+                state[source] = {"version": version, "zone": zone}
+                changed_state = True
+        if not changed_state:
             return dg.SkipReason("no landing zone changed")
-        return dg.SensorResult(asset_events=events, cursor=json.dumps(state, sort_keys=True))
+        return dg.SensorResult(asset_events=events, cursor=dump_cursor(state))
 
     return _landing_status

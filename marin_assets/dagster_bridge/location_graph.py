@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 import dagster as dg
 
 from marin_assets.dagster_bridge.unit_run import code_version_of
-from marin_assets.execution.experiment import Experiment, Script
+from marin_assets.execution.declarations import Experiment
+from marin_assets.execution.discovery import Script
 from marin_assets.execution.step import ExecutorStep, InputName, defining_globals
 from marin_assets.execution.versioning import ResolvedStep, StepGraph
 

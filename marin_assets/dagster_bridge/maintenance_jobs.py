@@ -9,7 +9,7 @@ experiment record).
 import dagster as dg
 from pydantic import Field
 
-from marin_assets.execution.experiment import discovered_experiments
+from marin_assets.execution.discovery import discovered_experiments
 from marin_assets.execution.maintenance import (
     apply_gc,
     apply_invalidation,

@@ -16,12 +16,12 @@ started with.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import dagster as dg
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
+from marin_assets.dagster_bridge.cursors import dump_cursor, load_cursor
 from marin_assets.execution.versioning import hash_version
 
 SENSOR_NAME = "partition_sets"
@@ -81,11 +81,7 @@ def build_partition_set_sensor(names: Sequence[str], minimum_interval_seconds: i
         description="Records the partition sets (drops) as observations whose data version changes with their keys.",
     )
     def _observe(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        try:
-            state = json.loads(context.cursor) if context.cursor else {}
-        except json.JSONDecodeError:
-            state = {}
-        state = state if isinstance(state, dict) else {}
+        state = load_cursor(context.cursor)
         events = []
         for name in names:
             keys = sorted(context.instance.get_dynamic_partitions(name))
@@ -95,6 +91,6 @@ def build_partition_set_sensor(names: Sequence[str], minimum_interval_seconds: i
                 state[name] = version
         if not events:
             return dg.SkipReason("no partition set changed")
-        return dg.SensorResult(asset_events=events, cursor=json.dumps(state, sort_keys=True))
+        return dg.SensorResult(asset_events=events, cursor=dump_cursor(state))
 
     return _observe

@@ -6,7 +6,7 @@ then finds its step SUCCESS and records a materialization -- marked as computed 
 command-line run computed it, as cached otherwise -- so the run and its lineage show in the UI.
 
 The assets are keyed as the code location keys them (its discovered experiment scripts, see
-``execution/experiment.py``): a step the location defines (same name and code version) is recorded
+``execution/discovery.py``): a step the location defines (same name and code version) is recorded
 on that defined asset, with its lineage and group. A step it does not define (a script the
 location does not list, a ``--size`` it does not show, an edit not reloaded yet) is recorded as an
 external asset, and the recording says so: a warning naming the steps and the run tag
@@ -33,7 +33,7 @@ from dagster._core.definitions.data_version import extract_data_version_from_ent
 from marin_assets.dagster_bridge.assets import RUN_ID_TAG, SOURCE_TAG, Experiment, build_step_assets
 from marin_assets.dagster_bridge.location_graph import AssetKeys, location_asset_keys, location_graphs
 from marin_assets.dagster_bridge.partition_sets import observation, partition_set_key, partition_set_version
-from marin_assets.execution.experiment import ENV_VAR, Script, discover, project_root, script_of_file
+from marin_assets.execution.discovery import ENV_VAR, Script, discover, project_root, script_of_file
 from marin_assets.execution.observers import register_run_observer
 from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.versioning import StepGraph

@@ -17,14 +17,14 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from marin_assets.execution import run_log
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
+from marin_assets.execution.declarations import PartitionSource, describe_source, partition_sources
 from marin_assets.execution.dry_run import format_plan, plan
-from marin_assets.execution.experiment import landing_partition_sources
 from marin_assets.execution.observers import load_run_observers
 from marin_assets.execution.runner import ExecutionReport, ExecutorError, ExecutorOptions, StepRunner, function_name
 from marin_assets.execution.secrets import redact_secrets
@@ -36,8 +36,6 @@ from marin_resources.storage import default_prefix as default_prefix  # re-expor
 
 logger = logging.getLogger("marin.executor")
 
-
-PartitionSource = Sequence[str] | Callable[[str], Sequence[str]]
 
 
 def resolve_partitions(partitions: Mapping[str, PartitionSource] | None, prefix: str) -> dict[str, list[str]]:
@@ -240,18 +238,18 @@ def executor_main(
     for item in args.partitions or []:
         name, _, keys = item.partition("=")
         given[name] = [k for k in keys.split(",") if k]
-    try:  # a partition set nobody gave keys for: the drops of the landing zone its steps read
-        sources = landing_partition_sources(_plain_steps(steps), given)
+    try:  # a partition set nobody gave keys for: the source its steps declare
+        sources = partition_sources(_plain_steps(steps), given)
     except ValueError as exc:
         logger.error("%s", exc)
         raise SystemExit(2) from None
     part_keys = resolve_partitions(sources, prefix)
     for name in sources.keys() - given.keys():
-        logger.info(
-            "partition set %r: %d valid drop(s) from %s", name, len(part_keys[name]), sources[name].__qualname__
-        )
+        logger.info("partition set %r: %d key(s) from %s", name, len(part_keys[name]), describe_source(sources[name]))
         if not part_keys[name]:
-            logger.warning("partition set %r is empty: no valid drop in the landing zone, its steps run nothing", name)
+            logger.warning(
+                "partition set %r is empty (%s): its steps run nothing", name, describe_source(sources[name])
+            )
     graph = StepGraph(steps, prefix, part_keys)
     if args.dry_run:
         print(format_plan(plan(graph, args.run_only, args.force_run_failed)))

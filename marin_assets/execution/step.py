@@ -228,6 +228,10 @@ class ExecutorStep(Generic[T]):
             per partition into ``<output>/<partition>/``. Does not enter the version.
         sequential_partitions: partition ``k`` waits for partition ``k-1`` (sorted keys) of the same
             step -- for incremental steps such as dedup against every earlier drop.
+        partition_source: where the keys of ``partitioned_by`` come from, declared by the step that
+            reads the data: a callable ``prefix -> keys`` (e.g. a landing zone's valid drops,
+            ``marin_assets.landing.zone.LandingDrops``) or a list of keys. Keys given to the
+            experiment or ``executor_main`` win. Does not enter the version.
     """
 
     name: str
@@ -239,6 +243,7 @@ class ExecutorStep(Generic[T]):
     resources: Any = None
     partitioned_by: str | None = None
     sequential_partitions: bool = False
+    partition_source: Any = None
 
     # Not fields (no annotation): they never enter the version, equality or ``replace`` arguments.
     definition_order = 0
@@ -252,6 +257,8 @@ class ExecutorStep(Generic[T]):
         validate_step_name(self.name)
         if self.partitioned_by is not None:
             validate_partition_key(self.partitioned_by)
+        elif self.partition_source is not None:
+            raise ValueError(f"step {self.name!r} declares a partition_source but no partitioned_by")
         object.__setattr__(self, "defined_in", _modules_being_defined())
         object.__setattr__(self, "definition_order", next(_DEFINITION_COUNTER))
 

@@ -13,20 +13,23 @@ import sys
 from collections.abc import Sequence
 
 from marin_assets.execution import ExecutorStep, executor_main
+from marin_assets.execution.declarations import Experiment, StepCheck
 from marin_assets.execution.executor_main import default_prefix
-from marin_assets.execution.experiment import Experiment, StepCheck
 from marin_assets.experiments.curation_pipeline import (
-    PARTITION_SET,
     check_classifier_accuracy,
     check_ids_unique,
     check_no_empty_text,
     check_planted_duplicates_removed,
     curation_steps,
+    default_partition_set,
 )
-from marin_assets.landing.sample_data import DEFAULT_SOURCE, SampleConfig, ground_truth_path, write_drop
-from marin_assets.landing.zone import valid_drops
+from marin_assets.experiments.sample_data import DEFAULT_SOURCE, SampleConfig, ground_truth_path, write_drop
+from marin_assets.landing.zone import LandingDrops
 
 SOURCE = DEFAULT_SOURCE
+# A landing path relative to the prefix keeps the versions identical on any bucket or folder.
+LANDING = LandingDrops(f"landing/{SOURCE}")
+PARTITION_SET = default_partition_set(LANDING.landing_dir)  # "sample-html": named after the source
 CLASSIFIER_ACCURACY_FLOOR = 0.8
 
 
@@ -36,13 +39,12 @@ def discover_drops(prefix: str) -> list[str]:
     A drop its checksums reject is not a partition, so it never enters the dedup chain. Dagster
     does not call this: its partition keys are the drops the landing sensor verified.
     """
-    return valid_drops(prefix, SOURCE, verify_checksums=True)
+    return LANDING(prefix)
 
 
 def build_steps(use_ray: bool = True) -> dict[str, ExecutorStep]:
     """The curation steps of the sample source, keyed by role."""
-    # A landing path relative to the prefix keeps the versions identical on any bucket or folder.
-    return curation_steps(f"landing/{SOURCE}", use_ray=use_ray)
+    return curation_steps(LANDING.landing_dir, use_ray=use_ray)
 
 
 def build_checks(steps: dict[str, ExecutorStep]) -> list[StepCheck]:
@@ -76,9 +78,10 @@ def build_checks(steps: dict[str, ExecutorStep]) -> list[StepCheck]:
 
 
 STEPS = build_steps()
-PARTITIONS = {PARTITION_SET: discover_drops}
+# The source the raw step declares, named here for the scripts building on this one.
+PARTITIONS = {PARTITION_SET: LANDING}
 # What the code location shows (group "curation"); the landing sensor and the drop job follow from
-# the raw step's landing zone.
+# the declared landing zone.
 EXPERIMENT = Experiment(
     steps=list(STEPS.values()),
     description="Sample HTML drops: raw -> text -> quality -> dedup -> consolidated",

@@ -14,7 +14,11 @@ function under Marin's name)::
 Every per-drop stage keeps Marin's layout: a file's output has the input file's relative path
 (``docs/<shard>.jsonl.gz`` throughout), so ``consolidate`` finds each attribute file by that path.
 
-Partitioned steps use ``partitioned_by="drops"`` and read their drop with ``this_partition()``.
+Partitioned steps use one partition set per landing source -- named after the source by default
+(``landing/web`` -> ``"web"``; ``partition_set=`` chooses another) -- and read their drop with
+``this_partition()``. The raw step declares the set's source (the valid drops of the landing zone,
+:class:`~marin_assets.landing.zone.LandingDrops`), so two sources never share a set: a drop of one
+never enters another's runs, dedup chain or partition lists.
 Dependencies: raw -> text -> quality (<- quality_model <- quality_training_set); text -> dedup;
 text + quality + dedup -> consolidated. Only dedup crosses drops (it reads the indices of earlier
 drops from its sibling partitions, see ``dedupe.py``, so drops are deduplicated in id order): a new
@@ -27,14 +31,9 @@ them as asset checks. They take resolved paths (a step's partition output path).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from marin_assets.classifiers.quality_reference import (
-    NEGATIVE_DIR,
-    POSITIVE_DIR,
-    QualityTrainingSetConfig,
-    write_quality_training_set,
-)
 from marin_assets.classifiers.utils import DatasetConfig
 from marin_assets.core.io import list_files, read_jsonl_gz
 from marin_assets.execution.step import (
@@ -45,7 +44,14 @@ from marin_assets.execution.step import (
     this_partition,
     versioned,
 )
-from marin_assets.execution.storage import join_path, read_text
+from marin_assets.execution.storage import filesystem, join_path, read_text
+from marin_assets.experiments.quality_reference import (
+    NEGATIVE_DIR,
+    POSITIVE_DIR,
+    QualityTrainingSetConfig,
+    write_quality_training_set,
+)
+from marin_assets.landing.zone import LandingDrops
 from marin_assets.processing.classification.consolidate import (
     ConsolidateConfig,
     FilterConfig,
@@ -60,7 +66,6 @@ from marin_assets.transform.raw.process import RawConfig, run_raw
 from marin_assets.transform.simple_html_to_md.process import SimpleHtmlToMdConfig, html_to_md
 from marin_resources.accelerators import CpuConfig
 
-PARTITION_SET = "drops"
 QUALITY_ATTRIBUTE = "quality"
 """Attribute name of the classifier's scores (``{label: probability}``)."""
 DUPLICATE_ATTRIBUTE = "duplicate_text"
@@ -70,10 +75,16 @@ CURATION_EXTRACTION = ResiliparseConfig(preserve_formatting=True)
 STEP_ROLES = ("raw", "text", "quality_training_set", "quality_model", "quality", "dedup", "consolidated")
 
 
+def default_partition_set(landing_dir: str) -> str:
+    """The partition set of a landing source: named after the source (``landing/web`` -> ``web``)."""
+    return LandingDrops(landing_dir).source
+
+
 def curation_steps(
     landing_dir: str,
     *,
     name_prefix: str = "curation",
+    partition_set: str | None = None,
     use_ray: bool = True,
     quality_threshold: float = 0.5,
     fasttext_epoch: int = 20,
@@ -100,6 +111,8 @@ def curation_steps(
         landing_dir: ``<prefix>/landing/<source>`` -- absolute/URL, or relative to the executor
             prefix (e.g. ``"landing/sample-html"``, which keeps versions prefix-independent).
         name_prefix: step names are ``<name_prefix>/<role>``.
+        partition_set: the partition set of the per-drop steps (default: the source's name,
+            :func:`default_partition_set`). Not versioned. Two sources must not share one.
         use_ray: the per-drop stage steps declare ``CpuConfig(num_cpus=1)`` resources, so the
             engine launches each as a Ray task and the shard-stage base runs its shards as Ray
             tasks; False: in process, shards on the local pool (``shard_stage.current_pool``).
@@ -111,6 +124,8 @@ def curation_steps(
         Other arguments: versioned parameters of the stages (see each stage's config).
     """
     landing = InputName.hardcoded(landing_dir)
+    drops = LandingDrops(landing_dir)
+    partition_set = partition_set or default_partition_set(landing_dir)
     shard_resources = CpuConfig(num_cpus=1) if use_ray else None
     raw = ExecutorStep(
         name=f"{name_prefix}/raw",
@@ -127,7 +142,9 @@ def curation_steps(
             id_key=id_key if id_key == "id" else versioned(id_key),
         ),
         description="Raw documents of a data drop as Dolma jsonl.gz shards; bad input quarantined.",
-        partitioned_by=PARTITION_SET,
+        partitioned_by=partition_set,
+        # The raw step reads the landing zone, so it declares where the partition keys come from.
+        partition_source=drops,
         pip_dependency_groups=["curation"],
     )
     text = ExecutorStep(
@@ -141,7 +158,7 @@ def curation_steps(
             config=versioned(CURATION_EXTRACTION),
         ),
         description="Main-content plain text extracted from HTML with resiliparse.",
-        partitioned_by=PARTITION_SET,
+        partitioned_by=partition_set,
         pip_dependency_groups=["curation"],
     )
     quality_training_set = ExecutorStep(
@@ -193,7 +210,7 @@ def curation_steps(
             attribute_name=versioned(QUALITY_ATTRIBUTE),
         ),
         description="Quality label probabilities of every document of a drop (mirrored attribute files).",
-        partitioned_by=PARTITION_SET,
+        partitioned_by=partition_set,
         pip_dependency_groups=["curation"],
     )
     dedup = ExecutorStep(
@@ -215,7 +232,7 @@ def curation_steps(
             min_paragraph_chars=versioned(min_paragraph_chars),
         ),
         description="Exact paragraph + MinHash-LSH document dedup against this and all earlier drops.",
-        partitioned_by=PARTITION_SET,
+        partitioned_by=partition_set,
         # Drop N reads the indices of every earlier drop: the engine runs drops in key order and
         # a Dagster run for drop N waits while another run is still computing drop N-1.
         sequential_partitions=True,
@@ -242,7 +259,7 @@ def curation_steps(
             ],
         ),
         description="Cleaned documents of a drop: quality filter and dedup applied.",
-        partitioned_by=PARTITION_SET,
+        partitioned_by=partition_set,
     )
     return {
         "raw": raw,
@@ -297,21 +314,54 @@ def check_planted_duplicates_removed(
 ) -> tuple[bool, dict[str, Any]]:
     """Sample data only: planted exact/near duplicates are gone, quoted paragraphs cut.
 
-    Without a ground-truth file (real data) the check passes and says it was skipped.
+    Only copies of documents dedup saw count: originals in this drop or in an earlier drop that was
+    processed (its consolidated output sits beside this one). A copy of a document in a drop that
+    never became a partition (rejected by its checksums) is no duplicate to dedup, and is listed as
+    ``originals_not_seen``. Without a ground-truth file (real data) the check passes and says it was
+    skipped.
     """
     text = read_text(ground_truth_path) if ground_truth_path else None
     if text is None:
         return True, {"skipped": "no ground truth for this drop"}
     truth = json.loads(text)
+    seen = _processed_drops(consolidated_path) | {truth.get("drop_id")}
+
+    def counted(entry: dict[str, Any]) -> bool:
+        of_drop = entry.get("of_drop") or _drop_of(str(entry.get("of", "")))
+        return of_drop is None or of_drop in seen
+
     docs = {rec["id"]: rec["text"] for rec in _docs(consolidated_path)}
-    planted = [d["id"] for d in truth["exact_dups"] + truth["near_dups"]]
+    copies = truth["exact_dups"] + truth["near_dups"]
+    planted = [d["id"] for d in copies if counted(d)]
+    paragraphs = [d for d in truth["para_dups"] if counted(d)]
     survivors = [i for i in planted if i in docs]
-    para_left = [d["id"] for d in truth["para_dups"] if d["id"] in docs and d["paragraph"] in docs[d["id"]]]
+    para_left = [d["id"] for d in paragraphs if d["id"] in docs and d["paragraph"] in docs[d["id"]]]
     passed = not survivors and not para_left
     return passed, {
         "planted_document_duplicates": len(planted),
         "surviving_document_duplicates": len(survivors),
-        "planted_paragraph_duplicates": len(truth["para_dups"]),
+        "planted_paragraph_duplicates": len(paragraphs),
         "surviving_paragraph_duplicates": len(para_left),
+        "originals_not_seen": len(copies) - len(planted) + len(truth["para_dups"]) - len(paragraphs),
         "examples": (survivors + para_left)[:5],
     }
+
+
+_SAMPLE_ID = re.compile(r"^(.+)-\d{6}$")
+
+
+def _drop_of(doc_id: str) -> str | None:
+    """The drop of a sample document id (``drop-002-000123`` -> ``drop-002``); None when unknown."""
+    match = _SAMPLE_ID.match(doc_id)
+    return match.group(1) if match else None
+
+
+def _processed_drops(partition_path: str) -> set[str]:
+    """The partitions of a step whose outputs sit beside ``partition_path`` (``<step output>/<drop>``)."""
+    parent = partition_path.rstrip("/").rsplit("/", 1)[0]
+    fs, path = filesystem(parent)
+    try:
+        entries = fs.ls(path, detail=True)
+    except FileNotFoundError:
+        return set()
+    return {e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory"}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import fsspec
 
 from marin_assets.execution import ExecutorStep, executor_main, output_path_of, this_output_path, versioned
-from marin_assets.execution.experiment import Experiment
+from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.metadata import markdown
 from marin_assets.execution.storage import atomic_write_text
 

@@ -35,8 +35,8 @@ import time
 from collections.abc import Sequence
 
 from marin_assets.execution import ExecutorStep, executor_main, output_path_of
+from marin_assets.execution.declarations import Experiment, StepSchedule
 from marin_assets.execution.executor_main import default_prefix
-from marin_assets.execution.experiment import Experiment, StepSchedule
 from marin_assets.execution.observers import register_run_observer, unregister_run_observer
 from marin_assets.experiments import curation
 from marin_assets.experiments.quickstart_output import configure_output, summary

@@ -1,2 +1,4 @@
-"""The landing zone of data drops (``zone``, no Dagster), its Dagster sensor (``sensor``) and the
-sample corpus written as drops (``sample_data``). Marin has no landing zone: this is ours."""
+"""The landing zone of data drops (``zone``): layout, manifests, validation, and the declared
+partition source of a landing folder (:class:`~marin_assets.landing.zone.LandingDrops`). No Dagster
+here (the sensors live in ``dagster_bridge/``) and nothing above the stages: the sample corpus is
+in ``experiments/sample_data.py``. Marin has no landing zone: this is ours."""

@@ -80,7 +80,7 @@ def stop_browser(server: BrowserServer) -> None:
 @pytest.fixture(scope="session")
 def curated(tmp_path_factory) -> PipelineRun:
     """The curation pipeline run over two sample drops, with its experiment record."""
-    from marin_assets.landing.sample_data import write_drop
+    from marin_assets.experiments.sample_data import write_drop
 
     prefix = str(tmp_path_factory.mktemp("browse") / "prefix")
     for drop in DROPS[:2]:

@@ -91,7 +91,7 @@ def test_overlap_dedupe_marks_contaminated_paragraphs_and_reruns_cached(prefix):
 def write_integration_inputs(root: Path) -> dict[str, list[str]]:
     """``tests/quickstart-data/{pos,neg}`` (HTML pages as Dolma records, FineWeb-style url metadata)
     and ``tests/tokenizer`` (a byte-level BPE trained on the pages' words)."""
-    from marin_assets.landing.sample_data import SampleConfig, generate_drop
+    from marin_assets.experiments.sample_data import SampleConfig, generate_drop
     from marin_assets.processing.tokenize.train_tokenizer import build_fast_tokenizer
 
     records, truth = generate_drop("drop-001", SampleConfig(docs_per_drop=160))

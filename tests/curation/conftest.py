@@ -15,8 +15,9 @@ from marin_assets.core.io import list_files, read_jsonl_gz
 from marin_assets.execution.runner import ExecutorOptions, run_steps
 from marin_assets.execution.storage import join_path
 from marin_assets.execution.versioning import StepGraph
-from marin_assets.experiments.curation_pipeline import PARTITION_SET, curation_steps
-from marin_assets.landing.sample_data import SampleConfig, ground_truth_path, write_drop
+from marin_assets.experiments.curation import PARTITION_SET
+from marin_assets.experiments.curation_pipeline import curation_steps
+from marin_assets.experiments.sample_data import SampleConfig, ground_truth_path, write_drop
 
 SOURCE = "sample-html"
 DROPS = ["drop-001", "drop-002", "drop-003"]

@@ -9,7 +9,7 @@ import os
 import dagster as dg
 import pytest
 
-from marin_assets.landing.sensor import build_landing_sensor, evaluate_landing
+from marin_assets.dagster_bridge.landing_sensor import build_landing_sensor, evaluate_landing
 from marin_assets.landing.zone import STATUS_REJECTED, STATUS_VALID, scan_landing_zone, validate_drop
 from marin_assets.transform.raw.process import RawConfig, run_raw
 

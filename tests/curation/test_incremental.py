@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from marin_assets.experiments.curation_pipeline import check_planted_duplicates_removed
-from marin_assets.landing.sample_data import ground_truth_path, write_drop
+from marin_assets.experiments.sample_data import ground_truth_path, write_drop
 from marin_assets.processing.classification.dedupe import DedupeConfig, dedupe
 
 from .conftest import DROPS, SMALL, SOURCE, run_pipeline

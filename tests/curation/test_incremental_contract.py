@@ -29,7 +29,8 @@ from marin_assets.execution.status import read_info
 from marin_assets.execution.step import versioned
 from marin_assets.execution.versioning import ResolvedStep, StepGraph
 from marin_assets.experiments import curation, quickstart, quickstart_steps
-from marin_assets.experiments.curation_pipeline import PARTITION_SET, curation_steps
+from marin_assets.experiments.curation import PARTITION_SET
+from marin_assets.experiments.curation_pipeline import curation_steps
 
 REPO = Path(__file__).resolve().parents[2]
 DROPS = ["drop-001", "drop-002", "drop-003"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from marin_assets.landing.sample_data import SampleConfig, write_drop
+from marin_assets.experiments.sample_data import SampleConfig, write_drop
 from marin_assets.landing.zone import (
     STATUS_INCOMPLETE,
     STATUS_REJECTED,

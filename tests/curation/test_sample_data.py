@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from marin_assets.landing.sample_data import SampleConfig, generate_drop, main
+from marin_assets.experiments.sample_data import SampleConfig, generate_drop, main
 from marin_assets.landing.zone import STATUS_VALID, scan_landing_zone
 
 CFG = SampleConfig(docs_per_drop=150)
@@ -91,7 +91,7 @@ def test_default_sample_drops_pass_their_planted_duplicates_check(tmp_path):
     """The whole curation pipeline over the default sample drops (400 pages each, as the
     quickstart writes them): every planted exact / near duplicate is removed, in every drop."""
     from marin_assets.experiments.curation_pipeline import check_planted_duplicates_removed
-    from marin_assets.landing.sample_data import ground_truth_path, write_drop
+    from marin_assets.experiments.sample_data import ground_truth_path, write_drop
     from tests.curation.conftest import SOURCE, run_pipeline
 
     prefix = str(tmp_path / "prefix")

@@ -9,8 +9,10 @@ import os
 import dagster as dg
 import pytest
 
-from marin_assets.landing.sample_data import SampleConfig, write_drop
-from marin_assets.landing.sensor import build_landing_sensor, evaluate_landing
+from marin_assets.dagster_bridge import landing_sensor
+from marin_assets.dagster_bridge.cursors import expand_ids
+from marin_assets.dagster_bridge.landing_sensor import build_landing_sensor, evaluate_landing
+from marin_assets.experiments.sample_data import SampleConfig, write_drop
 
 SOURCE = "sample-html"
 drops_def = dg.DynamicPartitionsDefinition(name="drops")
@@ -206,7 +208,7 @@ def test_checksum_rejection_cached_until_drop_content_changes(zone):
     assert [key for key, _, _ in new] == ["drop-001"]
     fourth = json.loads(cursor4)
     assert "drop-001" not in fourth["checksum_rejected"] and "drop-001" not in fourth["rejected"]
-    assert "drop-001" in fourth["seen"]
+    assert fourth["processed"] == ["drop-001"]
 
 
 def test_cursor_without_checksum_cache_still_loads(zone):
@@ -264,3 +266,57 @@ def test_long_lived_thread_keeps_seeing_new_gs_drops_and_rejections(gcs_prefix, 
         assert "drop-003" in json.loads(tick.cursor)["rejected"]
         cursor = tick.cursor
     assert instance.get_dynamic_partitions("drops") == ["drop-001", "drop-002", "drop-004"]
+
+
+def test_steady_tick_reads_nothing_of_processed_drops(zone, monkeypatch):
+    """O(new drops): after the first tick, processed drops cost only their name in one listing --
+    not a manifest read, not a stat. A processed drop's manifest turned to garbage goes unnoticed
+    (drops are immutable), and a new drop is read, verified and requested alone."""
+    for i in range(1, 6):
+        _drop(zone, f"drop-{i:03d}")
+    first, cursor, _ = evaluate_landing(zone, SOURCE, None, lambda key: False, _Log())
+    assert [key for key, _, _ in first] == [f"drop-{i:03d}" for i in range(1, 6)]
+    assert json.loads(cursor)["processed"] == ["drop-{001..005}"]  # compact, whatever the count
+    with open(os.path.join(zone, "landing", SOURCE, "drop-002", "manifest.json"), "wb") as handle:
+        handle.write(b"garbage")
+    validated: list[tuple[str, bool]] = []
+    real = landing_sensor.validate_drop
+
+    def counting(path, drop_id, verify_checksums=True):
+        validated.append((drop_id, verify_checksums))
+        return real(path, drop_id, verify_checksums)
+
+    monkeypatch.setattr(landing_sensor, "validate_drop", counting)
+    steady, cursor, messages = evaluate_landing(zone, SOURCE, cursor, lambda key: False, (log := _Log()))
+    assert not steady and not messages and not log.warnings and validated == []
+    _drop(zone, "drop-006")
+    later, cursor, _ = evaluate_landing(zone, SOURCE, cursor, lambda key: False, _Log())
+    assert [key for key, _, _ in later] == ["drop-006"]
+    assert validated == [("drop-006", False), ("drop-006", True)]
+    assert expand_ids(json.loads(cursor)["processed"]) == {f"drop-{i:03d}" for i in range(1, 7)}
+
+
+def test_fresh_sensor_marks_drops_whose_units_succeeded_as_processed(zone, instance):
+    """A sensor enabled on a zone whose drops already ran launches no catch-up run for them: it
+    adds their partitions and remembers them; only the drop whose units did not all succeed runs."""
+    for drop in ("drop-001", "drop-002", "drop-003"):
+        _drop(zone, drop)
+    for drop in ("drop-001", "drop-002"):
+        instance.report_runless_asset_event(dg.AssetMaterialization(curated.key, partition=drop))
+    sensor = build_landing_sensor(
+        dg.AssetSelection.assets(curated), drops_def, lambda: zone, source=SOURCE, processed_keys=[curated.key]
+    )
+    first = _tick(sensor, instance)
+    assert [r.partition_key for r in first.run_requests] == ["drop-003"]
+    assert sorted(instance.get_dynamic_partitions("drops")) == ["drop-001", "drop-002", "drop-003"]
+    assert json.loads(first.cursor)["processed"] == ["drop-{001..003}"]
+    assert not _tick(sensor, instance, first.cursor).run_requests
+
+
+def test_cursor_of_the_older_format_keeps_its_drops_processed(zone):
+    _drop(zone, "drop-001")
+    _drop(zone, "drop-002")
+    old = json.dumps({"seen": {"drop-001": "abc"}, "rejected": {}, "checksum_rejected": {}})
+    new, cursor, _ = evaluate_landing(zone, SOURCE, old, lambda key: False, _Log())
+    assert [key for key, _, _ in new] == ["drop-002"]
+    assert json.loads(cursor)["processed"] == ["drop-{001..002}"] and "seen" not in json.loads(cursor)

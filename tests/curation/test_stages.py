@@ -8,7 +8,7 @@ from marin_assets.experiments.curation_pipeline import (
     check_no_empty_text,
     check_planted_duplicates_removed,
 )
-from marin_assets.landing.sample_data import ground_truth_path
+from marin_assets.experiments.sample_data import ground_truth_path
 
 from .conftest import SOURCE
 

@@ -10,7 +10,7 @@ from marin_assets.definitions import build_definitions
 from marin_assets.execution import StepGraph
 from marin_assets.execution.status import read_status
 from marin_assets.experiments import curation
-from marin_assets.landing.sample_data import SampleConfig, write_drop
+from marin_assets.experiments.sample_data import SampleConfig, write_drop
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def test_two_drops_sensor_to_checks_through_dagster(drops_prefix, dagster_home):
     for drop in ("drop-001", "drop-002"):
         assert ("curation/consolidated", drop, False) in materialized
 
-    graph = StepGraph(list(steps.values()), drops_prefix, {"drops": ["drop-001", "drop-002"]})
+    graph = StepGraph(list(steps.values()), drops_prefix, {curation.PARTITION_SET: ["drop-001", "drop-002"]})
     for role in ("raw", "text", "quality", "dedup", "consolidated"):
         for drop in ("drop-001", "drop-002"):
             assert read_status(graph.resolved(steps[role]).partition_output_path(drop)).status == "SUCCESS"

@@ -154,8 +154,12 @@ def test_scheduled_job_brings_a_new_drop_along_and_says_why(env):
     first = nightly.execute_in_process(instance=instance, tags={SOURCE_TAG: "schedule"})
     assert first.success
     mats = _materializations(first)
-    # The missing input (d1 of the partitioned step) was computed first and recorded.
-    assert mats[("t7/per_drop", "d1")]["marin/cached"] is False
+    # The missing input (d1 of the partitioned step) was computed first and recorded, with what a
+    # materialization of its own records.
+    brought = mats[("t7/per_drop", "d1")]
+    assert brought["marin/cached"] is False and brought["marin/action"] == "ran (input of t7/every_drop)"
+    assert brought["marin/browser"].endswith("/d1") and "/browse/" in brought["marin/browser"]
+    assert brought["marin/code_version"] and brought["marin/version"] and brought["marin/seconds"] >= 0
     assert mats[("t7/every_drop", None)]["total"] == 1
 
     assert _tick_partition_set_sensor(defs, instance) == 0 and _stale(defs, instance, "t7/every_drop") == []

@@ -378,7 +378,7 @@ def _manifest_written_at(topology: Topology, drop: str) -> float:
 
 
 def _land_good_drop(topology: Topology, drop: str) -> None:
-    cmd = [sys.executable, "-m", "marin_assets.landing.sample_data", "--prefix", PREFIX, "--drop", drop]
+    cmd = [sys.executable, "-m", "marin_assets.experiments.sample_data", "--prefix", PREFIX, "--drop", drop]
     proc = _run(cmd + ["--docs", str(DROP_DOCS)], topology.env, 300)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -389,7 +389,7 @@ def _land_drop_with_a_bad_checksum(topology: Topology, drop: str, scratch: Path)
     Generated locally, then uploaded data files first and the manifest last (as an uploader does),
     so the sensor never sees it complete with a good manifest. Returns the file with the bad checksum.
     """
-    cmd = [sys.executable, "-m", "marin_assets.landing.sample_data", "--prefix", str(scratch), "--drop", drop]
+    cmd = [sys.executable, "-m", "marin_assets.experiments.sample_data", "--prefix", str(scratch), "--drop", drop]
     proc = _run(cmd + ["--docs", str(DROP_DOCS)], topology.env, 300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     local = scratch / "landing" / curation.SOURCE / drop

@@ -14,7 +14,7 @@ import pytest
 
 from marin_assets.dagster_bridge.assets import asset_key_for
 from marin_assets.execution import StepGraph
-from marin_assets.execution.experiment import MAIN_ONLY_HINT, discover, experiment_entries
+from marin_assets.execution.discovery import MAIN_ONLY_HINT, discover, experiment_entries
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE / "project"
@@ -141,7 +141,7 @@ def test_a_new_script_shows_after_reload(project, tmp_path, monkeypatch):
 def test_partitioned_steps_without_partitions_plan_the_landing_zone_drops(project, capsys):
     from marin_assets.execution import executor_main
     from marin_assets.experiments.curation_pipeline import curation_steps
-    from marin_assets.landing.sample_data import SampleConfig, write_drop
+    from marin_assets.experiments.sample_data import SampleConfig, write_drop
 
     prefix = project["prefix"]
     write_drop(prefix, "drop-001", SampleConfig(docs_per_drop=20), "web")

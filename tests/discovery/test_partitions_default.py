@@ -1,5 +1,6 @@
-"""Partitions by default in Dagster: an experiment that names no partition source gets the drops of
-the landing zone its raw step reads; with no landing zone, the run fails saying what to pass."""
+"""Partitions by default in Dagster: an experiment that names no partition source gets the one its
+raw step declares (the drops of a landing zone); a config field that merely holds a landing path
+declares nothing, and with no source the run fails saying what to pass."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from marin_assets.dagster_bridge.assets import Experiment, asset_key_for
 from marin_assets.definitions import build_definitions
 from marin_assets.execution import ExecutorStep, InputName, this_output_path, this_partition
 from marin_assets.execution.storage import atomic_write_text
-from marin_assets.landing.sample_data import SampleConfig, write_drop
+from marin_assets.experiments.sample_data import SampleConfig, write_drop
+from marin_assets.landing.zone import LandingDrops
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,10 @@ def _steps(landing: bool) -> ExecutorStep:
     raw = ExecutorStep(
         "pd/raw",
         read_drop,
-        ReadDropConfig(this_output_path(), this_partition(), InputName.hardcoded("landing/web") if landing else None),
+        # The config names the landing folder either way: only the declaration makes it the source.
+        ReadDropConfig(this_output_path(), this_partition(), InputName.hardcoded("landing/web")),
         partitioned_by="drops",
+        partition_source=LandingDrops("landing/web") if landing else None,
     )
     return ExecutorStep("pd/count", count, CountConfig(this_output_path(), raw.partitions()))
 

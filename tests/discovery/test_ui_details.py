@@ -20,7 +20,7 @@ from marin_assets.execution import ExecutorStep, executor_main, this_output_path
 from marin_assets.execution.storage import atomic_write_text
 from marin_assets.experiments import curation
 from marin_assets.experiments.quickstart import build_steps
-from marin_assets.landing.sample_data import SampleConfig, write_drop
+from marin_assets.experiments.sample_data import SampleConfig, write_drop
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ import fsspec
 import pytest
 
 from marin_assets.dagster_bridge.assets import Experiment, build_step_assets
+from marin_assets.dagster_bridge.landing_sensor import build_landing_sensor
 from marin_assets.execution import StepGraph
 from marin_assets.execution.status import read_status
 from marin_assets.experiments import curation, hello_world
-from marin_assets.landing.sample_data import SampleConfig, write_drop
-from marin_assets.landing.sensor import build_landing_sensor
+from marin_assets.experiments.sample_data import SampleConfig, write_drop
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
 from tests.execution.gcs_tokenize_steps import tokenize_steps
 
@@ -91,7 +91,7 @@ def test_curation_of_two_drops_and_tokenize_on_gcs(gcs_prefix, prefix):
 
     by_role = tokenize_steps()
     steps = list(by_role.values())
-    partitions = {"drops": ["drop-001", "drop-002"]}
+    partitions = {curation.PARTITION_SET: ["drop-001", "drop-002"]}
     on_gcs, local = StepGraph(steps, gcs_prefix, partitions), StepGraph(steps, prefix, partitions)
     assert [n.hash for n in on_gcs.topological()] == [n.hash for n in local.topological()]
     assert curation.discover_drops(gcs_prefix) == ["drop-001", "drop-002"]

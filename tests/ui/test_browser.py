@@ -192,7 +192,7 @@ def test_asset_page_shows_step_metadata_and_code_version(ui, dagster_dev: Dagste
         "marin/cached",
         "marin/hash",
         "marin/version",
-        "browse its output",
+        "marin/browser",
         "hello_world_job",
     )
     assert metadata_value(text, "marin/cached") == "false"

@@ -23,8 +23,8 @@ import pytest
 from marin_assets.execution import StepGraph
 from marin_assets.execution.status import read_status
 from marin_assets.experiments import curation
-from marin_assets.experiments.curation_pipeline import PARTITION_SET
-from marin_assets.landing.sample_data import SampleConfig, landing_drop_dir, write_drop
+from marin_assets.experiments.curation import PARTITION_SET
+from marin_assets.experiments.sample_data import SampleConfig, landing_drop_dir, write_drop
 from tests.ui.conftest import LOCATION, REPOSITORY, DagsterDev, metadata_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(540)]

@@ -5,7 +5,7 @@ ELI5) and negatives from a random sample of raw web text; drops themselves carry
 offline and small:
 
 * **positives** (``hq``): documents of consecutive prose sentences from the docstrings of the
-  Python standard library (:func:`~marin_assets.landing.sample_data.sentence_pool`) -- curated,
+  Python standard library (:func:`~marin_assets.experiments.sample_data.sentence_pool`) -- curated,
   edited text, our stand-in for a reference corpus;
 * **negatives** (``lq``): a sample of raw web text -- pages of the sample web generator from a
   reference crawl that no drop uses (its own seed and drop number), passed through the same
@@ -34,7 +34,7 @@ from typing import Any
 
 from marin_assets.core.io import list_files, read_jsonl_gz, write_json, write_jsonl_gz
 from marin_assets.execution.storage import join_path
-from marin_assets.landing.sample_data import SampleConfig, generate_drop, sentence_pool
+from marin_assets.experiments.sample_data import SampleConfig, generate_drop, sentence_pool
 from marin_assets.schemas.web.convert import ResiliparseConfig
 from marin_assets.web.convert import convert_page
 
