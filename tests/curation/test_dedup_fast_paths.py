@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from marin_assets.processing.classification import minhash
-from marin_assets.processing.classification.dedupe import (
+from marin_assets.processing.classification.dedup_text import (
     _normalised_len,
-    _too_short,
     hashed_paragraphs,
     paragraph_hash,
     paragraph_spans,
+    too_short,
 )
 from marin_assets.processing.classification.minhash import MinHashParams, signatures
 
@@ -39,7 +39,7 @@ def _reference(text: str, min_chars: int, min_length: int, min_words: int) -> li
     out = []
     for start, end in paragraph_spans(text):
         para = text[start:end]
-        if _normalised_len(para) < min_chars or _too_short(para, min_length, min_words):
+        if _normalised_len(para) < min_chars or too_short(para, min_length, min_words):
             continue
         h = paragraph_hash(para)
         if h is not None:
