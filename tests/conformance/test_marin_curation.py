@@ -206,3 +206,50 @@ def test_with_cpu_sweep_trains_each_point_and_reruns_cached(prefix):
         assert trained["num_train_steps"] == 2 and trained["hf_exports"]
     again = summary(run_marin_script("cpu_sweep", prefix, timeout=600))
     assert (again["ran"], again["cached"]) == (0, 3)
+
+
+# ------------------------------------------------------------------------------------------
+# train_test_overlap/train_test_total.py (DedupMode era): single-file input and source
+
+
+def test_train_test_overlap_mode_reads_single_files_and_pins_marins_hash(prefix):
+    import zstandard
+
+    root = Path(prefix).parent
+    eval_q = "Which of the following is a prime number: four, six, nine, eleven, fifteen, twenty or thirty?"
+    corpus = [
+        {"id": "c-copy", "text": f"intro line of a web page\n{eval_q}"},
+        {"id": "c-clean", "text": "nothing in common with the evaluation set in this short document"},
+        {"id": "c-five", "text": "quiz: is it four, six, nine, eleven, fifteen?"},  # one shared 5-gram only
+    ]
+    (root / "documents").mkdir(parents=True, exist_ok=True)
+    with gzip.open(root / "documents/corpus.json.gz", "wt") as handle:  # one .json.gz file, not a folder
+        handle.writelines(json.dumps(r) + "\n" for r in corpus)
+
+    first = run_marin_script("overlap_mode", prefix)
+    assert first.returncode == 0, first.stderr[-3000:]
+    eval_version = {"name": "train_test_overlap/eval/mmlu", "config": {"name": "mmlu"}, "dependencies": []}
+    name = "train_test_overlap/dolma/total/corpus"
+    version = {
+        "name": name,
+        "config": {"decontaminate_source": "DEP[0]/mmlu.jsonl.zst"},
+        "dependencies": [eval_version],
+    }
+    assert (marin_hash(eval_version), marin_hash(version)) == ("b673ce", "c0c1f9")
+    out = Path(prefix, f"{name}-{marin_hash(version)}")
+    assert recorded_paths(prefix)[name] == [f"{name}-{marin_hash(version)}"]
+    eval_file = Path(prefix, f"train_test_overlap/eval/mmlu-{marin_hash(eval_version)}", "mmlu.jsonl.zst")
+    assert zstandard.ZstdDecompressor().decompress(eval_file.read_bytes(), max_output_size=1 << 20)
+
+    def spans(n: int) -> dict[str, list]:
+        # The attribute file takes the input file's name, below <output>/<n>/.
+        records = read_jsonl_gz(str(out / str(n) / "corpus.json.gz"))
+        return {r["id"]: r["attributes"][f"ngram_overlap_{n}"] for r in records}
+
+    five, ten = spans(5), spans(10)
+    line = corpus[0]["text"].index(eval_q)
+    assert [s[:2] for s in five["c-copy"]] == [[line, line + len(eval_q)]] == [s[:2] for s in ten["c-copy"]]
+    assert five["c-clean"] == ten["c-clean"] == [] and ten["c-five"] == []
+    assert five["c-five"] and five["c-five"][0][2] < 1.0  # shares one 5-gram: marked with its share
+    again = summary(run_marin_script("overlap_mode", prefix))
+    assert (again["ran"], again["cached"]) == (0, 2)

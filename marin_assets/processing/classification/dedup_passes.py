@@ -31,15 +31,16 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from marin_assets.core.io import write_json
-from marin_assets.core.shard_stage import clear_dir, write_shard
+from marin_assets.core.io import write_json, write_jsonl_shard
+from marin_assets.core.shard_stage import clear_dir
 from marin_assets.execution.fence import check_fence
 from marin_assets.execution.metadata import table_markdown
 from marin_assets.execution.storage import filesystem, is_local, join_path
+from marin_assets.processing.classification.dedup_config import FUZZY_DUPLICATE, DedupeConfig, attribute_file
 from marin_assets.processing.classification.dedup_index import (
     BAND_DTYPE,
     INDEX_COMPLETE,
@@ -53,9 +54,6 @@ from marin_assets.processing.classification.dedup_index import (
     publish_files,
 )
 from marin_assets.processing.classification.minhash import estimated_jaccard
-
-if TYPE_CHECKING:
-    from marin_assets.processing.classification.dedupe import DedupeConfig
 
 CANDIDATE_DTYPE = np.dtype([("doc", "<i8"), ("cand", "<i8"), ("band", "<i2"), ("earlier", "u1")])
 # Bytes per row of a hash-range pass, sort temporaries and candidate rows included (measured with
@@ -379,8 +377,6 @@ class DropDedup:
         return out
 
     def _decide_and_write(self) -> dict[str, Any]:
-        from marin_assets.processing.classification.dedupe import FUZZY_DUPLICATE, attribute_file
-
         samples: list[dict[str, Any]] = []
         counts = {"paragraph_duplicates": 0, "documents_with_duplicate_paragraphs": 0, "within": 0, "cross": 0}
         for group in self.groups:
@@ -427,7 +423,8 @@ class DropDedup:
                     )
                     if of is not None and len(samples) < 5:
                         samples.append({"id": doc_id, "duplicate_of": of, "similarity": round(float(shard_sim[i]), 3)})
-                write_shard(attribute_file(self.config, info.shard), out)  # mirrored, as Marin
+                # Mirrored (a single-file input: its name), compressed as named -- Marin's layout.
+                write_jsonl_shard(attribute_file(self.config, info.shard), out)
         return {
             "documents_in": self.documents,
             "paragraphs": int(self.para_offsets[-1]),

@@ -6,9 +6,11 @@ file below ``input_path``, an attribute file at the same relative path below ``o
 
     {"id": ..., "attributes": {<attribute_name>: [[start, end, score], ...]}}   # duplicate spans
 
-Two modes, chosen by Marin's ``decontaminate`` flag:
+The workflow is Marin's ``mode`` (:class:`~marin_assets.processing.classification.dedup_config.DedupMode`;
+Marin's earlier ``decontaminate=True`` is DECONTAMINATE). The input is a folder (its
+``**/*.<input_filetype>`` files) or a single file (any suffix; the attribute file takes its name).
 
-**Deduplication** (default): exact paragraph dedup plus fuzzy (MinHash-LSH) document dedup. The
+**Deduplication** (``DedupMode.DEDUPLICATE``, the default): exact paragraph dedup plus fuzzy (MinHash-LSH) document dedup. The
 records also carry ``fuzzy_duplicate`` (0/1), ``fuzzy_duplicate_of`` (an id) and
 ``fuzzy_similarity``. With ``drop_id`` set (our curation pipeline) it is incremental over data
 drops: for drop N it reads the documents of N and the *indices* of every earlier drop (ordered by
@@ -32,15 +34,13 @@ group of shards, at a time, reading earlier indices by key range (``dedup_index.
 ``index/`` (``ids.npy``, ``sigs.npy``, ``bands.npy``, ``paragraphs.npy``, ``_COMPLETE`` last) is
 this input's index.
 
-**Decontamination** (``decontaminate=True``): every paragraph of ``decontaminate_path``'s documents
-is indexed; a paragraph of the input is marked when it occurs there (``ngram=None``: the whole
-normalised paragraph; span score 1.0) or when at least ``ngram.overlap_threshold`` of its word
-n-grams (``ngram.ngram_length`` words, every ``stride``-th n-gram; a shorter paragraph is one
-n-gram) occur there (span score: the overlapping share). A list of n-gram lengths writes one
-attribute tree per length, ``<output_path>/<n>/...`` with attribute ``<attribute_name>_<n>``.
-Marin runs dolma's Bloom filter; here the set is exact (no false positives), so
-``bloom_filter_size``, ``estimated_doc_count``, ``false_positive_rate`` and ``bloom_filter_path``
-are accepted and change nothing; the source's n-grams are held in memory.
+**Document deduplication** (``DedupMode.DOC_DEDUPLICATE``): the same passes, then
+``attribute_name`` holds one span over the whole text of a document whose exact text occurred
+earlier in the input (Marin's exact document dedup), ``[]`` otherwise.
+
+**Decontamination** (``DECONTAMINATE``, ``TRAIN_TEST_OVERLAP``): :mod:`.decontaminate`.
+
+Config and inputs: :mod:`.dedup_config`; how text is read (paragraphs, hashes): :mod:`.dedup_text`.
 
 ``min_length`` / ``min_words``: paragraphs with fewer characters / words are never marked (dolma's
 options); ``min_paragraph_chars`` is ours (normalised characters, for the pipeline's dedup).
@@ -50,175 +50,74 @@ from __future__ import annotations
 
 import hashlib
 import io
-import re
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from marin_assets.core.shard_stage import (
-    Counters,
-    Quarantine,
-    ShardResult,
-    ShardStage,
-    find_shards,
-    read_shard,
-    write_shard,
-)
+from marin_assets.core.io import write_jsonl_shard
+from marin_assets.core.shard_stage import Counters, Quarantine, ShardResult, ShardStage, read_shard
 from marin_assets.execution.attempt import published_path
 from marin_assets.execution.storage import atomic_write_bytes, exists, filesystem, join_path
 from marin_assets.landing.zone import drop_sort_key, valid_drops_in
+from marin_assets.processing.classification.decontaminate import decontaminate
+from marin_assets.processing.classification.dedup_config import (
+    FUZZY_DUPLICATE,
+    DedupeConfig,
+    DedupMode,
+    NGramConfig,
+    attribute_file,
+    input_files,
+    text_of,
+)
 from marin_assets.processing.classification.dedup_index import INDEX_COMPLETE
+from marin_assets.processing.classification.dedup_passes import DropDedup, ShardInfo
+from marin_assets.processing.classification.dedup_text import hashed_paragraphs
 from marin_assets.processing.classification.minhash import MinHashParams, band_keys, signatures
 
-_NORMALISE = re.compile(r"[^0-9a-z]+")
-FUZZY_DUPLICATE = "fuzzy_duplicate"
-
-
-@dataclass(frozen=True)
-class NGramConfig:
-    """Marin's n-gram matching options (decontamination).
-
-    Attributes:
-        ngram_length: words per n-gram (a list: one attribute tree per length).
-        stride: use every ``stride``-th n-gram of an input paragraph (0 or None: every one).
-        overlap_threshold: share of a paragraph's n-grams found in the source that marks it.
-    """
-
-    ngram_length: int | list[int] = 8
-    stride: int | None = None
-    overlap_threshold: float = 0.7
-
-
-@dataclass(frozen=True)
-class DedupeConfig:
-    """Marin's dedupe config, plus ours for the incremental pipeline (from ``drop_id`` on).
-
-    Attributes:
-        input_path: folder of documents (any depth; our text stage's output for a drop).
-        output_path: where the attribute files (mirrored), ``index/`` and ``quarantine/`` go; for a
-            drop, ``<step output>/<drop>`` -- siblings are earlier drops.
-        attribute_name: key of the duplicate spans in each record's ``attributes``.
-        min_length, min_words: shorter paragraphs (characters, words) are never marked.
-        bloom_filter_size, estimated_doc_count, false_positive_rate, bloom_filter_path: Marin's
-            Bloom filter sizing; accepted, no effect (the set here is exact).
-        ngram: n-gram matching of decontamination (None: whole paragraphs).
-        processes: Marin's worker count; shards run on the engine's pool here.
-        decontaminate: mark paragraphs of the input found in ``decontaminate_path``.
-        decontaminate_path: the documents to decontaminate against.
-        input_filetype: extension of the input (and source) files.
-        drop_id: this drop (partition key); None: no earlier drops.
-        landing_dir: when set, every valid earlier drop there must have a complete index.
-        minhash_ngram, num_perm, bands, seed: MinHash/LSH parameters of the fuzzy document dedup.
-        threshold: minimum estimated Jaccard of a candidate pair (0: any shared bucket counts).
-        min_paragraph_chars: shorter normalised paragraphs are never deduplicated (menus,
-            "Login", page numbers -- too short to mean anything).
-        memory_budget_mb: working memory of the drop-wide passes (not versioned: the outputs do
-            not depend on it). A larger drop takes more passes over its spilled hashes, not more
-            memory.
-    """
-
-    input_path: str
-    output_path: str
-    attribute_name: str = "duplicate_text"
-    min_length: int = 0
-    min_words: int = 0
-    bloom_filter_size: int | None = None
-    estimated_doc_count: int = 1_000_000
-    false_positive_rate: float = 0.001
-    ngram: NGramConfig | None = None
-    processes: int = 1
-    decontaminate: bool = False
-    decontaminate_path: str | None = None
-    input_filetype: str = "jsonl.gz"
-    bloom_filter_path: str | None = None
-    drop_id: str | None = None
-    landing_dir: str | None = None
-    minhash_ngram: int = 5
-    num_perm: int = 112
-    bands: int = 14
-    seed: int = 42
-    threshold: float = 0.7
-    min_paragraph_chars: int = 30
-    memory_budget_mb: float = 512
-
-    @property
-    def params(self) -> MinHashParams:
-        return MinHashParams(ngram=self.minhash_ngram, num_perm=self.num_perm, bands=self.bands, seed=self.seed)
-
-
-def attribute_file(config: DedupeConfig, shard: str, output_path: str | None = None) -> str:
-    """The attribute file of input ``shard``: its path relative to the input, below the output."""
-    base = config.input_path.rstrip("/") + "/"
-    rel = shard[len(base) :] if shard.startswith(base) else shard.rstrip("/").rsplit("/", 1)[-1]
-    return join_path(output_path or config.output_path, rel)
-
-
-def paragraph_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) character offsets of the non-empty lines of ``text``."""
-    spans = []
-    pos = 0
-    for line in text.split("\n"):
-        end = pos + len(line)
-        if line.strip():
-            spans.append((pos, end))
-        pos = end + 1
-    return spans
-
-
-def paragraph_hash(paragraph: str) -> int | None:
-    """64-bit hash of the normalised paragraph (None when it is empty after normalising)."""
-    norm = _NORMALISE.sub(" ", paragraph.lower()).strip()
-    if not norm:
-        return None
-    return int.from_bytes(hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest(), "little")
-
-
-def _normalised_len(paragraph: str) -> int:
-    return len(_NORMALISE.sub("", paragraph.lower()))
-
-
-def _too_short(paragraph: str, min_length: int, min_words: int) -> bool:
-    """dolma's ``min_length`` / ``min_words``: such a paragraph is never marked."""
-    return len(paragraph) < min_length or (min_words > 0 and len(paragraph.split()) < min_words)
+# Marin's names, importable from here as in ``marin.processing.classification.dedupe``.
+__all__ = [
+    "FUZZY_DUPLICATE",
+    "DedupMode",
+    "DedupeConfig",
+    "NGramConfig",
+    "attribute_file",
+    "dedupe",
+    "hash_shard",
+]
 
 
 def hash_shard(
-    path: str, params: MinHashParams, min_paragraph_chars: int, min_length: int = 0, min_words: int = 0
+    path: str,
+    params: MinHashParams,
+    min_paragraph_chars: int,
+    min_length: int = 0,
+    min_words: int = 0,
+    text_field: str = "text",
 ) -> dict[str, Any]:
     """Ids, MinHash signatures and paragraph hashes of one shard (a Ray task)."""
     ids: list[str] = []
     texts: list[str] = []
     para_doc: list[int] = []
-    para_start: list[int] = []
-    para_end: list[int] = []
-    para_hash: list[int] = []
+    paragraphs: list[tuple[int, int, int]] = []
     for i, rec in enumerate(read_shard(path)):
         ids.append(rec["id"])
-        text = rec["text"]
+        text = rec[text_field]
         texts.append(text)
-        for start, end in paragraph_spans(text):
-            para = text[start:end]
-            if _normalised_len(para) < min_paragraph_chars or _too_short(para, min_length, min_words):
-                continue
-            h = paragraph_hash(para)
-            if h is None:
-                continue
-            para_doc.append(i)
-            para_start.append(start)
-            para_end.append(end)
-            para_hash.append(h)
+        found = hashed_paragraphs(text, min_paragraph_chars, min_length, min_words)
+        para_doc.extend([i] * len(found))
+        paragraphs.extend(found)
     sigs = signatures(texts, params)
+    table = np.array(paragraphs, dtype=np.uint64).reshape(-1, 3)
     return {
         "ids": ids,
         "sigs": sigs,
         "keys": band_keys(sigs, params),
         "has_words": sigs[:, 0] != np.iinfo(np.uint32).max if len(texts) else np.zeros(0, dtype=bool),
         "para_doc": np.array(para_doc, dtype=np.int64),
-        "para_start": np.array(para_start, dtype=np.int64),
-        "para_end": np.array(para_end, dtype=np.int64),
-        "para_hash": np.array(para_hash, dtype=np.uint64),
+        "para_start": table[:, 0].astype(np.int64),
+        "para_end": table[:, 1].astype(np.int64),
+        "para_hash": table[:, 2].copy(),
     }
 
 
@@ -262,22 +161,23 @@ def earlier_drops(output_path: str, drop_id: str) -> tuple[list[tuple[str, str]]
 
 
 def dedupe(config: DedupeConfig) -> dict[str, Any]:
-    """Step function (Marin's name): write the duplicate attributes; returns materialization metadata.
+    """Step function (Marin's name): run the config's :class:`DedupMode`; returns materialization metadata.
 
     Raises:
-        ValueError: ``decontaminate`` without ``decontaminate_path``, or ``ngram`` without
-            ``decontaminate`` (n-gram matching is a decontamination option here).
+        ValueError: an unknown ``mode``; DECONTAMINATE / TRAIN_TEST_OVERLAP without a source;
+            TRAIN_TEST_OVERLAP without ``ngram``; ``ngram`` in a deduplication mode (n-gram
+            matching is a decontamination option here).
         RuntimeError: ``landing_dir`` names earlier drops whose index is not complete yet.
     """
     start = time.monotonic()
-    if config.decontaminate:
-        if not config.decontaminate_path:
-            raise ValueError("DedupeConfig.decontaminate=True needs decontaminate_path (the documents to match)")
-        return _decontaminate(config, start)
+    mode = config.workflow
+    if mode in (DedupMode.DECONTAMINATE, DedupMode.TRAIN_TEST_OVERLAP):
+        return decontaminate(config)
     if config.ngram is not None:
         raise ValueError(
-            "DedupeConfig.ngram applies to decontamination here (decontaminate=True); deduplication matches "
-            "whole paragraphs and MinHash document signatures (minhash_ngram)"
+            "DedupeConfig.ngram applies to decontamination here (mode=DedupMode.DECONTAMINATE or "
+            "TRAIN_TEST_OVERLAP); deduplication matches whole paragraphs and MinHash document signatures "
+            "(minhash_ngram)"
         )
     if config.drop_id is None:
         done, pending = [], []
@@ -295,7 +195,11 @@ def dedupe(config: DedupeConfig) -> dict[str, Any]:
             )
     # The base clears the attribute trees and index/ (leftovers of a crashed attempt, _COMPLETE
     # included) and hashes the shards in parallel; _DedupStage.summarize runs the drop-wide passes.
-    return _DedupStage(config, done, pending, start).run()
+    meta = _DedupStage(config, done, pending, start).run()
+    if mode == DedupMode.DOC_DEDUPLICATE:
+        meta.update(_mark_documents(config))
+    meta["mode"] = str(mode)
+    return meta
 
 
 class _DedupStage(ShardStage):
@@ -314,7 +218,7 @@ class _DedupStage(ShardStage):
         self.start = start
 
     def shards(self) -> list[str]:
-        return find_shards(self.input_path, f".{self.config.input_filetype}")
+        return input_files(self.input_path, self.config.input_filetype)
 
     def process_shard(self, shard: str, counters: Counters, quarantine: Quarantine) -> Any:
         with counters.timer("hash"):
@@ -324,6 +228,7 @@ class _DedupStage(ShardStage):
                 self.config.min_paragraph_chars,
                 self.config.min_length,
                 self.config.min_words,
+                self.config.text_field,
             )
         ids = hashed.pop("ids")
         with counters.timer("spill"):
@@ -339,8 +244,6 @@ class _DedupStage(ShardStage):
         }
 
     def summarize(self, shard_results: list[ShardResult]) -> dict[str, Any]:
-        from marin_assets.processing.classification.dedup_passes import DropDedup, ShardInfo
-
         shards = [
             ShardInfo(r.shard, spill_path(self.config.output_path, self.relative_path(r.shard)), **r.extra)
             for r in shard_results
@@ -351,113 +254,23 @@ class _DedupStage(ShardStage):
         return meta
 
 
-# ------------------------------------------------------------------------------------------
-# Decontamination
-
-
-def _words(paragraph: str) -> list[str]:
-    return _NORMALISE.sub(" ", paragraph.lower()).split()
-
-
-def _ngram_hashes(words: list[str], n: int, stride: int) -> list[int]:
-    """64-bit hashes of the ``n``-word n-grams of ``words``, every ``stride``-th (a short paragraph: one)."""
-    if not words:
-        return []
-    grams = [words] if len(words) <= n else [words[i : i + n] for i in range(0, len(words) - n + 1, stride)]
-    return [
-        int.from_bytes(hashlib.blake2b(" ".join(g).encode("utf-8"), digest_size=8).digest(), "little") for g in grams
-    ]
-
-
-def _source_keys(config: DedupeConfig, n: int | None) -> set[int]:
-    """Every paragraph hash (``n`` None) or every word n-gram hash of the source documents."""
-    keys: set[int] = set()
-    sources = find_shards(config.decontaminate_path or "", f".{config.input_filetype}")
-    if not sources:
-        raise FileNotFoundError(f"no *.{config.input_filetype} documents below {config.decontaminate_path}")
-    for path in sources:
-        for rec in read_shard(path):
-            text = rec.get("text")
-            if not isinstance(text, str):
-                continue
-            for start, end in paragraph_spans(text):
-                para = text[start:end]
-                if n is None:
-                    h = paragraph_hash(para)
-                    if h is not None:
-                        keys.add(h)
-                else:
-                    keys.update(_ngram_hashes(_words(para), n, 1))
-    return keys
-
-
-class _DecontaminateStage(ShardStage):
-    """Per shard: spans of the paragraphs found in the source, mirrored attribute files."""
-
-    stage = "decontaminate"
-    mirror = True
-    output_dirs = ("quarantine",)
-
-    def __init__(self, config: DedupeConfig, n: int | None, keys: set[int], output_path: str, attribute: str) -> None:
-        super().__init__(config.input_path, output_path)
-        self.config = config
-        self.n = n
-        self.keys = keys
-        self.attribute = attribute
-
-    def shards(self) -> list[str]:
-        return find_shards(self.input_path, f".{self.config.input_filetype}")
-
-    def process_shard(self, shard: str, counters: Counters, quarantine: Quarantine) -> Any:
-        ngram = self.config.ngram
-        stride = max(1, ngram.stride or 1) if ngram else 1
+def _mark_documents(config: DedupeConfig) -> dict[str, Any]:
+    """DOC_DEDUPLICATE: each attribute file's ``attribute_name`` becomes ``[[0, len(text), 1.0]]``
+    for a document whose whole text occurred earlier in the input (files in order, then lines),
+    else ``[]``; ``fuzzy_duplicate`` and its companions stay as the fuzzy pass decided."""
+    seen: set[bytes] = set()
+    duplicates = 0
+    for shard in input_files(config.input_path, config.input_filetype):
+        path = attribute_file(config, shard)
+        attributes = {r["id"]: r for r in read_shard(path)}
         out = []
-        for i, rec in enumerate(read_shard(shard)):
-            text = rec.get("text")
-            if not isinstance(text, str):
-                quarantine.add("no_text", f"text is {type(text).__name__}", line=i + 1, doc_id=rec.get("id"))
-                continue
-            spans: list[list[float]] = []
-            for start, end in paragraph_spans(text):
-                para = text[start:end]
-                if _too_short(para, self.config.min_length, self.config.min_words):
-                    continue
-                if self.n is None or ngram is None:
-                    h = paragraph_hash(para)
-                    if h is not None and h in self.keys:
-                        spans.append([start, end, 1.0])
-                    continue
-                grams = _ngram_hashes(_words(para), self.n, stride)
-                if not grams:
-                    continue
-                share = sum(g in self.keys for g in grams) / len(grams)
-                if share >= ngram.overlap_threshold:
-                    spans.append([start, end, round(share, 4)])
-            counters.add("documents_in")
-            counters.add("paragraphs_marked", len(spans))
-            counters.add("documents_with_overlap", 1 if spans else 0)
-            out.append({"id": rec.get("id"), "attributes": {self.attribute: spans}})
-        write_shard(join_path(self.output_path, self.relative_path(shard)), out)
-        return None
-
-
-def _decontaminate(config: DedupeConfig, start: float) -> dict[str, Any]:
-    lengths: list[int | None]
-    if config.ngram is None:
-        lengths = [None]
-    elif isinstance(config.ngram.ngram_length, int):
-        lengths = [config.ngram.ngram_length]
-    else:
-        lengths = list(config.ngram.ngram_length)
-    several = len(lengths) > 1
-    meta: dict[str, Any] = {}
-    for n in lengths:
-        keys = _source_keys(config, n)
-        output = join_path(config.output_path, str(n)) if several else config.output_path
-        attribute = f"{config.attribute_name}_{n}" if several else config.attribute_name
-        result = _DecontaminateStage(config, n, keys, output, attribute).run()
-        prefix = f"ngram_{n}/" if several else ""
-        meta.update({f"{prefix}{k}": v for k, v in result.items()})
-        meta[f"{prefix}source_keys"] = len(keys)
-    meta["seconds"] = round(time.monotonic() - start, 3)
-    return meta
+        for rec in read_shard(shard):
+            text = text_of(rec, config)
+            digest = hashlib.blake2b(str(text).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            row = attributes[rec["id"]]
+            spans = [[0, len(text), 1.0]] if digest in seen and isinstance(text, str) else []
+            seen.add(digest)
+            duplicates += bool(spans)
+            out.append({"id": row["id"], "attributes": {**row["attributes"], config.attribute_name: spans}})
+        write_jsonl_shard(path, out)
+    return {"document_duplicates": duplicates}

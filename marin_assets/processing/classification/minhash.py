@@ -3,9 +3,15 @@
 Why not one hash call per shingle: that Python loop dominates MinHash pipelines. Here a batch of
 documents is one byte buffer; word hashes come from a polynomial prefix sum over the buffer
 (``(C[end] - C[start]) * P^-start`` mod 2^64), shingles combine consecutive word hashes, and the
-``num_perm`` permutations are multiply-shift hashes ``(a * x + b) >> 32`` evaluated as one matrix
-product-free broadcast per chunk, reduced per document with ``np.minimum.reduceat``. All
-arithmetic is uint64 with wrap-around, which numpy does natively.
+``num_perm`` permutations are multiply-shift hashes ``(a * x + b) >> 32``, evaluated one permutation
+at a time over the batch's whole shingle vector (three in-place passes over one contiguous buffer)
+and reduced per document with ``np.minimum.reduceat``. All arithmetic is uint64 with wrap-around,
+which numpy does natively.
+
+Why one permutation at a time: the (shingles x permutations) matrix of a broadcast is written,
+shifted, cast and reduced along its strided axis -- 4-5x the CPU of the same arithmetic on a
+vector that stays in cache, and the reduction of a contiguous vector is the fast case of
+``reduceat`` (measured on the dedup bench's 22 M characters: 2.4 s -> 0.5 s).
 
 Text normalisation: lower case; words are maximal runs of ASCII letters/digits or non-ASCII
 bytes (so accented words stay whole); everything else separates words.
@@ -21,7 +27,6 @@ _U64 = np.uint64
 _P = 0x100000001B3  # FNV prime: odd, so it has an inverse mod 2^64
 _P_INV = pow(_P, -1, 1 << 64)
 _K_COMBINE = 0x9E3779B97F4A7C15
-_CHUNK_SHINGLES = 1 << 15
 
 _WORD_BYTE = np.zeros(256, dtype=bool)
 for _c in b"abcdefghijklmnopqrstuvwxyz0123456789":
@@ -168,20 +173,18 @@ def _signatures_batch(texts: list[str], a: np.ndarray, b: np.ndarray, ngram: int
     sh, sd = _shingles(words, doc_of_word, len(texts), ngram)
     if len(sh) == 0:
         return
-    # Chunks end at document boundaries so reduceat segments never straddle two chunks.
-    doc_bounds = np.flatnonzero(np.diff(sd)) + 1
-    seg_starts = np.concatenate([[0], doc_bounds])
-    pos = 0
-    while pos < len(seg_starts):
-        lo = seg_starts[pos]
-        stop = np.searchsorted(seg_starts, lo + _CHUNK_SHINGLES, side="right")
-        stop = max(stop, pos + 1)
-        hi = seg_starts[stop] if stop < len(seg_starts) else len(sh)
-        with np.errstate(over="ignore"):
-            hashed = ((sh[lo:hi, None] * a[None, :] + b[None, :]) >> _U64(32)).astype(np.uint32)
-        mins = np.minimum.reduceat(hashed, seg_starts[pos:stop] - lo, axis=0)
-        out[offset + sd[seg_starts[pos:stop]]] = mins
-        pos = stop
+    # ``sd`` ascends: each document's shingles are one segment of ``sh``.
+    seg_starts = np.concatenate([[0], np.flatnonzero(np.diff(sd)) + 1])
+    mins = np.empty((len(a), len(seg_starts)), dtype=_U64)
+    hashed = np.empty_like(sh)
+    with np.errstate(over="ignore"):
+        for k in range(len(a)):
+            np.multiply(sh, a[k], out=hashed)
+            np.add(hashed, b[k], out=hashed)
+            np.right_shift(hashed, _U64(32), out=hashed)
+            np.minimum.reduceat(hashed, seg_starts, out=mins[k])
+    # The shifted values are < 2^32: the minimum casts to uint32 unchanged.
+    out[offset + sd[seg_starts]] = mins.T.astype(np.uint32)
 
 
 def band_keys(sigs: np.ndarray, params: MinHashParams) -> np.ndarray:
