@@ -68,6 +68,7 @@ def build_steps(size: str = "tiny", curation_steps: dict[str, ExecutorStep] | No
         versioned(s.model),
         s.train,
         tags=("quickstart", size),
+        eval_harness_tasks=(),  # lm-eval runs in the evaluation step below, on the final export
         validation_sets={"heldout": heldout},
     )
     evaluation = default_eval(

@@ -113,7 +113,14 @@ def quickstart_model_steps(
         validation_documents = validation_documents or docs / "validation"
     tokenizer = default_tokenizer(f"{name}-{size}", documents, vocab_size=s.vocab_size)
     tokenized = default_tokenize(f"{name}-{size}", documents, tokenizer, validation=validation_documents)
-    train = default_train(f"{name}-{size}", tokenized, versioned(s.model), s.train, tags=("quickstart", size))
+    train = default_train(
+        f"{name}-{size}",
+        tokenized,
+        versioned(s.model),
+        s.train,
+        tags=("quickstart", size),
+        eval_harness_tasks=(),  # lm-eval runs in the evaluation step below, on the final export
+    )
     evaluation = default_eval(
         train,
         evals=LOCAL_TASKS,

@@ -264,6 +264,13 @@ def _from_spec(spec: LmTrainSpec, accelerator: str) -> Any:
         extra["z_loss_weight"] = float(_u(spec.z_loss_weight))
     if _u(spec.data_seed) is not None:
         extra["data_seed"] = int(_u(spec.data_seed))
+    if spec.eval_harness_tasks:
+        from levanter.eval_harness import LmEvalHarnessConfig
+
+        from marin_assets.training.eval_harness import levanter_task_spec
+
+        extra["eval_harness"] = LmEvalHarnessConfig(task_spec=levanter_task_spec(spec.eval_harness_tasks))
+        extra["eval_harness_steps"] = int(spec.eval_harness_steps)
     return TrainLmConfig(
         data=spec.data,
         trainer=TrainerConfig(**trainer),
@@ -339,13 +346,24 @@ def build_levanter_config(pod: Any) -> Any:
 
 
 def prepare_training(config: Any, local_yaml: str) -> str:
-    """In the training subprocess: Levanter's config for the resolved ``TrainLmOnPodConfig`` (built
-    once, here), the reference checkpoint, ``<out>/train_config.yaml``, the local YAML Levanter parses
-    and the run's shape (``<local>.plan.json``); returns the local YAML's path."""
+    """In the training subprocess: the in-training lm-eval tasks checked offline
+    (:mod:`marin_assets.training.eval_harness`), Levanter's config for the resolved
+    ``TrainLmOnPodConfig`` (built once, here), the reference checkpoint, ``<out>/train_config.yaml``,
+    the local YAML Levanter parses and the run's shape (``<local>.plan.json``); returns the local
+    YAML's path."""
     import json
 
     from marin_assets.execution.storage import atomic_write_text
+    from marin_assets.training.eval_harness import check_harness_tasks, harness_tasks_of, use_local_tasks
 
+    spec = config.train_config
+    if isinstance(spec, LmTrainSpec):
+        tasks = list(spec.eval_harness_tasks)
+    else:
+        tasks = harness_tasks_of(spec.eval_harness) if getattr(spec, "eval_harness", None) is not None else []
+    if tasks:
+        # Before anything is built or written: a task without local data fails the step untrained.
+        use_local_tasks(check_harness_tasks(tasks, local_yaml))
     lev_config = build_levanter_config(config)
     reference = reference_checkpoint_dir(str(config.output_path), lev_config.trainer.id)
     write_reference_checkpoint(reference, lev_config.model, lev_config.data.tokenizer)

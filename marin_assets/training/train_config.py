@@ -121,6 +121,9 @@ class LmTrainSpec:
     initialize_from_hf: Any = None
     initialize_from_checkpoint_path: Any = None
     reset_data_loader_on_init: Any = True
+    eval_harness_tasks: tuple[Any, ...] = ()
+    """lm-eval tasks Levanter's harness runs during training (``EvalTaskConfig`` s or lm-eval names)."""
+    eval_harness_steps: int = 10000
 
 
 def accelerator_of(resources: Any) -> str:
