@@ -303,7 +303,8 @@ def default_train(
         initialize_from_checkpoint_path=tc.initialize_from_checkpoint_path,
         reset_data_loader_on_init=tc.reset_data_loader_on_init,
         eval_harness_tasks=tuple(unwrap_versioned_value(eval_harness_tasks) or ()),
-        eval_harness_steps=unwrap_versioned_value(tc.steps_per_task_eval) or 10000,  # Marin's default
+        # Marin's default; a versioned value stays versioned (its version key is Marin's).
+        eval_harness_steps=tc.steps_per_task_eval if unwrap_versioned_value(tc.steps_per_task_eval) else 10000,
     )
     resources = tc.resources
     batch = unwrap_versioned_value(tc.train_batch_size)

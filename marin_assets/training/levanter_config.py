@@ -270,7 +270,7 @@ def _from_spec(spec: LmTrainSpec, accelerator: str) -> Any:
         from marin_assets.training.eval_harness import levanter_task_spec
 
         extra["eval_harness"] = LmEvalHarnessConfig(task_spec=levanter_task_spec(spec.eval_harness_tasks))
-        extra["eval_harness_steps"] = int(spec.eval_harness_steps)
+        extra["eval_harness_steps"] = int(_u(spec.eval_harness_steps))
     return TrainLmConfig(
         data=spec.data,
         trainer=TrainerConfig(**trainer),
