@@ -3,7 +3,6 @@ build the same Levanter config; every ``SimpleTrainConfig`` field lands in ``tra
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import json
 from pathlib import Path
@@ -197,25 +196,6 @@ def test_initialization_fields_are_applied(inputs, tmp_path):
 def test_settings_that_cannot_apply_are_errors_naming_them(inputs):
     with pytest.raises(ValueError, match="pad_tokenizer_to_match_model"):
         marin_step(inputs, pad_tokenizer_to_match_model=True)
-
-
-def _simple():
-    from marin_assets.experiments.simple_train_config import SimpleTrainConfig
-    from marin_resources import CpuOnlyConfig
-
-    return SimpleTrainConfig(resources=CpuOnlyConfig(), train_batch_size=2, num_train_steps=1, learning_rate=1e-3)
-
-
-def test_every_simple_train_config_field_is_read_by_default_train():
-    """No field is silently dropped: each appears in default_train's source or is a property input."""
-    import inspect
-
-    from marin_assets.experiments import defaults
-    from marin_assets.experiments.simple_train_config import SimpleTrainConfig
-
-    source = inspect.getsource(defaults.default_train)
-    unread = [f.name for f in dataclasses.fields(SimpleTrainConfig) if f"tc.{f.name}" not in source]
-    assert unread == ["resources"] or unread == [], unread
 
 
 def test_training_evaluation_and_tokenize_modules_import_without_cycles():
