@@ -185,3 +185,37 @@ def test_every_simple_train_config_field_reaches_levanter(inputs, tmp_path):  # 
         for part in spec[1].split("."):
             node = node[part]  # type: ignore[index]
         assert node == (ckpt if spec[2] == "CKPT" else spec[2]), (name, spec[1], node)
+
+
+def test_versioned_settings_keep_their_version_keys_and_hashes():
+    """A step versioning every SimpleTrainConfig setting hashes as before this layout (pinned: computed by
+    the hand-copied spec it replaced), under Levanter's paths (``train_config.optimizer.learning_rate``)."""
+    from marin_assets.execution.step import versioned
+    from marin_assets.execution.versioning import StepGraph
+    from marin_assets.experiments.defaults import default_tokenize, default_train
+    from marin_assets.experiments.simple_train_config import SimpleTrainConfig
+    from marin_assets.training.train_config import TINY_LLAMA
+    from marin_resources import CpuOnlyConfig
+
+    settings = dict(
+        train_batch_size=4, num_train_steps=3, learning_rate=1e-3, data_seed=1, weight_decay=0.1, beta1=0.8,
+        beta2=0.9, epsilon=1e-7, max_grad_norm=2.0, warmup=0.1, decay=0.2, rewarmup=0.0, lr_schedule="linear",
+        min_lr_ratio=0.1, cycle_length=2, z_loss_weight=1e-4, ema_beta=0.99, skip_bad_steps=True, steps_per_eval=2,
+        steps_per_export=3, steps_per_hf_export=3, per_device_eval_parallelism=2, max_eval_batches=1,
+        initialize_from_checkpoint_path="/ckpt", reset_data_loader_on_init=False, allow_partial_checkpoint=True,
+        int8=True, train_seq_len=64, per_device_parallelism=2,
+    )  # fmt: skip
+    simple = SimpleTrainConfig(resources=CpuOnlyConfig(num_cpus=1), **{k: versioned(v) for k, v in settings.items()})
+    tokenized = default_tokenize("docs", "/data/docs", "/data/tok")
+    every = default_train("every", tokenized, versioned(TINY_LLAMA), simple, tags=("a",), wandb_name="w")
+    plain = SimpleTrainConfig(
+        resources=CpuOnlyConfig(num_cpus=1), train_batch_size=4, num_train_steps=3, learning_rate=1e-3
+    )
+    plain_step = default_train("plain", tokenized, versioned(TINY_LLAMA), plain)
+    graph = StepGraph([every, plain_step], "/prefix")
+    resolved_every = graph.resolved(every)
+    keys = resolved_every.version["config"]
+    assert keys["train_config.optimizer.learning_rate"] == 1e-3 and keys["train_config.trainer.train_batch_size"] == 4
+    assert keys["train_config.trainer.checkpoint_every"] == 3 and keys["train_config.trainer.ema_beta"] == 0.99
+    assert resolved_every.hash == "d6a4e4"
+    assert graph.resolved(plain_step).hash == "499a92"
