@@ -19,7 +19,6 @@ metadata has every metric as a flat float (``<task>/<metric>``).
 
 from __future__ import annotations
 
-import glob
 import json
 import logging
 import math
@@ -30,8 +29,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from marin_assets.evaluation.evaluation_config import EvalTaskConfig, EvaluationConfig
+from marin_assets.evaluation.evaluation_config import EvaluationConfig
 from marin_assets.evaluation.lm_eval_main import MISSING_EXIT
+from marin_assets.evaluation.task_data import TaskDataMissing, missing_message, prepare_include_path, task_entries
 from marin_assets.execution.metadata import table_markdown
 from marin_assets.execution.step import unwrap_versioned_value
 from marin_assets.execution.storage import atomic_write_text, filesystem, is_local, join_path
@@ -41,16 +41,8 @@ from marin_assets.training.training_log import list_step_dirs, parse_metrics
 
 logger = logging.getLogger(__name__)
 
-EVAL_TASKS_DIR = os.path.join(os.path.dirname(__file__), "eval_tasks")
-LOCAL_TASKS = ("marin_docstring_mc", "marin_docstring_cloze", "marin_docstring_ppl")
 LEVANTER_TASK_PREFIX = "levanter_validation"
 LM_EVAL_MAX_LENGTH = 1024
-OFFLINE_TASK_HINT = (
-    "nothing is downloaded at run time: on a machine with network run "
-    "`python -c \"import datasets; datasets.load_dataset('{dataset}')\"` and copy the Hugging Face cache "
-    "($HF_HOME, default ~/.cache/huggingface) here, or give the task as a local task YAML "
-    "(EvaluationConfig.include_path) whose data_files are local"
-)
 
 
 def _exists(path: str) -> bool:
@@ -69,27 +61,6 @@ def resolve_hf_export(model_path: str, discover_latest_checkpoint: bool = True) 
             if steps:
                 return steps[-1][1]
     raise FileNotFoundError(f"no HF export (config.json, or hf/step-N) under {model_path}")
-
-
-def prepare_include_path(dest: str, extra: str | None = None) -> str:
-    """Copy the shipped task YAMLs to ``dest`` with ``data_files`` made absolute, plus ``extra``.
-
-    lm-eval resolves relative ``data_files`` against the working directory, not the YAML's folder.
-    """
-    import yaml
-
-    os.makedirs(dest, exist_ok=True)
-    for path in sorted(glob.glob(os.path.join(EVAL_TASKS_DIR, "*.yaml"))):
-        with open(path) as handle:
-            task = yaml.safe_load(handle)
-        files = task.get("dataset_kwargs", {}).get("data_files", {})
-        for split, name in list(files.items()):
-            files[split] = os.path.join(EVAL_TASKS_DIR, name)
-        with open(os.path.join(dest, os.path.basename(path)), "w") as handle:
-            yaml.safe_dump(task, handle, sort_keys=False)
-    if extra:
-        _local_copy(extra, os.path.join(dest, "extra"), always_copy=True)
-    return dest
 
 
 def levanter_eval_caches(config: EvaluationConfig) -> dict[str, str]:
@@ -191,31 +162,18 @@ def parse_levanter_eval(text: str, caches: Mapping[str, str]) -> dict[str, dict[
     return out
 
 
-def task_specs(evals: Any) -> list[dict[str, Any]]:
-    """lm-eval task specs (``{"task", "num_fewshot", "task_alias"}``) from ``EvalTaskConfig`` s or names."""
-    specs = []
-    for task in unwrap_versioned_value(evals) or []:
-        task = unwrap_versioned_value(task)
-        if isinstance(task, str):
-            task = EvalTaskConfig(task, 0)
-        spec: dict[str, Any] = {"task": task.name, "num_fewshot": task.num_fewshot}
-        if task.task_alias:
-            spec["task_alias"] = task.task_alias
-        specs.append(spec)
-    return specs
-
-
 def lm_eval_job(config: EvaluationConfig, hf_dir: str, work: str) -> tuple[list[str], dict[str, str], str]:
     """``(command, environment, output folder)`` of lm-eval's ``hf`` model on ``hf_dir``."""
     out_dir = os.path.join(work, "lm_eval")
     shutil.rmtree(out_dir, ignore_errors=True)
     max_length = config.max_length or LM_EVAL_MAX_LENGTH
+    extra = _local_copy(config.include_path, os.path.join(work, "include_path")) if config.include_path else None
     spec = {
         # lm-eval asserts that a continuation fits in max_length, which it takes from the model's
         # (tiny) training context; RoPE models score longer inputs fine, so allow a longer window.
         "model_args": f"pretrained={hf_dir},dtype=float32,max_length={max_length}",
-        "tasks": task_specs(config.evals),
-        "include_path": prepare_include_path(os.path.join(work, "tasks"), config.include_path),
+        "tasks": task_entries(config.evals),
+        "include_path": prepare_include_path(os.path.join(work, "tasks"), extra),
         "batch_size": config.batch_size,
         "limit": unwrap_versioned_value(config.max_eval_instances),
         "output_dir": out_dir,
@@ -230,24 +188,12 @@ def lm_eval_job(config: EvaluationConfig, hf_dir: str, work: str) -> tuple[list[
     return [sys.executable, "-m", "marin_assets.evaluation.lm_eval_main", spec_path], env, out_dir
 
 
-class TaskDataMissing(FileNotFoundError):
-    """An lm-eval task whose data is not available offline."""
-
-
 def _missing_tasks_error(out_dir: str) -> TaskDataMissing | None:
     path = os.path.join(out_dir, "missing_tasks.json")
     if not os.path.exists(path):
         return None
     with open(path) as handle:
-        missing = json.load(handle)
-    lines = []
-    for item in missing:
-        dataset = item.get("dataset") or item["task"]
-        hint = OFFLINE_TASK_HINT.format(dataset=dataset)
-        lines.append(
-            f"lm-eval task {item['task']!r} (dataset {dataset}) is not available offline ({item['cause']}); {hint}"
-        )
-    return TaskDataMissing("\n".join(lines))
+        return TaskDataMissing(missing_message(json.load(handle)))
 
 
 def run_both(
@@ -318,7 +264,7 @@ def run_evaluation(config: EvaluationConfig) -> dict[str, Any]:
     hf_export = resolve_hf_export(str(config.model_path), config.discover_latest_checkpoint)
     hf_dir = _local_copy(hf_export, os.path.join(work, "hf_export"))
     start = time.monotonic()
-    tasks = task_specs(config.evals)
+    tasks = task_entries(config.evals)
     jobs: dict[str, tuple[list[str], str, Mapping[str, str]]] = {}
     lm_eval_out = None
     if tasks:

@@ -53,7 +53,9 @@ def load_tasks(tasks: list[dict[str, Any]], manager: Any) -> tuple[list[Any], li
                 {"task": name, "dataset": None, "cause": "no such lm-eval task (not built in, not in include_path)"}
             )
             continue
-        overrides: dict[str, Any] = {"num_fewshot": spec["num_fewshot"]}
+        overrides: dict[str, Any] = {}
+        if spec.get("num_fewshot") is not None:  # None: the task's own default, as lm-eval's CLI
+            overrides["num_fewshot"] = spec["num_fewshot"]
         if spec.get("task_alias"):
             overrides.update(task=spec["task_alias"], task_alias=spec["task_alias"])
         try:
@@ -65,6 +67,18 @@ def load_tasks(tasks: list[dict[str, Any]], manager: Any) -> tuple[list[Any], li
     return built, missing
 
 
+def task_manager(include_path: str | None, names: list[str]) -> Any:
+    """lm-eval's ``TaskManager`` over ``include_path``; lm-eval's built-in tasks are indexed too only
+    when one of ``names`` is not defined there (indexing them costs tens of seconds)."""
+    from lm_eval.tasks import TaskManager
+
+    if include_path:
+        local = TaskManager(include_path=include_path, include_defaults=False)
+        if all(name in local.task_index for name in names):
+            return local
+    return TaskManager(include_path=include_path)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Check the tasks, evaluate, write results; returns the exit code."""
     (spec_path,) = sys.argv[1:] if argv is None else argv
@@ -73,11 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["HF_DATASETS_OFFLINE"] = "1"
     os.environ["HF_HUB_OFFLINE"] = "1"
     import lm_eval
-    from lm_eval.tasks import TaskManager
 
     out = spec["output_dir"]
     os.makedirs(out, exist_ok=True)
-    manager = TaskManager(include_path=spec["include_path"])
+    manager = task_manager(spec["include_path"], [task["task"] for task in spec["tasks"]])
     built, missing = load_tasks(spec["tasks"], manager)
     if missing:
         with open(os.path.join(out, "missing_tasks.json"), "w") as handle:

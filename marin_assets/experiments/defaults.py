@@ -15,8 +15,9 @@ Levanter import to define a step.
 
 Differences that follow from running offline (documented in ``docs/models.md``): datasets and
 tokenizers resolve from local paths or the local Hugging Face cache; Marin's default validation
-sets (Paloma) need downloads, so ``use_default_validation`` adds none; lm-eval tasks run in an
-evaluation step (``experiments.evals.default_eval``), not inside training; a CPU training run runs
+sets (Paloma) need downloads, so ``use_default_validation`` adds none; the in-training lm-eval tasks
+(``eval_harness_tasks``, Marin's ``CORE_TASKS`` by default) run when their data is local and fail the
+step before training otherwise (``eval_harness_tasks=()`` turns them off); a CPU training run runs
 Levanter in a local subprocess instead of a Ray task.
 """
 
@@ -28,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from marin_assets.download.huggingface.download_hf import DownloadConfig, download_hf
+from marin_assets.evaluation.evaluation_config import EvalTaskConfig
 from marin_assets.execution.step import (
     ExecutorStep,
     InputName,
@@ -36,6 +38,7 @@ from marin_assets.execution.step import (
     this_output_path,
     unwrap_versioned_value,
 )
+from marin_assets.experiments.evals.task_configs import CORE_TASKS
 from marin_assets.experiments.simple_train_config import SimpleTrainConfig
 from marin_assets.processing.tokenize import (
     HfDatasetSpec,
@@ -241,7 +244,7 @@ def default_train(
     train_config: SimpleTrainConfig,
     tags: Sequence[str] = (),
     use_default_validation: bool = True,
-    eval_harness_tasks: Sequence[Any] = (),
+    eval_harness_tasks: Sequence[EvalTaskConfig | str] = CORE_TASKS,
     wandb_name: str | None = None,
     wandb_group: str | None = None,
     override_output_path: str | None = None,
@@ -263,25 +266,18 @@ def default_train(
         train_config: :class:`SimpleTrainConfig`.
         tags: tracker tags.
         use_default_validation: Marin adds its default validation sets (Paloma); none exist offline.
-        eval_harness_tasks: must be empty here: lm-eval runs in an evaluation step
-            (``experiments.evals.default_eval``), not inside training.
+        eval_harness_tasks: lm-eval tasks Levanter's harness runs during training (every
+            ``steps_per_task_eval`` steps, default 10000, and at the end), Marin's ``CORE_TASKS`` by
+            default; ``EvalTaskConfig`` s or lm-eval names (a group such as ``"mmlu"`` expands to its
+            subtasks). Their data must be local (HF cache, shipped tasks, ``$MARIN_EVAL_TASKS_PATH``):
+            otherwise the step fails before training, naming the task. ``()``: no in-training evals.
         wandb_name / wandb_group: W&B run name and group (used when W&B is enabled).
         override_output_path: a fixed output path instead of ``<prefix>/checkpoints/<name>-<hash>``.
         validation_sets: name -> tokenize step evaluated during training (weight 0; ours).
     """
-    if eval_harness_tasks:
-        raise ValueError(
-            f"{name}: eval_harness_tasks cannot run inside training on this backend; "
-            "pass eval_harness_tasks=[] and add experiments.evals.default_eval(<train step>, evals=...)"
-        )
     if use_default_validation:
         logger.debug("no default validation sets offline (Marin's are Paloma downloads); using the caches' own")
     tc = train_config
-    if tc.steps_per_task_eval is not None:
-        raise ValueError(
-            "SimpleTrainConfig.steps_per_task_eval cannot apply: lm-eval tasks do not run inside training on this "
-            "backend; leave it None and add experiments.evals.default_eval(<train step>, evals=...)"
-        )
     if tc.pad_tokenizer_to_match_model:
         raise ValueError(
             "SimpleTrainConfig.pad_tokenizer_to_match_model cannot apply: this Levanter has no such option"
@@ -341,6 +337,9 @@ def default_train(
         initialize_from_hf=tc.initialize_from_hf,
         initialize_from_checkpoint_path=tc.initialize_from_checkpoint_path,
         reset_data_loader_on_init=tc.reset_data_loader_on_init,
+        eval_harness_tasks=tuple(unwrap_versioned_value(eval_harness_tasks) or ()),
+        # Marin's default; a versioned value stays versioned (its version key is Marin's).
+        eval_harness_steps=tc.steps_per_task_eval if unwrap_versioned_value(tc.steps_per_task_eval) else 10000,
     )
     resources = tc.resources
     batch = unwrap_versioned_value(tc.train_batch_size)

@@ -142,6 +142,7 @@ def quickstart_model_steps(
         s.train,
         tags=("quickstart", size),
         validation_sets=heldout_caches,
+        eval_harness_tasks=(),  # lm-eval runs in the evaluation step below, on the final export
     )
     evaluation = default_eval(
         train,

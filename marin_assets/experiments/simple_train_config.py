@@ -1,16 +1,21 @@
 """Marin's ``experiments/simple_train_config.py``: the training settings ``default_train`` reads.
 
 Same fields, order and defaults as Marin's ``SimpleTrainConfig``. Levanter types
-(``IntSchedule``, ``OptimizerConfig``, ``WatchConfig``) are accepted as is; they are typed ``Any``
-here so that defining an experiment does not import Levanter.
+(``IntSchedule``, ``OptimizerConfig``, ``WatchConfig``) are accepted as is; they are imported for type
+checkers only, so that defining an experiment does not import Levanter.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from marin_resources.resource_config import ResourceConfig, TpuPodConfig
+
+if TYPE_CHECKING:
+    from levanter.callbacks.watch import WatchConfig
+    from levanter.optim import OptimizerConfig
+    from levanter.schedule import IntSchedule
 
 
 @dataclass(frozen=True)
@@ -18,7 +23,7 @@ class SimpleTrainConfig:
     """Trainer and optimizer settings of a Marin training run (None: Levanter's default)."""
 
     resources: ResourceConfig
-    train_batch_size: Any
+    train_batch_size: int | IntSchedule
     """Sequences per step (an int, or a Levanter ``IntSchedule``)."""
     num_train_steps: int
     learning_rate: float
@@ -51,8 +56,8 @@ class SimpleTrainConfig:
     reset_data_loader_on_init: bool = True
     allow_partial_checkpoint: bool = False
     int8: bool = False
-    optimizer_config: Any = None
-    watch: Any = None
+    optimizer_config: OptimizerConfig | None = None
+    watch: WatchConfig | None = None
     train_seq_len: int | None = None
     """Training context length (None: the model's ``seq_len``)."""
     per_device_parallelism: int = -1

@@ -2,8 +2,8 @@
 
 It takes a resolved :class:`~marin_assets.training.training.TrainLmOnPodConfig` whose
 ``train_config`` is either the nested :class:`~marin_assets.training.train_config.LmTrainSpec`
-(``default_train``) -- every ``SimpleTrainConfig`` setting lands on its Levanter field here -- or a
-Levanter ``TrainLmConfig`` given directly. Both then get the same run-time placement (Marin's
+(``default_train``, in Levanter's layout: copied into Levanter's classes by field name, no field
+listed here, :func:`levanter_fields`) or a Levanter ``TrainLmConfig`` given directly. Both then get the same run-time placement (Marin's
 ``_update_config_to_use_out_path`` plus what running offline needs): checkpoints and HF exports
 under the output path, a run id derived from it, a JSON tracker, concrete cache folders, a local
 tokenizer and a local HF reference config for the export. Runs in the training subprocess: it
@@ -138,15 +138,7 @@ def levanter_model_config(model: Any, train_seq_len: int | None = None) -> Any:
     if isinstance(model, LlamaModelConfig):
         from levanter.models.llama import LlamaConfig
 
-        model = LlamaConfig(
-            seq_len=model.seq_len,
-            hidden_dim=model.hidden_dim,
-            intermediate_dim=model.intermediate_dim,
-            num_layers=model.num_layers,
-            num_heads=model.num_heads,
-            num_kv_heads=model.num_kv_heads,
-            tie_word_embeddings=model.tie_word_embeddings,
-        )
+        model = LlamaConfig(**levanter_fields(model))
     if train_seq_len is not None and train_seq_len != model.seq_len:
         if train_seq_len > model.seq_len:
             raise ValueError(
@@ -208,12 +200,24 @@ def use_local_reference(model: Any, reference: str, tokenizer: str) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------
-# Trainer / optimizer from the nested spec
+# Levanter's classes from the spec (copied by field name; the spec's ``OURS`` fields by hand)
 # ----------------------------------------------------------------------------------------------
 
 
+def levanter_fields(spec: Any) -> dict[str, Any]:
+    """The fields of a spec (``TrainerSpec`` ...) under their Levanter names, ``versioned`` values
+    unwrapped; None leaves Levanter's default (except the spec's ``KEEP_NONE``), ``OURS`` are left out."""
+    keep_none = getattr(spec, "KEEP_NONE", frozenset())
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(spec):
+        value = _u(getattr(spec, f.name))
+        if f.name not in spec.OURS and (value is not None or f.name in keep_none):
+            out[f.name] = value
+    return out
+
+
 def _from_spec(spec: LmTrainSpec, accelerator: str) -> Any:
-    """Levanter's ``TrainLmConfig`` with every setting of ``spec`` on its Levanter field."""
+    """Levanter's ``TrainLmConfig`` for ``spec``: every field copied by name, plus the spec's own settings."""
     import jmp
     from levanter.checkpoint import CheckpointerConfig
     from levanter.main.train_lm import TrainLmConfig
@@ -221,18 +225,9 @@ def _from_spec(spec: LmTrainSpec, accelerator: str) -> Any:
     from levanter.trainer import TrainerConfig
 
     t, o = spec.trainer, spec.optimizer
-    trainer: dict[str, Any] = {
-        "mp": jmp.get_policy("p=f32,c=f32" if accelerator == "cpu" else "p=f32,c=bfloat16"),
-        "train_batch_size": _u(t.train_batch_size),
-        "num_train_steps": int(_u(t.num_train_steps)),
-        "steps_per_eval": int(_u(t.steps_per_eval)) if _u(t.steps_per_eval) is not None else 1000,
-        "max_eval_batches": _u(t.max_eval_batches),
-        "per_device_parallelism": int(_u(t.per_device_parallelism)),
-        "allow_partial_checkpoint": bool(_u(t.allow_partial_checkpoint)),
-        "checkpointer": CheckpointerConfig(keep=[dict(every=int(_u(t.checkpoint_every)))]),
-    }
-    if _u(t.per_device_eval_parallelism) is not None:
-        trainer["per_device_eval_parallelism"] = int(_u(t.per_device_eval_parallelism))
+    trainer = levanter_fields(t)
+    trainer["mp"] = jmp.get_policy("p=f32,c=f32" if accelerator == "cpu" else "p=f32,c=bfloat16")
+    trainer["checkpointer"] = CheckpointerConfig(keep=[dict(every=int(_u(t.checkpoint_every)))])
     if _u(t.int8):
         from haliax.quantization import QuantizationConfig
 
@@ -241,40 +236,29 @@ def _from_spec(spec: LmTrainSpec, accelerator: str) -> Any:
         from levanter.optim.model_averaging import EmaModelAveragingConfig
 
         trainer["model_averaging"] = EmaModelAveragingConfig(beta=float(_u(t.ema_beta)))
-    if _u(t.watch) is not None:
-        trainer["watch"] = _u(t.watch)
-    init_ckpt = _u(spec.initialize_from_checkpoint_path)
-    reset_loader = bool(_u(spec.reset_data_loader_on_init))
-    if init_ckpt is not None and not reset_loader:
+    top = levanter_fields(spec)
+    if top.get("initialize_from_checkpoint_path") is not None and not _u(spec.reset_data_loader_on_init):
         # Levanter: trainer.initialize_from keeps the data loader position; the TrainLmConfig field resets it.
-        trainer["initialize_from"] = init_ckpt
-    if _u(o.optimizer_config) is not None:
-        optimizer = _u(o.optimizer_config)
-    else:
-        names = ("learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "max_grad_norm", "warmup", "decay")
-        names += ("rewarmup", "lr_schedule", "min_lr_ratio", "cycle_length", "skip_bad_steps")
-        optimizer = AdamConfig(**{n: _u(getattr(o, n)) for n in names if _u(getattr(o, n)) is not None})
-    init_hf = _u(spec.initialize_from_hf)
+        trainer["initialize_from"] = top.pop("initialize_from_checkpoint_path")
+    init_hf = top.get("initialize_from_hf")
     if init_hf is not None and is_local(str(init_hf)) and not os.path.isdir(str(init_hf)):
         raise FileNotFoundError(
             f"SimpleTrainConfig.initialize_from_hf {init_hf!r} is not a local HF model folder; nothing is "
             "downloaded here: copy the model folder to this machine (or gs://) and pass its path"
         )
-    extra: dict[str, Any] = {}
-    if _u(spec.z_loss_weight) is not None:
-        extra["z_loss_weight"] = float(_u(spec.z_loss_weight))
-    if _u(spec.data_seed) is not None:
-        extra["data_seed"] = int(_u(spec.data_seed))
-    return TrainLmConfig(
-        data=spec.data,
+    if spec.eval_harness_tasks:
+        from levanter.eval_harness import LmEvalHarnessConfig
+
+        from marin_assets.training.eval_harness import levanter_task_spec
+
+        top["eval_harness"] = LmEvalHarnessConfig(task_spec=levanter_task_spec(spec.eval_harness_tasks))
+    top.update(
+        data=spec.data,  # Levanter's data config is built by levanter_data_config (partitions flattened)
         trainer=TrainerConfig(**trainer),
         model=levanter_model_config(spec.model, _u(spec.train_seq_len)),
-        optimizer=optimizer,
-        hf_save_steps=_u(spec.hf_save_steps),
-        initialize_from_hf=str(init_hf) if init_hf is not None else False,
-        initialize_from_checkpoint_path=init_ckpt if reset_loader else None,
-        **extra,
+        optimizer=_u(o.optimizer_config) if _u(o.optimizer_config) is not None else AdamConfig(**levanter_fields(o)),
     )
+    return TrainLmConfig(**top)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -343,13 +327,24 @@ def build_levanter_config(pod: Any) -> Any:
 
 
 def prepare_training(config: Any, local_yaml: str) -> str:
-    """In the training subprocess: Levanter's config for the resolved ``TrainLmOnPodConfig`` (built
-    once, here), the reference checkpoint, ``<out>/train_config.yaml``, the local YAML Levanter parses
-    and the run's shape (``<local>.plan.json``); returns the local YAML's path."""
+    """In the training subprocess: the in-training lm-eval tasks checked offline
+    (:mod:`marin_assets.training.eval_harness`), Levanter's config for the resolved
+    ``TrainLmOnPodConfig`` (built once, here), the reference checkpoint, ``<out>/train_config.yaml``,
+    the local YAML Levanter parses and the run's shape (``<local>.plan.json``); returns the local
+    YAML's path."""
     import json
 
     from marin_assets.execution.storage import atomic_write_text
+    from marin_assets.training.eval_harness import check_harness_tasks, harness_tasks_of, use_local_tasks
 
+    spec = config.train_config
+    if isinstance(spec, LmTrainSpec):
+        tasks = list(spec.eval_harness_tasks)
+    else:
+        tasks = harness_tasks_of(spec.eval_harness) if getattr(spec, "eval_harness", None) is not None else []
+    if tasks:
+        # Before anything is built or written: a task without local data fails the step untrained.
+        use_local_tasks(check_harness_tasks(tasks, local_yaml))
     lev_config = build_levanter_config(config)
     reference = reference_checkpoint_dir(str(config.output_path), lev_config.trainer.id)
     write_reference_checkpoint(reference, lev_config.model, lev_config.data.tokenizer)

@@ -1,7 +1,17 @@
-"""The nested training config ``default_train`` writes, and a Llama shape -- no Levanter import.
+"""What ``default_train`` writes for Levanter's ``TrainLmConfig`` -- typed, in Levanter's layout, without
+importing Levanter -- and a Llama shape.
 
-:class:`LmTrainSpec` mirrors Levanter's ``TrainLmConfig`` layout; the training subprocess turns it
-into Levanter's config (:func:`marin_assets.training.levanter_config.build_levanter_config`).
+:class:`LmTrainSpec` and its parts mirror Levanter's classes (``TrainLmConfig``, ``TrainerConfig``,
+``AdamConfig``, ``LMMixtureDatasetConfig``, ``UrlDatasetSourceConfig``): a field has Levanter's name and
+type, so ``default_train`` is the one place where ``SimpleTrainConfig`` is mapped onto Levanter, and the
+training subprocess copies the spec into Levanter's classes by field name
+(:func:`marin_assets.training.levanter_config.build_levanter_config`) without naming any field again.
+Each spec class names its Levanter class (``LEVANTER``) and lists in ``OURS`` the few fields that are
+settings of ours, with where they land; ``tests/models/test_train_config_parity.py`` checks every
+other field against Levanter's dataclass (name and type). The layout is also the version layout: a
+value the script wrapped in ``versioned`` is recorded under Levanter's path, as Marin records it
+(``train_config.optimizer.learning_rate``). Every field may hold such a ``versioned`` value.
+
 Experiments that must define steps without importing Levanter (the quickstart, the code location)
 describe their model with :class:`LlamaModelConfig`. Shared by ``training`` (the step) and
 ``levanter_config`` (the builder), which do not import each other.
@@ -13,7 +23,17 @@ import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+if TYPE_CHECKING:  # Levanter's types, for readers and type checkers only (no import at run time)
+    from levanter.callbacks.watch import WatchConfig
+    from levanter.data.text import LmDatasetFormatBase, LMMixtureDatasetConfig
+    from levanter.models.lm_model import LmConfig
+    from levanter.optim import OptimizerConfig
+    from levanter.schedule import ScheduleStep
+
+    from marin_assets.evaluation.evaluation_config import EvalTaskConfig
+    from marin_assets.execution.step import InputName
 
 DEFAULT_CHECKPOINTS_PATH = "checkpoints"
 DEFAULT_HF_CHECKPOINTS_PATH = "hf"
@@ -23,6 +43,9 @@ DEFAULT_HF_CHECKPOINTS_PATH = "hf"
 class LlamaModelConfig:
     """A Llama-architecture model (Levanter ``LlamaConfig`` names); defaults: the tiny CPU model (~0.66 M
     parameters)."""
+
+    LEVANTER: ClassVar[str] = "levanter.models.llama:LlamaConfig"
+    OURS: ClassVar[Mapping[str, str]] = {}
 
     seq_len: int = 128
     hidden_dim: int = 64
@@ -38,46 +61,63 @@ TINY_LLAMA = LlamaModelConfig()
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """One tokenized cache of a mixture (Levanter's ``UrlDatasetSourceConfig`` names).
+    """One tokenized cache of a mixture (Levanter's ``UrlDatasetSourceConfig``).
 
     ``cache_dir`` is a cache root, or a list of roots (a partitioned tokenize step: one per drop);
     ``train_urls`` / ``validation_urls`` are the documents the cache was built from (as in Marin, they
     are part of the version when they are step outputs; training reads only the cache).
     """
 
-    cache_dir: Any
-    format: Any = None
-    train_urls: list[Any] = field(default_factory=list)
-    validation_urls: list[Any] = field(default_factory=list)
+    LEVANTER: ClassVar[str] = "levanter.data.text:UrlDatasetSourceConfig"
+    OURS: ClassVar[Mapping[str, str]] = {"cache_dir": "cache_dir; a list of roots becomes one component per root"}
+
+    cache_dir: str | list[str] | InputName
+    format: LmDatasetFormatBase | None = None
+    train_urls: list[str | InputName] = field(default_factory=list)
+    validation_urls: list[str | InputName] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class MixtureSpec:
-    """A data mixture (Levanter's ``LMMixtureDatasetConfig`` names); components without a weight
-    are validation-only."""
+    """A data mixture (Levanter's ``LMMixtureDatasetConfig``); components without a weight are
+    validation-only. ``tokenizer`` None: read from the caches' ledgers when training starts."""
+
+    LEVANTER: ClassVar[str] = "levanter.data.text:LMMixtureDatasetConfig"
+    OURS: ClassVar[Mapping[str, str]] = {}
 
     configs: Mapping[str, SourceSpec]
     train_weights: Mapping[str, float]
-    tokenizer: Any = None
+    tokenizer: str | InputName | None = None
     shuffle: bool | int = True
-    permutation_type: str | None = "feistel"
+    permutation_type: Literal["feistel", "linear"] | None = "feistel"
 
 
 @dataclass(frozen=True)
 class TrainerSpec:
-    """Trainer settings (Levanter ``TrainerConfig`` names where they exist; None: Levanter's default)."""
+    """Levanter's ``TrainerConfig`` settings a training step chooses (None: Levanter's default); where
+    the run goes (ids, paths, precision, trackers) is added in the training subprocess."""
 
-    train_batch_size: Any
-    num_train_steps: Any
-    steps_per_eval: Any = 1000
-    max_eval_batches: Any = None
-    checkpoint_every: Any = 10000
-    per_device_parallelism: Any = -1
-    per_device_eval_parallelism: Any = None
-    allow_partial_checkpoint: Any = False
-    int8: Any = False
-    ema_beta: Any = None
-    watch: Any = None
+    LEVANTER: ClassVar[str] = "levanter.trainer:TrainerConfig"
+    OURS: ClassVar[Mapping[str, str]] = {
+        "checkpoint_every": "checkpointer.keep = [{every: N}]",
+        "int8": "quantization = QuantizationConfig(int8=True)",
+        "ema_beta": "model_averaging = EmaModelAveragingConfig(beta)",
+        "tags": "tracker: WandbConfig.tags (when W&B is on)",
+        "wandb_name": "tracker: WandbConfig.name (when W&B is on)",
+        "wandb_group": "tracker: WandbConfig.group (when W&B is on)",
+    }
+
+    train_batch_size: int | list[ScheduleStep[int]]
+    num_train_steps: int
+    steps_per_eval: int = 1000
+    max_eval_batches: int | None = None
+    per_device_parallelism: int = -1
+    per_device_eval_parallelism: int | None = None
+    allow_partial_checkpoint: bool = False
+    watch: WatchConfig | None = None
+    checkpoint_every: int = 10000
+    int8: bool = False
+    ema_beta: float | None = None
     tags: tuple[str, ...] = ()
     wandb_name: str | None = None
     wandb_group: str | None = None
@@ -85,42 +125,57 @@ class TrainerSpec:
 
 @dataclass(frozen=True)
 class OptimizerSpec:
-    """Optimizer settings (Levanter ``AdamConfig`` names; None: Levanter's default).
+    """Levanter's ``AdamConfig`` settings (None: Levanter's default).
 
-    ``optimizer_config`` (a Levanter ``OptimizerConfig``) replaces the AdamW built from the rest.
+    ``optimizer_config`` (any Levanter ``OptimizerConfig``) replaces the AdamW built from the rest.
     """
 
-    learning_rate: Any
-    weight_decay: Any = None
-    beta1: Any = None
-    beta2: Any = None
-    epsilon: Any = None
-    max_grad_norm: Any = None
-    warmup: Any = None
-    decay: Any = None
-    rewarmup: Any = None
-    lr_schedule: Any = None
-    min_lr_ratio: Any = None
-    cycle_length: Any = None
-    skip_bad_steps: Any = False
-    optimizer_config: Any = None
+    LEVANTER: ClassVar[str] = "levanter.optim:AdamConfig"
+    OURS: ClassVar[Mapping[str, str]] = {"optimizer_config": "replaces the whole optimizer"}
+
+    learning_rate: float
+    weight_decay: float | None = None
+    beta1: float | None = None
+    beta2: float | None = None
+    epsilon: float | None = None
+    max_grad_norm: float | None = None
+    warmup: int | float | None = None
+    decay: int | float | None = None
+    rewarmup: int | float | None = None
+    lr_schedule: str | None = None
+    min_lr_ratio: float | None = None
+    cycle_length: int | float | list[int] | None = None
+    skip_bad_steps: bool = False
+    optimizer_config: OptimizerConfig | None = None
 
 
 @dataclass(frozen=True)
 class LmTrainSpec:
-    """What Levanter trains (Levanter ``TrainLmConfig`` layout), as ``default_train`` writes it."""
+    """What Levanter trains (Levanter's ``TrainLmConfig``), as ``default_train`` writes it."""
 
-    data: Any
+    LEVANTER: ClassVar[str] = "levanter.main.train_lm:TrainLmConfig"
+    OURS: ClassVar[Mapping[str, str]] = {
+        "train_seq_len": "model.seq_len (the versioned model itself is unchanged)",
+        "reset_data_loader_on_init": "False: initialize_from_checkpoint_path goes to trainer.initialize_from",
+        "eval_harness_tasks": "eval_harness = LmEvalHarnessConfig(task_spec=...)",
+    }
+    KEEP_NONE: ClassVar[frozenset[str]] = frozenset({"hf_save_steps"})
+    """Fields where None is a setting, not "Levanter's default" (no HF export)."""
+
+    data: MixtureSpec | LMMixtureDatasetConfig
     trainer: TrainerSpec
-    model: Any
+    model: LmConfig | LlamaModelConfig
     optimizer: OptimizerSpec
-    train_seq_len: Any = None
-    hf_save_steps: Any = None
-    data_seed: Any = None
-    z_loss_weight: Any = None
-    initialize_from_hf: Any = None
-    initialize_from_checkpoint_path: Any = None
-    reset_data_loader_on_init: Any = True
+    train_seq_len: int | None = None
+    hf_save_steps: int | None = None
+    data_seed: int | None = None
+    z_loss_weight: float | None = None
+    initialize_from_hf: str | None = None
+    initialize_from_checkpoint_path: str | None = None
+    reset_data_loader_on_init: bool = True
+    eval_harness_tasks: tuple[EvalTaskConfig | str, ...] = ()
+    """lm-eval tasks Levanter's harness runs during training (``EvalTaskConfig`` s or lm-eval names)."""
+    eval_harness_steps: int = 10000
 
 
 def accelerator_of(resources: Any) -> str:

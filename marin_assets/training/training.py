@@ -44,7 +44,7 @@ from typing import Any
 
 from marin_assets.execution.metadata import markdown, table
 from marin_assets.execution.storage import atomic_write_bytes, atomic_write_text, is_local, join_path
-from marin_assets.training import levanter_main, subprocess_runner
+from marin_assets.training import eval_harness, levanter_main, subprocess_runner
 from marin_assets.training.train_config import (
     DEFAULT_CHECKPOINTS_PATH,
     DEFAULT_HF_CHECKPOINTS_PATH,
@@ -150,6 +150,9 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
     spec = levanter_main.write_spec(
         log_path + ".config.pkl", "marin_assets.training.levanter_config:prepare_training", config
     )
+    missing_path = eval_harness.missing_tasks_path(levanter_main.local_yaml_path(spec))
+    if os.path.exists(missing_path):
+        os.remove(missing_path)  # a list left by an earlier attempt
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     with open(log_path, "ab") as log:
         log.write(f"\n===== marin: train_lm start {time.strftime('%Y-%m-%dT%H:%M:%S')} =====\n".encode())
@@ -164,6 +167,9 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
     with open(log_path, encoding="utf-8", errors="replace") as handle:
         log_text = handle.read()
     if rc != 0:
+        missing = eval_harness.read_missing_tasks(levanter_main.local_yaml_path(spec))
+        if missing is not None:
+            raise missing  # names each task and eval_harness_tasks=(); nothing was trained
         raise RuntimeError(f"levanter train_lm exited with {rc}; log {log_path}:\n{log_text[-4000:]}")
     # The pickled spec was the subprocess's input only: train_config.yaml is the record of what ran
     # (the pickle would publish the attempt's staging path and the step's env_vars).
@@ -216,6 +222,8 @@ def summarize_training(out: str, plan: Mapping[str, Any], log_text: str, wall_s:
         for key, value in metrics.items():
             if key.startswith("eval/") and key.count("/") == 2 and _finite_float(value) is not None:
                 last_eval[key] = float(value)
+            elif key.startswith("lm_eval/") and _finite_float(value) is not None:
+                last_eval[key] = float(value)  # in-training lm-eval: lm_eval/<task>/<metric>
     meta.update(sorted(last_eval.items()))
     meta.update(
         {

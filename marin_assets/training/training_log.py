@@ -25,8 +25,10 @@ def parse_metrics(log_text: str) -> tuple[dict[int, dict[str, Any]], dict[str, A
             record = json.loads(line[i:])
         except json.JSONDecodeError:
             continue
-        if record.get("event") == "log" and record.get("step") is not None:
-            steps.setdefault(int(record["step"]), {}).update(_flatten(record.get("metrics", {})))
+        if record.get("event") == "log":
+            # step None: logged "now" (Levanter's lm-eval harness does so) -- the latest step seen.
+            step = int(record["step"]) if record.get("step") is not None else max(steps, default=0)
+            steps.setdefault(step, {}).update(_flatten(record.get("metrics", {})))
         elif record.get("event") == "summary":
             summary.update(_flatten(record.get("metrics", {})))
     return steps, summary

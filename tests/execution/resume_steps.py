@@ -37,6 +37,7 @@ def steps() -> list[ExecutorStep]:
             steps_per_eval=1000,
             max_eval_batches=1,
         ),
+        eval_harness_tasks=(),  # Marin's default CORE_TASKS have no local data here
     )
     return [docs, tokenizer, tokenized, train]
 

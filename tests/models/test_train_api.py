@@ -3,7 +3,6 @@ build the same Levanter config; every ``SimpleTrainConfig`` field lands in ``tra
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import json
 from pathlib import Path
@@ -38,7 +37,8 @@ def resolved(step, prefix: str):
     return instantiate_config(step.config, graph.resolved(step), None, graph)
 
 
-def marin_step(inputs: Path, **train_fields):
+def marin_step(inputs: Path, eval_harness_tasks=(), **train_fields):
+    """``(tokenize step, train step)`` over ``inputs``; ``eval_harness_tasks=None``: default_train's default."""
     from marin_assets.execution.step import versioned
     from marin_assets.experiments.defaults import default_tokenize, default_train
     from marin_assets.experiments.llama import llama_nano
@@ -62,8 +62,8 @@ def marin_step(inputs: Path, **train_fields):
         tokenized,
         versioned(llama_nano),
         SimpleTrainConfig(**settings),
-        eval_harness_tasks=[],
         override_output_path="checkpoints/api",
+        **({} if eval_harness_tasks is None else {"eval_harness_tasks": eval_harness_tasks}),
     )
 
 
@@ -196,33 +196,6 @@ def test_initialization_fields_are_applied(inputs, tmp_path):
 def test_settings_that_cannot_apply_are_errors_naming_them(inputs):
     with pytest.raises(ValueError, match="pad_tokenizer_to_match_model"):
         marin_step(inputs, pad_tokenizer_to_match_model=True)
-    with pytest.raises(ValueError, match="steps_per_task_eval"):
-        marin_step(inputs, steps_per_task_eval=100)
-    from marin_assets.experiments.defaults import default_train
-    from marin_assets.experiments.evals.task_configs import CORE_TASKS
-
-    tokenized, step = marin_step(inputs)
-    with pytest.raises(ValueError, match="eval_harness_tasks"):
-        default_train("x", tokenized, step.config.train_config.model, _simple(), eval_harness_tasks=CORE_TASKS)
-
-
-def _simple():
-    from marin_assets.experiments.simple_train_config import SimpleTrainConfig
-    from marin_resources import CpuOnlyConfig
-
-    return SimpleTrainConfig(resources=CpuOnlyConfig(), train_batch_size=2, num_train_steps=1, learning_rate=1e-3)
-
-
-def test_every_simple_train_config_field_is_read_by_default_train():
-    """No field is silently dropped: each appears in default_train's source or is a property input."""
-    import inspect
-
-    from marin_assets.experiments import defaults
-    from marin_assets.experiments.simple_train_config import SimpleTrainConfig
-
-    source = inspect.getsource(defaults.default_train)
-    unread = [f.name for f in dataclasses.fields(SimpleTrainConfig) if f"tc.{f.name}" not in source]
-    assert unread == ["resources"] or unread == [], unread
 
 
 def test_training_evaluation_and_tokenize_modules_import_without_cycles():

@@ -1,6 +1,7 @@
 """Marin's ``experiments.evals`` package: ``evals`` (``default_eval`` ...) and ``task_configs``."""
 
 from marin_assets.experiments.evals.evals import (
+    default_base_eval,
     default_eval,
     evaluate_levanter_lm_evaluation_harness,
     evaluate_lm_evaluation_harness,
@@ -8,6 +9,7 @@ from marin_assets.experiments.evals.evals import (
 )
 
 __all__ = [
+    "default_base_eval",
     "default_eval",
     "evaluate_levanter_lm_evaluation_harness",
     "evaluate_lm_evaluation_harness",

@@ -1,6 +1,6 @@
 """Marin's ``experiments/evals/evals.py``: evaluation steps (``default_eval`` and the lm-eval steps).
 
-Same names, arguments and step names as Marin's. Differences that follow from running offline on
+Same names, arguments and step names as Marin's (``default_base_eval``: Marin's base-model suite). Differences that follow from running offline on
 CPU (documented in ``docs/models.md``): every lm-eval evaluator runs lm-eval's ``hf`` model on the
 HF export in a subprocess; a task's data must be in the local Hugging Face cache or given as task
 YAML, otherwise the step fails naming the task (nothing is downloaded); ``resource_config`` defaults
@@ -18,6 +18,7 @@ from typing import Any
 
 from marin_assets.evaluation.evaluation_config import EvalTaskConfig, EvaluationConfig
 from marin_assets.evaluation.run import evaluate
+from marin_assets.evaluation.task_data import task_label
 from marin_assets.execution.step import (
     ExecutorStep,
     InputName,
@@ -26,7 +27,14 @@ from marin_assets.execution.step import (
     unwrap_versioned_value,
     versioned,
 )
-from marin_assets.experiments.evals.task_configs import CORE_TASKS
+from marin_assets.experiments.evals.task_configs import (
+    BASE_GENERATION_TASKS,
+    CORE_TASKS,
+    CORE_TASKS_PLUS_LEADERBOARD,
+    MMLU_0_SHOT,
+    MMLU_5_SHOT,
+    MMLU_PRO_5_SHOT,
+)
 from marin_assets.training.train_config import accelerator_of
 
 
@@ -86,7 +94,7 @@ def _eval_step(
             max_eval_batches=versioned(max_eval_batches) if max_eval_batches is not None else None,
             include_path=include_path,
         ),
-        description=f"lm-eval tasks {', '.join(t.task_alias or t.name for t in tasks) or '(none)'}"
+        description=f"lm-eval tasks {', '.join(task_label(t) for t in tasks) or '(none)'}"
         + (f" and Levanter bits-per-byte on {', '.join(caches)}" if caches else "")
         + ".",
         pip_dependency_groups=["eval"],
@@ -189,7 +197,49 @@ def default_eval(
     )
 
 
+def default_base_eval(
+    step: ExecutorStep | InputName | str,
+    resource_config: Any = None,
+    max_eval_instances: int | None = None,
+    engine_kwargs: dict | None = None,
+    run_generation_evals: bool = True,
+    discover_latest_checkpoint: bool = True,
+) -> list[ExecutorStep]:
+    """Marin's base-model eval suite: ``CORE_TASKS_PLUS_LEADERBOARD``, MMLU 0-shot, MMLU 5-shot and
+    MMLU-Pro 5-shot (one ``default_eval`` step each, so each macro average is its own), plus
+    ``BASE_GENERATION_TASKS`` when ``run_generation_evals``.
+
+    Marin's arguments and order; ``resource_config`` defaults to None (CPU) here and ``engine_kwargs``
+    (vLLM settings, Marin's default ``DEFAULT_LM_EVAL_MODEL_KWARGS``) must stay None. Every task's
+    data must be local when the steps run (see ``default_eval``).
+    """
+    eval_jobs = [
+        default_eval(
+            step=step,
+            resource_config=resource_config,
+            evals=evals,
+            discover_latest_checkpoint=discover_latest_checkpoint,
+        )
+        for evals in (CORE_TASKS_PLUS_LEADERBOARD, (MMLU_0_SHOT,), (MMLU_5_SHOT,), (MMLU_PRO_5_SHOT,))
+    ]
+    if run_generation_evals:
+        name, model_step_path = extract_model_name_and_path(step)
+        eval_jobs.append(
+            evaluate_lm_evaluation_harness(
+                name,
+                model_step_path,
+                list(BASE_GENERATION_TASKS),
+                max_eval_instances=max_eval_instances,
+                engine_kwargs=engine_kwargs,
+                resource_config=resource_config,
+                discover_latest_checkpoint=discover_latest_checkpoint,
+            )
+        )
+    return eval_jobs
+
+
 __all__ = [
+    "default_base_eval",
     "default_eval",
     "evaluate_levanter_lm_evaluation_harness",
     "evaluate_lm_evaluation_harness",

@@ -1,6 +1,7 @@
 """Marin's ``experiments/evals/task_configs.py``: lm-eval task lists as ``EvalTaskConfig`` tuples.
 
-Same names and contents as Marin's for the lists below. Their data are Hugging Face datasets: here
+Same names and contents as Marin's for the lists below (``LONG_CONTEXT_TASKS``: the 13 RULER tasks
+Marin's long-context scripts pass to ``default_eval``). Their data are Hugging Face datasets: here
 they run when the data is in the local Hugging Face cache, and otherwise fail before evaluating
 with an error naming the task and how to make it available (nothing is downloaded). ``LOCAL_TASKS``
 are this project's tasks shipped as task YAML with their data (``marin_assets/evaluation/eval_tasks``).
@@ -77,6 +78,25 @@ MEDMCQA = EvalTaskConfig("medmcqa", 0, task_alias="medmcqa_0shot")
 HEADQA = EvalTaskConfig("headqa_en", 0, task_alias="headqa_en_0shot")
 MEDICAL_TASKS = (PUBMED_QA, MEDMCQA, HEADQA)
 
+# RULER (lm-eval's 13-task ``ruler`` group, by task): synthetic long-context prompts, what Marin's
+# ``run_ruler_evals.py`` scripts evaluate. Their prompts are generated with the model's tokenizer at
+# ``max_seq_lengths`` (lm-eval's default 4096) from essays and SQuAD/HotpotQA, which must be local.
+LONG_CONTEXT_TASKS = (
+    EvalTaskConfig("niah_single_1", 0),
+    EvalTaskConfig("niah_single_2", 0),
+    EvalTaskConfig("niah_single_3", 0),
+    EvalTaskConfig("niah_multikey_1", 0),
+    EvalTaskConfig("niah_multikey_2", 0),
+    EvalTaskConfig("niah_multikey_3", 0),
+    EvalTaskConfig("niah_multiquery", 0),
+    EvalTaskConfig("niah_multivalue", 0),
+    EvalTaskConfig("ruler_vt", 0),
+    EvalTaskConfig("ruler_cwe", 0),
+    EvalTaskConfig("ruler_fwe", 0),
+    EvalTaskConfig("ruler_qa_squad", 0),
+    EvalTaskConfig("ruler_qa_hotpot", 0),
+)
+
 # Ours: shipped with their data (task YAML + jsonl), so they run anywhere offline.
 LOCAL_TASKS = (
     EvalTaskConfig("marin_docstring_mc", 0),
@@ -90,3 +110,13 @@ def convert_to_levanter_task_config(tasks: Sequence[EvalTaskConfig]) -> list[Any
     from levanter.eval_harness import TaskConfig
 
     return [TaskConfig(task=t.name, num_fewshot=t.num_fewshot, task_alias=t.task_alias) for t in tasks]
+
+
+def convert_to_task_metrics(tasks: Sequence[EvalTaskConfig], metric: str) -> list[str]:
+    """The tracker keys Levanter logs for ``metric`` of each task: ``lm_eval/<alias or name>/<metric>``."""
+    if not tasks:
+        raise ValueError("Tasks sequence cannot be empty")
+    for task in tasks:
+        if not isinstance(task, EvalTaskConfig):
+            raise TypeError(f"Expected task to be EvalTaskConfig, got {type(task)}")
+    return [f"lm_eval/{task.task_alias or task.name}/{metric}" for task in tasks]
