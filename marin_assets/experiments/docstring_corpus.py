@@ -3,7 +3,7 @@
 No module is imported, so reading is safe and the text is identical on every machine with the same
 Python minor version. Two corpora are built from it: the stdlib-docstring documents
 (:mod:`marin_assets.experiments.sample_documents`) and the sentences of the sample HTML drops
-(:mod:`marin_assets.landing.sample_data`).
+(:mod:`marin_assets.experiments.sample_data`).
 """
 
 from __future__ import annotations

@@ -551,7 +551,7 @@ def up(args: argparse.Namespace) -> DeployState:
             [
                 sys.executable,
                 "-m",
-                "marin_assets.landing.sample_data",
+                "marin_assets.experiments.sample_data",
                 "--prefix",
                 env["MARIN_PREFIX"],
                 "--drops",

@@ -18,7 +18,7 @@ from marin_assets.definitions import build_definitions
 from marin_assets.execution import StepGraph
 from marin_assets.execution.storage import join_path
 from marin_assets.experiments import curation
-from marin_assets.landing.sample_data import SampleConfig, ground_truth_path, write_drop
+from marin_assets.experiments.sample_data import SampleConfig, ground_truth_path, write_drop
 
 DROP = "drop-001"
 

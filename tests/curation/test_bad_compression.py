@@ -19,7 +19,7 @@ import pytest
 import zstandard
 
 from marin_assets.core.compression import StreamDecoder
-from marin_assets.landing.sample_data import SampleConfig, write_drop
+from marin_assets.experiments.sample_data import SampleConfig, write_drop
 from marin_assets.landing.zone import STATUS_VALID, validate_drop
 from tests.curation.conftest import SOURCE, run_pipeline
 from tests.curation.test_raw_bad_input import _run_one, _write_drop
