@@ -10,8 +10,8 @@ lm-eval's own). Nothing is downloaded: a task whose data is missing is reported 
 
 Task names are lm-eval's: an ``EvalTaskConfig`` (name, few-shot count, alias) or a plain string, which
 lm-eval resolves as it does on its command line -- a task, or a group such as ``mmlu`` that expands to
-its subtasks, with the task's own few-shot default. Imports nothing of the project but lm-eval's
-subprocess entry point (:mod:`marin_assets.evaluation.lm_eval_main`), so training can use it.
+its subtasks, with the task's own few-shot default. Imports nothing of training or of the evaluation
+step, so the training subprocess uses it too.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from marin_assets.evaluation.lm_eval_main import load_tasks, task_manager
+from marin_assets.execution.step import unwrap_versioned_value
 
 EVAL_TASKS_DIR = os.path.join(os.path.dirname(__file__), "eval_tasks")
 SHIPPED_TASKS = ("marin_docstring_mc", "marin_docstring_cloze", "marin_docstring_ppl")
@@ -39,11 +40,6 @@ class TaskDataMissing(FileNotFoundError):
     """An lm-eval task whose data is not available offline."""
 
 
-def _unwrap(value: Any) -> Any:
-    # VersionedValue without importing the engine (this module is imported by the training subprocess).
-    return getattr(value, "value", value) if type(value).__name__ == "VersionedValue" else value
-
-
 def task_entries(evals: Any) -> list[dict[str, Any]]:
     """lm-eval task specs ``{"task", "num_fewshot", "task_alias"}`` from ``EvalTaskConfig`` s, names or dicts.
 
@@ -51,8 +47,8 @@ def task_entries(evals: Any) -> list[dict[str, Any]]:
     (``num_fewshot`` None), as ``lm_eval --tasks NAME`` would.
     """
     specs = []
-    for task in _unwrap(evals) or []:
-        task = _unwrap(task)
+    for task in unwrap_versioned_value(evals) or []:
+        task = unwrap_versioned_value(task)
         if isinstance(task, str):
             specs.append({"task": task, "num_fewshot": None})
             continue
