@@ -16,6 +16,7 @@ its token is generated once into ``<ray_temp_dir>/marin_ray_auth_token`` (mode 0
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import logging
@@ -596,11 +597,21 @@ def report_progress(line: str) -> None:
         logging.getLogger(PROGRESS_LOGGER).info(line)
 
 
+# The lines relogged lately: over Ray Client a task's output can reach the driver twice (the
+# client's log stream and the server-side driver's own forwarded output).
+_RECENT_PROGRESS: collections.deque[str] = collections.deque(maxlen=256)
+
+
 def _relog_progress(text: str) -> None:
     for raw in text.splitlines():
         at = raw.find(PROGRESS_MARK)
-        if at >= 0:
-            logging.getLogger(PROGRESS_LOGGER).info(raw[at + len(PROGRESS_MARK) :].strip())
+        if at < 0:
+            continue
+        line = raw[at + len(PROGRESS_MARK) :].strip()
+        if line in _RECENT_PROGRESS:
+            continue
+        _RECENT_PROGRESS.append(line)
+        logging.getLogger(PROGRESS_LOGGER).info(line)
 
 
 def forward_worker_progress() -> None:
