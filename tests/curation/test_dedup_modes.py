@@ -87,6 +87,16 @@ def test_decontaminate_source_may_be_a_single_file_a_folder_of_any_suffix_or_a_l
     assert attrs["b"]["duplicate_text"] == [] and meta["mode"] == "decontaminate"
 
 
+def test_marins_earlier_decontaminate_flag_takes_a_single_file_path_too(tmp_path):
+    evals = _write(tmp_path / "eval.json.gz", [{"id": "e", "text": f"question header\n{PARA}"}], "gzip")
+    train = _write(tmp_path / "corpus/part.jsonl.gz", DOCS, "gzip")
+    dedupe(
+        DedupeConfig(str(tmp_path / "corpus"), str(tmp_path / "out"), decontaminate=True, decontaminate_path=str(evals))
+    )
+    attrs = _attrs(tmp_path / "out/part.jsonl.gz")
+    assert attrs["a"]["duplicate_text"] and attrs["b"]["duplicate_text"] == [] and train.exists()
+
+
 def test_train_test_overlap_needs_a_source_and_ngrams_as_in_marin(tmp_path):
     train = _write(tmp_path / "train.jsonl.gz", DOCS, "gzip")
     with pytest.raises(ValueError, match="decontaminate_source is required in TRAIN_TEST_OVERLAP mode"):

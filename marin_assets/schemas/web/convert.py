@@ -6,6 +6,7 @@ Same classes, fields, defaults and draccus choice names as Marin (``markdownify`
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -83,6 +84,15 @@ class HtmlToMarkdownConfig(ExtractionConfig):
         }
 
 
+_NOT_RESILIPARSE_KWARGS = ("prepend_title", "use_custom_variant", "markdownify_config")
+
+
+@functools.cache
+def _field_names(cls: type, skip: tuple[str, ...]) -> tuple[str, ...]:
+    """The dataclass field names of ``cls`` but ``skip``, in order (``dataclasses.fields`` is slow)."""
+    return tuple(f.name for f in fields(cls) if f.name not in skip)
+
+
 @dataclass(frozen=True)
 class ResiliparseConfig(ExtractionConfig):
     """Marin's resiliparse options (``extract_plain_text(html, **config.resiliparse_kwargs)``)."""
@@ -115,9 +125,9 @@ class ResiliparseConfig(ExtractionConfig):
     @property
     def resiliparse_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``extract_plain_text`` (``comments`` / ``skip_elements`` only when set)."""
-        skip = ("prepend_title", "use_custom_variant", "markdownify_config")
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
-        return {k: v for k, v in out.items() if v is not None}
+        # Read per converted page: the field names are listed once per class, not per call.
+        values = ((name, getattr(self, name)) for name in _field_names(type(self), _NOT_RESILIPARSE_KWARGS))
+        return {k: v for k, v in values if v is not None}
 
     @property
     def markdownify_kwargs(self) -> dict[str, Any]:
