@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from marin_assets.dagster_bridge import asset_key_for
 from marin_assets.execution import StepGraph
 from marin_assets.execution.status import read_metadata, read_status
 from marin_assets.experiments import curation, quickstart
+from marin_assets.training.training_log import list_step_dirs
 from tests.published_files import files_naming_a_staging_folder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -135,10 +137,21 @@ def test_quickstart_end_to_end_then_fully_cached(prefix, dagster_home):
 
     # No published file names a staging folder (summaries, stats, Levanter's configs, eval results...).
     assert files_naming_a_staging_folder(prefix) == []
-    train_config = Path(graph.resolved(steps["train"]).output_path, "train_config.yaml").read_text()
-    assert f"base_path: {graph.resolved(steps['train']).output_path}/checkpoints" in train_config
+    train_out = graph.resolved(steps["train"]).output_path
+    assert f"base_path: {train_out}/checkpoints" in Path(train_out, "train_config.yaml").read_text()
 
     assert second["ran"] == 0 and second["cached"] == len(units)
     check_output(second_lines, 0, dagster_home)
+
+    # Levanter resumes from the published train_config.yaml: it loads the published checkpoint.
+    last = list_step_dirs(f"{train_out}/checkpoints")[-1][0]
+    resumed = subprocess.run(
+        [sys.executable, "-m", "levanter.main.train_lm", "--config_path", f"{train_out}/train_config.yaml",
+         "--trainer.num_train_steps", str(last + 2)],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu", "WANDB_MODE": "disabled"},
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"Loading checkpoint from {train_out}/checkpoints/step-{last}\n" in resumed.stdout + resumed.stderr
     # Adding nothing changed no path: the curation steps of the quickstart are the curation experiment's.
     assert graph.resolved(steps["consolidated"]) is graph.resolved(curation.STEPS["consolidated"])

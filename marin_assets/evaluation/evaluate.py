@@ -19,6 +19,7 @@ metadata has every metric as a flat float (``<task>/<metric>``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -283,6 +284,9 @@ def run_evaluation(config: EvaluationConfig) -> dict[str, Any]:
     for name, code in codes.items():
         if code != 0:
             raise RuntimeError(f"{name} evaluation exited with {code}; log {jobs[name][1]}:\n{texts[name][-4000:]}")
+    if levanter_job is not None:  # the subprocess's pickled input only; levanter_eval.yaml records what ran
+        with contextlib.suppress(OSError):
+            os.remove(os.path.join(work, "levanter_eval.pkl"))
     results: dict[str, Any] = {"results": {}, "versions": {}, "n-shot": {}, "configs": {}, "config": {}}
     if lm_eval_out is not None:
         with open(os.path.join(lm_eval_out, "results.json")) as handle:
