@@ -87,6 +87,10 @@ class Clock(Protocol):
         """Wait until ``event`` is set or ``seconds`` have passed; True when the event is set."""
         ...
 
+    def starting(self, thread: threading.Thread) -> None:
+        """``thread`` (about to start) will wait on this clock (a heartbeat)."""
+        ...
+
 
 class SystemClock:
     """The real clocks (the default)."""
@@ -99,6 +103,9 @@ class SystemClock:
 
     def wait(self, event: threading.Event, seconds: float) -> bool:
         return event.wait(seconds)
+
+    def starting(self, thread: threading.Thread) -> None:
+        pass
 
 
 SYSTEM_CLOCK = SystemClock()
@@ -117,7 +124,7 @@ class ManualClock:
         self._now = start
         self._cond = threading.Condition()
         self._waiting: dict[threading.Thread, float] = {}  # heartbeat thread -> its deadline
-        self._due: set[threading.Thread] = set()  # woken, still running its renewal
+        self._due: set[threading.Thread] = set()  # started or woken, not waiting (yet / again)
 
     def time(self) -> float:
         with self._cond:
@@ -125,6 +132,12 @@ class ManualClock:
 
     def monotonic(self) -> float:
         return self.time()
+
+    def starting(self, thread: threading.Thread) -> None:
+        # Counted as running until its first wait: advance() never moves past a heartbeat that
+        # has been started but has not begun waiting yet.
+        with self._cond:
+            self._due.add(thread)
 
     def wait(self, event: threading.Event, seconds: float) -> bool:
         me = threading.current_thread()
@@ -380,6 +393,7 @@ class StepLease:
         self.lost.clear()
         self._stop.clear()
         self._thread = threading.Thread(target=self._beat, name=f"lease-heartbeat:{self.path}", daemon=True)
+        self.clock.starting(self._thread)
         self._thread.start()
 
     def _renew_locked(self) -> bool | None:

@@ -8,9 +8,11 @@ Unit of work: a step, or one partition of a partitioned step. For each unit the 
    (or for the lease to go stale, or its holder to be provably dead, then takes over);
 4. writes RUNNING and ``.executor_info``, calls the step function (in process, or on Ray when
    the function is a Ray remote function or the step declares ``resources``) with its
-   ``output_path`` pointing at the attempt's staging folder (:mod:`marin_assets.execution.attempt`),
-   publishes that folder into the output while still holding the lease, writes the returned
-   metadata and finally SUCCESS -- or FAILED with the traceback.
+   ``output_path`` pointing at the attempt's staging folder (:mod:`marin_assets.execution.attempt`:
+   the previous attempt's, or a copy of it when its holder may still be alive), rewrites staged
+   text files that name the staging folder to name the output, publishes that folder into the
+   output while still holding the lease, writes the returned metadata and finally SUCCESS -- or
+   FAILED with the traceback.
 
 Dependents of a failed unit are marked DEP_FAILED and not run; the run ends with an
 :class:`ExecutorError` that lists the failed steps.
