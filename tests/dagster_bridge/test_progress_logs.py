@@ -34,7 +34,5 @@ def test_progress_lines_of_a_subprocess_are_run_log_lines(tmp_path):
     instance = dg.DagsterInstance.ephemeral()
     result = dg.materialize([model], instance=instance)
     assert result.success
-    messages = [
-        e.user_message for e in instance.all_logs(result.run_id) if e.dagster_event is None and e.user_message
-    ]
+    messages = [e.user_message for e in instance.all_logs(result.run_id) if e.dagster_event is None and e.user_message]
     assert "train: step 0: loss 4" in messages and "train: step 1: loss 3" in messages, messages
