@@ -250,7 +250,10 @@ def test_every_kind_of_step_runs_over_ray_client_on_the_worker(topology: Topolog
         assert meta["pid"] == placement["pid"]
         # Links to the Ray job and the task's worker log on the topology's dashboard.
         dashboard = topology.state.env["MARIN_RAY_DASHBOARD_URL"]
-        assert meta["marin/ray_job"]["value"] == f"{dashboard}/#/jobs/{placement['ray_job_id']}", name
+        # ... named by the job's submission id (unique across restarts), not Ray's 01000000-style id.
+        submission = placement["ray_job_submission_id"]
+        assert submission.startswith("marin-") and submission != placement["ray_job_id"], name
+        assert meta["marin/ray_job"]["value"] == f"{dashboard}/#/jobs/{submission}", name
         assert placement["ray_worker_log"] in meta["marin/ray_logs"]["value"], name
     by_kind = {m["kind"]: m["marin/ran_on"]["resources"] for m in metadata.values()}
     assert by_kind["cpu"]["CPU"] == 2.0
