@@ -48,8 +48,11 @@ def _free_port() -> int:
 class GcsServer:
     """One fake-gcs-server process (in-memory backend, plain HTTP on 127.0.0.1)."""
 
-    def __init__(self, log_path: str | os.PathLike[str]) -> None:
+    def __init__(self, log_path: str | os.PathLike[str], filesystem_root: str | os.PathLike[str] | None = None) -> None:
+        """``filesystem_root``: keep objects in this folder instead of memory -- for benchmarks with
+        tens of thousands of objects (the in-memory backend's uploads slow down as a bucket grows)."""
         self.log_path = Path(log_path)
+        self.filesystem_root = filesystem_root
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._process: subprocess.Popen | None = None
@@ -72,7 +75,8 @@ class GcsServer:
                 [
                     str(_binary()),
                     "-backend",
-                    "memory",
+                    "filesystem" if self.filesystem_root else "memory",
+                    *(["-filesystem-root", str(self.filesystem_root)] if self.filesystem_root else []),
                     "-scheme",
                     "http",
                     "-host",

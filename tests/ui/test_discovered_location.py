@@ -2,7 +2,8 @@
 
 The code location is this repository's ``definitions.py``; ``MARIN_PROJECT_ROOT`` points it at
 ``tests/discovery/project`` whose ``pyproject.toml`` lists ``experiments/*.py``: a training script,
-a curation script with partitions (no partition source: the landing zone's drops), a sweep sharing
+a curation script with partitions (no partition source given: the one its raw step declares, the
+landing zone's drops), a sweep sharing
 the training script's model, and a script that raises on import.
 """
 
