@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from marin_assets.evaluation import make_eval_tasks
+from marin_assets.experiments import make_eval_tasks
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -1,9 +1,9 @@
 """Generate the data of the shipped lm-eval tasks (``eval_tasks/docstring_*.jsonl``) from held-out docstrings.
 
-    python -m marin_assets.evaluation.make_eval_tasks [OUT_DIR]   # default: the shipped eval_tasks/
+    python -m marin_assets.experiments.make_eval_tasks [OUT_DIR]   # default: evaluation/eval_tasks/
 
 The documents are docstrings of the Python standard library (read with ``ast`` by
-:func:`~marin_assets.experiments.sample_documents.iter_docstrings`) that the quickstart's sample
+:func:`~marin_assets.experiments.sample_documents.long_docstrings`) that the quickstart's sample
 corpus holds out for validation (the same hash rule and fraction), so a model trained on the sample's
 ``train/`` split never saw them. Whitespace is collapsed; everything after that is a fixed function of
 the documents' order and a seeded ``random.Random``, so a rerun on the same Python minor version
@@ -29,9 +29,11 @@ import sys
 import sysconfig
 from collections.abc import Iterable, Iterator
 
-from marin_assets.experiments.sample_documents import SampleDocumentsConfig, _is_validation, iter_docstrings
+import marin_assets.evaluation
+from marin_assets.experiments.sample_documents import SampleDocumentsConfig, _is_validation, long_docstrings
 
-OUT_DIR = os.path.join(os.path.dirname(__file__), "eval_tasks")
+# It lives with the experiments (it reads the sample corpus) and writes the evaluation stage's data.
+OUT_DIR = os.path.join(os.path.dirname(marin_assets.evaluation.__file__), "eval_tasks")
 GENERATED_WITH = (3, 11)
 """The Python minor version whose standard library the shipped files come from."""
 HELD_OUT_DOCS = 200
@@ -50,7 +52,7 @@ def held_out_docs(source_dir: str | None = None) -> Iterator[str]:
     """Held-out docstrings (the quickstart sample's validation rule), whitespace collapsed, unique, in order."""
     fraction = SampleDocumentsConfig(output_path="").validation_fraction
     seen: set[str] = set()
-    for doc in iter_docstrings(source_dir or sysconfig.get_paths()["stdlib"]):
+    for doc in long_docstrings(source_dir or sysconfig.get_paths()["stdlib"]):
         text = " ".join(doc.split())
         if text in seen or not _is_validation(doc, fraction):
             continue
