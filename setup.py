@@ -1,6 +1,6 @@
 """Ships ``marin_alias.pth`` next to the packages (the metadata is in ``pyproject.toml``).
 
-The ``.pth`` file installs :class:`marin_assets.marin_alias.MarinAliasFinder` at interpreter start,
+The ``.pth`` file installs :class:`marin_alias.MarinAliasFinder` at interpreter start,
 so Marin's ``marin.*``, ``fray.cluster`` and ``experiments.*`` names resolve to this project (real
 Marin wins when installed). A ``.pth`` file must sit at the top of ``site-packages``, which
 ``pyproject.toml`` alone cannot express: ``build_py`` adds it to a wheel, ``editable_wheel`` to an
@@ -17,7 +17,7 @@ from setuptools.command.editable_wheel import editable_wheel
 
 PTH_NAME = "marin_alias.pth"
 # One line: site.py executes lines that start with "import".
-PTH_LINE = "import marin_assets.marin_alias as _marin_alias; _marin_alias.install()\n"
+PTH_LINE = "import marin_alias as _marin_alias; _marin_alias.install()\n"
 
 
 def _write_pth(folder: str) -> str:

@@ -6,11 +6,11 @@ import os
 
 import pytest
 
-import marin_assets.marin_alias
+import marin_alias
 
 # Marin's names (``marin.*``, ``fray.cluster``, ``experiments.*``) in this process too, as the
 # installed ``marin_alias.pth`` gives every interpreter (idempotent when it is installed).
-marin_assets.marin_alias.install()
+marin_alias.install()
 
 # Nothing may be fetched from the Hugging Face hub at test time.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

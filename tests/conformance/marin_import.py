@@ -1,7 +1,7 @@
 """Run an experiment script written for Marin here: as written (the import alias), or with its
 imports changed textually (the documented fallback).
 
-As written: ``marin_alias.pth`` installs ``marin_assets.marin_alias`` at interpreter start once the
+As written: ``marin_alias.pth`` installs ``marin_alias`` at interpreter start once the
 project is installed; :func:`alias_env` gives a subprocess the same through a ``sitecustomize``
 (the shared test venv may predate the ``.pth`` file).
 
@@ -42,7 +42,7 @@ def map_imports(source: str) -> str:
     return source
 
 
-SITECUSTOMIZE = "import marin_assets.marin_alias as _marin_alias\n_marin_alias.install()\n"
+SITECUSTOMIZE = "import marin_alias as _marin_alias\n_marin_alias.install()\n"
 
 
 def alias_env(tmp: Path, extra_path: str | None = None, **env: str) -> dict[str, str]:

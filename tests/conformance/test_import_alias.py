@@ -124,5 +124,5 @@ def test_the_wheel_and_the_editable_wheel_carry_the_pth_line(tmp_path):
     for name in (wheel, editable):
         with zipfile.ZipFile(out / name) as archive:
             assert archive.read("marin_alias.pth").decode() == (
-                "import marin_assets.marin_alias as _marin_alias; _marin_alias.install()\n"
+                "import marin_alias as _marin_alias; _marin_alias.install()\n"
             )
