@@ -291,6 +291,17 @@ def relocate_text(text: str, output_path: str) -> str:
     return pattern.sub(lambda m: (m.group("scheme") or "") + stripped_output, text)
 
 
+_ANY_STAGING = re.compile(r"/" + re.escape(ATTEMPTS_DIR) + r"/([^/\s\"']+)/[^/\s\"']+/\1(?![A-Za-z0-9._+=-])")
+
+
+def relocate_any_staging(text: str) -> str:
+    """``text`` with every staging folder of any output (``<parent>/.marin_attempts/<name>/<attempt>/<name>``)
+    replaced by the output it publishes to (``<parent>/<name>``): for logs that mention many steps."""
+    if f"/{ATTEMPTS_DIR}/" not in text:
+        return text
+    return _ANY_STAGING.sub(r"/\1", text)
+
+
 def rewrite_paths(value: Any, staging: str, output_path: str) -> Any:
     """``value`` (JSON-like) with the staging folder (of any attempt at ``output_path``, ``staging``
     among them) replaced by the output path in every string."""

@@ -18,6 +18,7 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 
+from marin_assets.execution.attempt import relocate_any_staging
 from marin_assets.execution.status import read_status
 from marin_assets.execution.storage import is_local, local_prefix
 
@@ -50,6 +51,14 @@ def log_path(info_base: str, script: str, run_id: str) -> str:
     return os.path.join(tempfile.gettempdir(), "marin-logs", name)
 
 
+class PublishedPathsFormatter(logging.Formatter):
+    """Names outputs by their published path: a staging folder is discarded at publish, and the
+    log outlives it (library records -- Levanter's, Ray's -- name the folder they were given)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return relocate_any_staging(super().format(record))
+
+
 class RunLog:
     """The run's log file and console filter (see the module docstring)."""
 
@@ -59,7 +68,7 @@ class RunLog:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         self._stream = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
         self._handler = logging.StreamHandler(self._stream)
-        self._handler.setFormatter(logging.Formatter(FORMAT))
+        self._handler.setFormatter(PublishedPathsFormatter(FORMAT))
         self._handler.setLevel(logging.INFO)
 
     def attach(self) -> None:
@@ -93,7 +102,7 @@ class RunLog:
             except Exception:  # noqa: BLE001 - the message is still worth writing
                 record = None
             trace = record.error if record is not None and record.error else error
-            self._stream.write(f"\n=== {name} ({path}) failed ===\n{trace.rstrip()}\n")
+            self._stream.write(relocate_any_staging(f"\n=== {name} ({path}) failed ===\n{trace.rstrip()}\n"))
         self._stream.flush()
 
 

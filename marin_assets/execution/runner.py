@@ -493,7 +493,9 @@ class StepRunner:
                 secret_values(config),
             ),
         )
-        logger.info("%s: running %s -> %s (staged in %s)", label, function_name(node.step.fn), output_path, staging)
+        # The attempt id, not the staging folder: a run's log outlives the folder (discarded at
+        # publish), and nothing a run leaves behind may name a path that no longer exists.
+        logger.info("%s: running %s -> %s (attempt %s)", label, function_name(node.step.fn), output_path, attempt)
         publishing = False
         try:
             with lease.fencing():
