@@ -498,14 +498,15 @@ def test_three_drops_and_a_rejected_one_flow_through_the_gcs_landing_zone(topolo
         selector = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY, "sensorName": sensor}
         started = topology.graphql(START_SENSOR, {"selector": selector})["startSensor"]
         assert started["__typename"] == "Sensor", started
-    # Turned on now, the landing sensor first catches up with the drops the quickstart processed from
-    # the command line (one cached run each, one curation run at a time): drops land after that, as
+    # Turned on now, the landing sensor's first tick marks the drops the quickstart processed from the
+    # command line as processed (their units succeeded): no catch-up run. Drops land after that, as
     # they do on a deployment whose sensor is always on.
     caught_up = time.monotonic()
     _wait(lambda: _landing_sensor_ticks(topology), 120, "the landing sensor's first tick")
+    _wait(lambda: not _curation_runs_in_flight(topology), 600, "no curation run in flight")
     for drop in ("drop-001", "drop-002"):
-        _wait(lambda d=drop: _drop_runs(topology, d), 120, f"the landing sensor to request a run of {drop}")
-    _wait(lambda: not _curation_runs_in_flight(topology), 600, "the sensor's catch-up runs to finish")
+        assert _partition_added(topology, drop), drop
+        assert _drop_runs(topology, drop) == [], f"a catch-up run of {drop}, whose units had succeeded"
     print(f"\n[deploy] landing sensor caught up with drop-001, drop-002 in {time.monotonic() - caught_up:.1f}s")
     first, *later = GOOD_DROPS
     figures = [_follow_good_drop(topology, first)]
