@@ -589,11 +589,13 @@ def in_ray_worker() -> bool:
 
 
 def report_progress(line: str) -> None:
-    """Report one progress line of a running step: printed with :data:`PROGRESS_MARK` (the Ray
-    task's log, or this process's output) and, outside Ray workers, logged to
-    :data:`PROGRESS_LOGGER` (inside one, the driver logs it when the line reaches it)."""
-    print(f"{PROGRESS_MARK} {line}", flush=True)
-    if not in_ray_worker():
+    """Report one progress line of a running step: inside a Ray worker, printed with
+    :data:`PROGRESS_MARK` into the Ray task's log (the driver relogs it when the line reaches it);
+    elsewhere logged to :data:`PROGRESS_LOGGER` only (the Dagster run's logs, the command line's
+    run log file) -- never printed on a command line's console, which shows one line per unit."""
+    if in_ray_worker():
+        print(f"{PROGRESS_MARK} {line}", flush=True)
+    else:
         logging.getLogger(PROGRESS_LOGGER).info(line)
 
 

@@ -28,7 +28,9 @@ ASSET_NODES = """
     jobNames
     dependencyKeys { path }
     description
-    metadataEntries { label ... on PathMetadataEntry { path } ... on TextMetadataEntry { text } }
+    metadataEntries {
+      label ... on PathMetadataEntry { path } ... on TextMetadataEntry { text } ... on UrlMetadataEntry { url }
+    }
   }
 }
 """
@@ -68,10 +70,12 @@ def test_asset_graph_lists_hello_world_with_step_hashes_as_code_versions(dagster
         assert asset["opVersion"] == node.hash, f"{name}: code version {asset['opVersion']} != step hash {node.hash}"
         assert asset["groupName"] == "hello_world"
         assert "hello_world_job" in asset["jobNames"]
-        metadata = {e["label"]: e.get("path", e.get("text")) for e in asset["metadataEntries"]}
-        # The description names the step and its function, and links the output in the data browser.
+        metadata = {e["label"]: e.get("path", e.get("text", e.get("url"))) for e in asset["metadataEntries"]}
+        # The description names the step and its function (plain text: no markdown link); the data
+        # browser's page of the output is the definition's marin/browser link.
         assert f"Step `{name}`, function `marin_assets.experiments.hello_world." in asset["description"]
-        assert f"/browse/{os.path.relpath(node.output_path, dagster_dev.prefix)})" in asset["description"]
+        assert "](" not in asset["description"]
+        assert metadata["marin/browser"].endswith(f"/browse/{os.path.relpath(node.output_path, dagster_dev.prefix)}")
         # The definitions were loaded with the fixture's MARIN_PREFIX: the asset points at our output folder.
         assert metadata["dagster/uri"] == node.output_path
     assert served["hello_world/stats"]["dependencyKeys"] == [{"path": ["hello_world", "numbers"]}]
