@@ -194,6 +194,8 @@ def test_asset_page_shows_step_metadata_and_code_version(ui, dagster_dev: Dagste
         "marin/version",
         "marin/browser",
         "hello_world_job",
+        # The description renders after the rest of the definition (its markdown loads lazily).
+        "function marin_assets.experiments.hello_world.compute_stats",
     )
     assert metadata_value(text, "marin/cached") == "false"
     assert metadata_value(text, "marin/action") == "ran"
