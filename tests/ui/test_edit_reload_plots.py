@@ -16,7 +16,7 @@ import pytest
 
 import tests.ui.test_browser as browser_tests
 from tests.discovery.test_asset_identity import write_project
-from tests.ui.conftest import LOCATION, REPOSITORY, DagsterDev
+from tests.ui.conftest import LAUNCH_RUN, LOCATION, REPOSITORY, DagsterDev
 from tests.ui.test_browser import PAGE_TIMEOUT_S, body_text, click_button, open_page, screenshot
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -51,17 +51,6 @@ query Loss($key: AssetKeyInput!) {
   assetOrError(assetKey: $key) {
     ... on Asset { assetMaterializations(limit: 10) { tags { key value }
                    metadataEntries { label __typename ... on FloatMetadataEntry { floatValue } } } }
-  }
-}
-"""
-
-LAUNCH = """
-mutation Launch($params: ExecutionParams!) {
-  launchRun(executionParams: $params) {
-    __typename
-    ... on LaunchRunSuccess { run { runId } }
-    ... on PythonError { message }
-    ... on InvalidSubsetError { message }
   }
 }
 """
@@ -105,7 +94,7 @@ def _materialize(dagster_dev: DagsterDev) -> None:
         },
         "runConfigData": {},
     }
-    launched = dagster_dev.graphql(LAUNCH, {"params": params})["launchRun"]
+    launched = dagster_dev.graphql(LAUNCH_RUN, {"params": params})["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     run = dagster_dev.wait_for_run(launched["run"]["runId"], timeout=300)
     assert run["status"] == "SUCCESS", dagster_dev.log_tail()
