@@ -1,12 +1,30 @@
-"""Shared fixtures: every test gets its own Dagster home, Ray temp dir and HF caches (no network)."""
+"""Shared fixtures: every test gets its own Dagster home, Ray temp dir and HF caches (no network).
+
+Shared helpers too, imported by the tests that use them (``from tests.conftest import ...``):
+:func:`marin_hash` (Marin's step hash rule), :data:`LAUNCH_RUN` (the GraphQL mutation the UI's
+*Materialize* sends) and :class:`Topology` / :func:`deploy_topology` (a client of the topology
+``marin deploy up`` started).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 import marin_alias
+from tests.ui.conftest import LAUNCH_RUN, DagsterDev
+
+if TYPE_CHECKING:
+    from marin_resources.deploy.services import DeployState
+
+__all__ = ["LAUNCH_RUN", "Topology", "deploy_client_env", "deploy_topology", "marin_hash"]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # Marin's names (``marin.*``, ``fray.cluster``, ``experiments.*``) in this process too, as the
 # installed ``marin_alias.pth`` gives every interpreter (idempotent when it is installed).
@@ -83,3 +101,39 @@ def gcs_prefix(gcs_server) -> str:
 
     point_fsspec_at(gcs_server)
     return f"gs://{gcs_server.create_bucket()}/marin"
+
+
+def marin_hash(version: dict) -> str:
+    """Marin's step hash: ``hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]``."""
+    return hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]
+
+
+class Topology(DagsterDev):
+    """The started local topology (``marin deploy up``): its webserver's client, with its state."""
+
+    state: DeployState
+
+
+def deploy_client_env(state: DeployState) -> dict[str, str]:
+    """The environment ``marin deploy env`` gives a shell (this repository importable)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MARIN_PREFIX", "DAGSTER_HOME")}
+    env.update(state.env)
+    with open(os.path.join(state.state_dir, "secrets", "postgres_password")) as handle:
+        env["DAGSTER_PG_PASSWORD"] = handle.read().strip()
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    return env
+
+
+def deploy_topology(state: DeployState) -> Topology:
+    """A client of the topology recorded in ``state`` (its webserver, environment and log)."""
+    webserver = next(s for s in state.services if s.name == "webserver")
+    topology = Topology(
+        url=f"http://127.0.0.1:{state.ports['webserver']}",
+        dagster_home=Path(state.env["DAGSTER_HOME"]),
+        prefix=Path("/nonexistent"),
+        env=deploy_client_env(state),
+        log_path=Path(webserver.log),
+        process=None,
+    )
+    topology.state = state
+    return topology

@@ -17,6 +17,8 @@ import logging
 import os
 import subprocess
 import sys
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +37,6 @@ from marin_assets.execution.versioning import StepGraph, hash_version
 from marin_resources.storage import default_prefix as default_prefix  # re-exported: the one default
 
 logger = logging.getLogger("marin.executor")
-
 
 
 def resolve_partitions(partitions: Mapping[str, PartitionSource] | None, prefix: str) -> dict[str, list[str]]:
@@ -108,76 +109,129 @@ def parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def parse_run_only(values: Sequence[str] | None) -> list[str] | None:
-    """``--run_only`` values as Marin (draccus) reads them: ``"[a, b]"`` is a YAML list of regexes.
+def parse_list(values: Sequence[str] | None) -> list[str] | None:
+    """A list flag as Marin (draccus) reads it: ``"[a, b]"`` is a YAML list.
 
-    Plain values (``--run_only a b``) are regexes too, so both spellings select the same steps.
+    Plain values (``--run_only a b``) are items too, so both spellings give the same list.
     """
     if values is None:
         return None
     import yaml
 
-    patterns: list[str] = []
+    items: list[str] = []
     for value in values:
         text = value.strip()
         if text.startswith("[") and text.endswith("]"):
             parsed = yaml.safe_load(text)
             if not isinstance(parsed, list):
-                raise ValueError(f"--run_only {value!r}: expected a list such as '[name1, name2]'")
-            patterns.extend(str(item) for item in parsed)
+                raise ValueError(f"{value!r}: expected a list such as '[name1, name2]'")
+            items.extend(str(item) for item in parsed)
         else:
-            patterns.append(value)
-    return patterns
+            items.append(value)
+    return items
 
 
-def build_parser(description: str | None) -> argparse.ArgumentParser:
-    """The command-line options of ``executor_main`` (Marin's ``ExecutorMainConfig`` and its defaults).
+parse_run_only = parse_list  # the name callers knew
 
-    Booleans take a value as with draccus (``--dry_run true``) or none (``--dry_run``);
-    ``--force_run_failed`` defaults to true and ``--max_concurrent`` to unlimited, as in Marin.
-    """
-    parser = argparse.ArgumentParser(description=description or "Run a Marin experiment")
-    flag = {"nargs": "?", "const": True, "type": parse_bool}
-    parser.add_argument("--prefix", default=None, help="output root (default: $MARIN_PREFIX or ./data)")
-    parser.add_argument(
-        "--executor_info_base_path", default=None, help="where experiment records go (default: <prefix>/experiments)"
-    )
-    parser.add_argument("--dry_run", default=False, help="print what would run and why; run nothing", **flag)
-    parser.add_argument(
-        "--force_run_failed", default=True, help="re-run steps whose status is FAILED (default true)", **flag
-    )
-    parser.add_argument(
-        "--run_only",
-        nargs="+",
-        default=None,
-        metavar="REGEX",
-        help="only steps whose name matches a regex (re.search), plus what they need; '[a, b]' is a list",
-    )
-    parser.add_argument("--max_concurrent", type=int, default=None, help="units run at once (default: all ready)")
-    parser.add_argument(
-        "--partitions", nargs="*", default=None, metavar="SET=k1,k2", help="partition keys (override discovery)"
-    )
-    parser.add_argument("--no_record", default=False, help="do not record the run in the Dagster instance", **flag)
-    parser.add_argument("--heartbeat_s", type=float, default=30.0)
-    parser.add_argument("--stale_s", type=float, default=90.0)
-    return parser
+
+def _flag(default: Any, help: str, **argparse_options: Any) -> Any:
+    """A field of :class:`ExecutorMainConfig` with its command-line help (and argparse overrides)."""
+    return dataclasses.field(default=default, metadata={"help": help, **argparse_options})
 
 
 @dataclass(frozen=True)
 class ExecutorMainConfig:
-    """Marin's options of ``executor_main``, with Marin's defaults: the command line parses into these,
-    and ``executor_main(ExecutorMainConfig(...), steps)`` passes them instead of the command line."""
+    """The options of ``executor_main``, declared once: the command line is generated from these fields
+    (:func:`build_parser`), and ``executor_main(ExecutorMainConfig(...), steps)`` passes them as a
+    script's own defaults. Marin's fields and defaults first, then ours."""
 
-    prefix: str | None = None
-    """Root of every output path (default: ``$MARIN_PREFIX``, else ``./data``)."""
-    executor_info_base_path: str | None = None
-    """Where experiment records go (default: ``<prefix>/experiments``)."""
-    dry_run: bool = False
-    force_run_failed: bool = True
-    run_only: list[str] | None = None
-    """Run these steps (matched by ``re.search``) and their dependencies only."""
-    max_concurrent: int | None = None
-    """Most steps running at once (None: every ready step)."""
+    prefix: str | None = _flag(None, "root of every output path (default: $MARIN_PREFIX, else ./data)")
+    executor_info_base_path: str | None = _flag(
+        None, "where experiment records and run logs go (default: <prefix>/experiments)"
+    )
+    dry_run: bool = _flag(False, "print what would run and why; run nothing")
+    force_run_failed: bool = _flag(True, "re-run steps whose status is FAILED (false: refuse them)")
+    run_only: list[str] | None = _flag(
+        None,
+        "run only steps whose name matches one of these regexes (re.search), plus what they need; "
+        "'[a, b]' (a YAML list, as draccus reads it) or plain values",
+        metavar="REGEX",
+    )
+    max_concurrent: int | None = _flag(None, "most units running at once (default: every ready unit)")
+    # Ours (Marin has none of these).
+    partitions: list[str] | None = _flag(
+        None, "partition keys per partition set, instead of the declared sources", metavar="SET=k1,k2", nargs="*"
+    )
+    no_record: bool = _flag(False, "do not record the run in the Dagster instance")
+    heartbeat_s: float = _flag(30.0, "seconds between lease heartbeats of a running step")
+    stale_s: float = _flag(90.0, "seconds without a heartbeat after which another runner takes a lease over")
+
+
+def _field_types() -> dict[str, Any]:
+    return typing.get_type_hints(ExecutorMainConfig)
+
+
+def build_parser(description: str | None = None, prog: str | None = None) -> argparse.ArgumentParser:
+    """The command line of ``executor_main``, generated from :class:`ExecutorMainConfig`'s fields.
+
+    Parsed as draccus does: one ``--field`` per field, no abbreviations; booleans take a value
+    (``--dry_run true``) or none (``--dry_run``); a list takes ``"[a, b]"`` or plain values; ``None``
+    defaults stay ``None``. Defaults are not filled in: a flag absent from the command line is absent
+    from the namespace, so the caller's values (the dataclass's, or a script's own config) stay.
+    """
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=description or "Run a Marin experiment",
+        allow_abbrev=False,
+        argument_default=argparse.SUPPRESS,
+    )
+    hints = _field_types()
+    for field in dataclasses.fields(ExecutorMainConfig):
+        kind = hints[field.name]
+        base = next((t for t in typing_args(kind) if t is not type(None)), kind)
+        options = {k: v for k, v in field.metadata.items() if k != "help"}
+        default = field.default
+        text = str(field.metadata.get("help", ""))
+        text += (
+            "" if default is None else f" (default: {str(default).lower() if isinstance(default, bool) else default})"
+        )
+        if base is bool:
+            options = {"nargs": "?", "const": True, "type": parse_bool, "metavar": "true|false", **options}
+        elif typing.get_origin(base) is list:
+            options = {"nargs": "+", **options}
+        else:
+            options = {"type": base, **options}
+        parser.add_argument(f"--{field.name}", help=text, **options)
+    return parser
+
+
+def typing_args(kind: Any) -> tuple[Any, ...]:
+    """The members of a union type (``str | None`` -> ``(str, NoneType)``), else ``(kind,)``."""
+    return typing.get_args(kind) if typing.get_origin(kind) in (typing.Union, types.UnionType) else (kind,)
+
+
+def parse_config(
+    argv: Sequence[str] | None, description: str | None = None, base: ExecutorMainConfig | None = None
+) -> ExecutorMainConfig:
+    """The options of one ``executor_main`` call: ``base`` (default: the dataclass's defaults) with what
+    the command line (``argv``, default ``sys.argv[1:]``) names on top.
+
+    Without ``base`` every argument must be ours (an unknown one is an error, as with draccus). A
+    script that passes its own config may also have flags of its own: only ours are read, the rest
+    are left to it -- so ``executor_main(ExecutorMainConfig(), steps)`` still honours ``--dry_run true``
+    and ``--prefix``, as a draccus-wrapped ``main(config)`` that hands its config on does.
+    """
+    parser = build_parser(description)
+    args = list(sys.argv[1:] if argv is None else argv)
+    given = vars(parser.parse_args(args) if base is None else parser.parse_known_args(args)[0])
+    hints = _field_types()
+    for name, value in list(given.items()):
+        if any(typing.get_origin(t) is list for t in typing_args(hints[name])):
+            try:
+                given[name] = parse_list(value)
+            except ValueError as exc:
+                parser.error(f"--{name} {exc}")
+    return dataclasses.replace(base or ExecutorMainConfig(), **given)
 
 
 def _call_arguments(
@@ -215,18 +269,15 @@ def executor_main(
 
     Called as Marin's ``executor_main`` is: ``executor_main(steps=..., description=...)``,
     ``executor_main(steps, description)``, or with an :class:`ExecutorMainConfig` first
-    (``executor_main(ExecutorMainConfig(prefix=...), steps)``), which then replaces the command
-    line (not parsed), as with draccus. ``argv`` parses these arguments instead of ``sys.argv``.
+    (``executor_main(ExecutorMainConfig(prefix=...), steps)``), whose values are then the defaults
+    that the command line's own flags override (:func:`parse_config`). ``argv`` parses these
+    arguments instead of ``sys.argv[1:]``.
     ``max_concurrent`` is the default for ``--max_concurrent`` (Marin's keyword). Returns the
     execution report (None for a dry run); exits with status 1 when steps fail and 2 when the steps
     succeeded but the run could not be recorded in the Dagster instance (unless ``--no_record``).
     """
     config, steps, description = _call_arguments(positional, steps, description)
-    args = build_parser(description).parse_args([] if config is not None else argv)
-    if config is not None:
-        for field in dataclasses.fields(config):
-            setattr(args, field.name, getattr(config, field.name))
-    args.run_only = parse_run_only(args.run_only)
+    args = parse_config(argv, description, config)
     console = run_log.configure_console()
     prefix = local_prefix(args.prefix or default_prefix())
     try:
@@ -272,7 +323,7 @@ def executor_main(
 
 def _run_and_record(
     graph: StepGraph,
-    args: argparse.Namespace,
+    args: ExecutorMainConfig,
     options: ExecutorOptions,
     description: str | None,
     caller: str,

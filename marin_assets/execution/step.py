@@ -19,7 +19,6 @@ from __future__ import annotations
 import itertools
 import re
 import sys
-import types
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
@@ -296,21 +295,3 @@ class ExecutorStep(Generic[T]):
     def at_partition(self, key: str) -> InputName:
         """One fixed partition of this (partitioned) step's output."""
         return output_path_of(self).at_partition(key)
-
-
-class _CallableStepModule(types.ModuleType):
-    """This module, callable as Marin's ``step`` decorator.
-
-    Marin's ``marin.execution`` exports a decorator named ``step`` while this package has a
-    submodule of that name. Both work: ``from marin.execution import step`` gives this module, and
-    ``@step(name=...)`` calls :func:`marin_assets.execution.step_ref.step`; attribute access
-    (``marin_assets.execution.step.ExecutorStep``) is the module's as before.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from marin_assets.execution.step_ref import step as step_decorator
-
-        return step_decorator(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableStepModule

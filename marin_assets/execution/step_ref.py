@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -169,3 +171,21 @@ def step(
         return make_step
 
     return decorator
+
+
+class _CallableStepModule(types.ModuleType):
+    """The module :mod:`marin_assets.execution.step`, callable as Marin's ``step`` decorator.
+
+    Marin's ``marin.execution`` exports a decorator named ``step`` while this package has a
+    submodule of that name. Both work: ``from marin.execution import step`` gives the module, and
+    ``@step(name=...)`` calls :func:`step` here; attribute access
+    (``marin_assets.execution.step.ExecutorStep``) is the module's as before. Set here, where the
+    decorator lives, so that ``step`` imports nothing of this module (the package imports this
+    module, so any import of ``marin_assets.execution.step`` finds it callable).
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return step(*args, **kwargs)
+
+
+sys.modules[ExecutorStep.__module__].__class__ = _CallableStepModule

@@ -4,7 +4,6 @@ CPU, and re-run fully cached; an lm-eval task whose data is missing fails naming
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import math
 from pathlib import Path
@@ -12,13 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.conformance.marin_import import recorded_paths, run_marin_script, summary
+from tests.conftest import marin_hash
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]
-
-
-def marin_hash(version: dict) -> str:
-    """Marin: ``hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]``."""
-    return hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]
 
 
 def write_docs(folder: Path, texts: list[str]) -> None:

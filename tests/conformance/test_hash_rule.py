@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import datetime
-import hashlib
-import json
 from dataclasses import dataclass, field
 
 import pytest
@@ -21,11 +19,7 @@ from marin_assets.execution.executor import (
     versioned,
 )
 from marin_assets.execution.versioning import StepGraph
-
-
-def marin_hash(version: dict) -> str:
-    """Marin: ``hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]``."""
-    return hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]
+from tests.conftest import marin_hash
 
 
 @dataclass(frozen=True)

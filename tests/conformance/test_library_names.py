@@ -3,7 +3,6 @@ use it, under Marin's module names (the import alias), hashes pinned against Mar
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -38,11 +37,7 @@ from marin_assets.experiments.defaults import default_download
 from marin_assets.experiments.llama import llama_1_4b_train_config, llama_150m_train_config
 from tests.conformance.marin_import import SCRIPTS, alias_env, recorded_paths, run_unmodified
 from tests.conformance.test_team_repo import hf_hub  # noqa: F401 - the fixture
-
-
-def marin_hash(version: dict) -> str:
-    """Marin: ``hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]``."""
-    return hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]
+from tests.conftest import marin_hash
 
 
 def output_of(step_: ExecutorStep, prefix: str = "/p") -> str:

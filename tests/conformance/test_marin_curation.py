@@ -6,7 +6,6 @@ re-runs fully cached. CPU, offline: local data folders and a local tokenizer dir
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -16,12 +15,8 @@ import yaml
 
 from marin_assets.core.io import read_jsonl_gz
 from tests.conformance.marin_import import map_imports, recorded_paths, run_marin_script, summary
+from tests.conftest import marin_hash
 from tests.published_files import files_naming_a_staging_folder
-
-
-def marin_hash(version: dict) -> str:
-    """Marin: ``hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]``."""
-    return hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]
 
 
 def test_fray_cluster_maps_first():

@@ -6,16 +6,11 @@ sorted keys, first 6 hex characters -- from the version dict written out next to
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from tests.conformance.marin_import import map_imports, recorded_paths, run_marin_script, summary
-
-
-def marin_hash(version: dict) -> str:
-    """Marin: ``hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]``."""
-    return hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]
+from tests.conftest import marin_hash
 
 
 def status_of(prefix: str, rel: str) -> str | None:

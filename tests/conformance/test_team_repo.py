@@ -16,14 +16,10 @@ from pathlib import Path
 import pytest
 
 from tests.conformance.marin_import import alias_env, recorded_paths, run_unmodified, summary
+from tests.conftest import marin_hash
 
 TEAM_REPO = Path(__file__).resolve().parent / "marin_repo"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
-
-
-def marin_hash(version: dict) -> str:
-    """Marin: ``hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]``."""
-    return hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]
 
 
 HELLO = {"name": "team/hello", "config": {"greeting": "hi"}, "dependencies": []}

@@ -4,20 +4,15 @@ with only its imports changed, gives the hashes of Marin's rule and re-runs full
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
 from tests.conformance.marin_import import recorded_paths, run_marin_script, summary
+from tests.conftest import marin_hash
 
 pytestmark = pytest.mark.slow
-
-
-def marin_hash(version: dict) -> str:
-    """Marin: ``hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]``."""
-    return hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]
 
 
 def llama_nano_repr() -> str:

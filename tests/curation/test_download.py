@@ -16,6 +16,7 @@ from marin_assets.execution.runner import ExecutorOptions, run_steps
 from marin_assets.execution.step import versioned
 from marin_assets.experiments.defaults import default_download
 from marin_assets.transform.raw.process import RawConfig, run_raw
+from tests.conftest import marin_hash
 
 from .test_inputs import docs_of
 
@@ -82,10 +83,6 @@ def test_missing_dataset_or_revision_names_what_is_missing(hf_cache, tmp_path):
     with pytest.raises(HfDatasetNotCachedError, match=r"revision 'v9' of it is missing"):
         download_hf(DownloadConfig(REPO, "v9", gcs_output_path=str(tmp_path / "b"), cache_dir=cache))
     assert not os.path.exists(tmp_path / "a" / "manifest.json")
-
-
-def marin_hash(version: dict) -> str:
-    return hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]
 
 
 def test_default_download_is_marins_step(hf_cache, tmp_path):

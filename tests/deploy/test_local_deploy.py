@@ -42,7 +42,8 @@ import pytest
 
 from marin_assets.experiments import curation
 from marin_resources.deploy.services import DeployState
-from tests.ui.conftest import LOCATION, REPOSITORY, TERMINAL_RUN_STATUSES, DagsterDev
+from tests.conftest import Topology, deploy_topology
+from tests.ui.conftest import LOCATION, REPOSITORY, TERMINAL_RUN_STATUSES
 from tests.ui.test_browser import _missing_browser_parts, click_button, open_page, screenshot, wait_for_text
 
 pytestmark = [pytest.mark.slow]
@@ -113,24 +114,8 @@ SENSORS = "{ repositoriesOrError { ... on RepositoryConnection { nodes { sensors
 ASSET_DEPS = "{ assetNodes { assetKey { path } dependencyKeys { path } } }"
 
 
-class Topology(DagsterDev):
-    """The started topology: its state, environment and webserver."""
-
-    state: DeployState
-
-
 def _run(cmd: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def _client_env(state: DeployState) -> dict[str, str]:
-    """The environment `local_deploy.sh env` gives a shell."""
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MARIN_PREFIX", "DAGSTER_HOME")}
-    env.update(state.env)
-    with open(os.path.join(state.state_dir, "secrets", "postgres_password")) as handle:
-        env["DAGSTER_PG_PASSWORD"] = handle.read().strip()
-    env["PYTHONPATH"] = str(REPO)
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -151,17 +136,7 @@ def topology() -> Topology:
     try:
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         print(f"\n[deploy] topology up in {up_s:.1f}s\n{proc.stdout}")
-        webserver = next(s for s in state.services if s.name == "webserver")
-        server = Topology(
-            url=f"http://127.0.0.1:{state.ports['webserver']}",
-            dagster_home=Path(state.env["DAGSTER_HOME"]),
-            prefix=Path("/nonexistent"),
-            env=_client_env(state),
-            log_path=Path(webserver.log),
-            process=None,
-        )
-        server.state = state
-        yield server
+        yield deploy_topology(state)
     finally:
         _run([sys.executable, "-m", "marin_resources.deploy.local", "down", "--state_dir", str(state_dir)], env, 120)
         shutil.rmtree(base, ignore_errors=True)

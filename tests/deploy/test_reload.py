@@ -30,7 +30,7 @@ import pytest
 from marin_assets.dagster_bridge.assets import asset_key_for
 from marin_resources.deploy import services
 from marin_resources.deploy.services import DeployState
-from tests.deploy.test_local_deploy import Topology, _client_env
+from tests.conftest import LAUNCH_RUN, Topology, deploy_topology
 from tests.ui.conftest import LOCATION, REPOSITORY
 
 pytestmark = [pytest.mark.slow]
@@ -104,16 +104,6 @@ query Errors($runId: ID!) {
 }
 """
 ASSET_NODES = "{ assetNodes { assetKey { path } groupName opVersion staleStatus } }"
-LAUNCH = """
-mutation Launch($params: ExecutionParams!) {
-  launchRun(executionParams: $params) {
-    __typename
-    ... on LaunchRunSuccess { run { runId } }
-    ... on PythonError { message }
-    ... on InvalidSubsetError { message }
-  }
-}
-"""
 MATERIALIZATIONS = """
 query M($key: AssetKeyInput!) {
   assetOrError(assetKey: $key) {
@@ -155,20 +145,6 @@ def _up(state_dir: Path, project: Path, dashboard_port: int) -> DeployState:
     return state
 
 
-def _topology(state: DeployState) -> Topology:
-    webserver = next(s for s in state.services if s.name == "webserver")
-    server = Topology(
-        url=f"http://127.0.0.1:{state.ports['webserver']}",
-        dagster_home=Path(state.env["DAGSTER_HOME"]),
-        prefix=Path("/nonexistent"),
-        env=_client_env(state),
-        log_path=Path(webserver.log),
-        process=None,
-    )
-    server.state = state
-    return server
-
-
 @pytest.fixture(scope="module")
 def deployment():
     # Postgres runs as the `postgres` user under root: the state folder must be traversable.
@@ -180,7 +156,7 @@ def deployment():
     info: dict[str, Any] = {"base": base, "project": project, "state_dir": state_dir}
     info["dashboard_port"] = services.free_port()
     try:
-        info["topology"] = _topology(_up(state_dir, project, info["dashboard_port"]))
+        info["topology"] = deploy_topology(_up(state_dir, project, info["dashboard_port"]))
         yield info
     finally:
         _run([sys.executable, "-m", "marin_resources.deploy.local", "down", "--state_dir", str(state_dir)], {}, 180)
@@ -201,7 +177,7 @@ def _materialize(topology: Topology, names: tuple[str, ...], timeout: float = 60
         },
         "runConfigData": {},
     }
-    launched = topology.graphql(LAUNCH, {"params": params})["launchRun"]
+    launched = topology.graphql(LAUNCH_RUN, {"params": params})["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     run = topology.wait_for_run(launched["run"]["runId"], timeout=timeout)
     if run["status"] != "SUCCESS":

@@ -19,6 +19,7 @@ import pytest
 
 from marin_assets.dagster_bridge.assets import asset_key_for
 from marin_assets.execution import StepGraph
+from tests.conftest import LAUNCH_RUN
 from tests.ui.conftest import LOCATION, REPO_ROOT, REPOSITORY, DagsterDev, metadata_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
@@ -33,17 +34,6 @@ ASSET_NODES = """
 
 ALL_ASSETS = """
 { assetsOrError { ... on AssetConnection { nodes { key { path } } } } }
-"""
-
-LAUNCH_ASSETS = """
-mutation Launch($params: ExecutionParams!) {
-  launchRun(executionParams: $params) {
-    __typename
-    ... on LaunchRunSuccess { run { runId } }
-    ... on PythonError { message }
-    ... on InvalidSubsetError { message }
-  }
-}
 """
 
 
@@ -105,7 +95,7 @@ def test_groups_code_versions_error_and_a_ui_materialization_through_the_engine(
         },
         "runConfigData": {},
     }
-    launched = dagster_dev.graphql(LAUNCH_ASSETS, {"params": params})["launchRun"]
+    launched = dagster_dev.graphql(LAUNCH_RUN, {"params": params})["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     run = dagster_dev.wait_for_run(launched["run"]["runId"])
     assert run["status"] == "SUCCESS", dagster_dev.log_tail()

@@ -25,6 +25,7 @@ from marin_assets.execution.status import read_status
 from marin_assets.experiments import curation
 from marin_assets.experiments.curation import PARTITION_SET
 from marin_assets.experiments.sample_data import SampleConfig, landing_drop_dir, write_drop
+from tests.conftest import LAUNCH_RUN
 from tests.ui.conftest import LOCATION, REPOSITORY, DagsterDev, metadata_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(540)]
@@ -78,17 +79,6 @@ mutation Reexecute($params: ReexecutionParams!) {
     __typename
     ... on LaunchRunSuccess { run { runId } }
     ... on PythonError { message }
-  }
-}
-"""
-
-LAUNCH = """
-mutation Launch($params: ExecutionParams!) {
-  launchRun(executionParams: $params) {
-    __typename
-    ... on LaunchRunSuccess { run { runId } }
-    ... on PythonError { message }
-    ... on InvalidSubsetError { message }
   }
 }
 """
@@ -177,7 +167,7 @@ def test_drops_flow_without_reload_and_a_failed_step_reruns_from_the_ui(dagster_
         "runConfigData": {},
         "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "drop-003"}]},
     }
-    launched = server.graphql(LAUNCH, {"params": params})["launchRun"]
+    launched = server.graphql(LAUNCH_RUN, {"params": params})["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     failed = server.wait_for_run(launched["run"]["runId"], timeout=240)
     assert failed["status"] == "FAILURE"
