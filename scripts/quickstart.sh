@@ -13,9 +13,9 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=
 stop_ray=(--stop_ray)
 [ "${MARIN_KEEP_RAY:-0}" = "1" ] && stop_ray=()
 status=0
-.venv/bin/python -m marin_assets.experiments.quickstart "${stop_ray[@]}" "$@" || status=$?
+.venv/bin/marin quickstart "${stop_ray[@]}" "$@" || status=$?
 if [ "$status" -ne 0 ] && [ "${MARIN_KEEP_RAY:-0}" != "1" ]; then
   # A run that died before its own clean-up.
-  .venv/bin/python -c "from marin_resources.ray_cluster import stop_embedded_head; stop_embedded_head()" || true
+  .venv/bin/marin ray stop || true
 fi
 exit "$status"

@@ -6,9 +6,12 @@ tokenized validation caches, a local task folder, batch size, timeout).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from marin_assets.execution.step import StepPath, StepResources
 
 
 @dataclass(frozen=True)
@@ -47,19 +50,19 @@ class EvaluationConfig:
 
     evaluator: str
     model_name: str | None
-    evaluation_path: Any = "tmp/output"
+    evaluation_path: StepPath = "tmp/output"
     evals: list[EvalTaskConfig] = field(default_factory=list)
-    model_path: Any = None
+    model_path: StepPath | None = None
     discover_latest_checkpoint: bool = False
     launch_with_ray: bool = True
     max_eval_instances: int | None = None
     engine_kwargs: dict | None = None
-    resource_config: Any = None
+    resource_config: StepResources | None = None
     generation_params: dict | None = None
     apply_chat_template: bool = False
     wandb_tags: list[str] | None = None
     max_length: int | None = None
-    validation_caches: Mapping[str, Any] = field(default_factory=dict)
+    validation_caches: Mapping[str, StepPath | Sequence[StepPath]] = field(default_factory=dict)
     max_eval_batches: int | None = None
     include_path: str | None = None
     batch_size: int = 16

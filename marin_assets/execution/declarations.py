@@ -14,11 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from marin_assets.execution.step import ExecutorStep
+from marin_assets.execution.step import ExecutorStep, PartitionSource
 from marin_assets.execution.step_walk import walk_steps
-
-PartitionSource = Sequence[str] | Callable[[str], Sequence[str]]
-"""The keys of a partition set, or a callable ``prefix -> keys``."""
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,28 @@ from __future__ import annotations
 import itertools
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
+
+if TYPE_CHECKING:  # the resource configs a step may name (marin_resources imports nothing of ours)
+    from marin_resources.accelerators import Accelerator
+    from marin_resources.resource_config import CpuOnlyConfig, ResourceConfig, TpuPodConfig
 
 T = TypeVar("T")
+
+StepPath: TypeAlias = "str | InputName | OutputName"
+"""A path field of a step config: a local path or ``gs://`` URL, or a placeholder (``output_path_of``,
+``this_output_path``) that the executor replaces with one before the step function runs. Like every
+config field, it may also be wrapped in ``versioned(...)``."""
+
+StepResources: TypeAlias = "Accelerator | ResourceConfig | CpuOnlyConfig | TpuPodConfig | str | Mapping[str, Any]"
+"""Where a step runs: an accelerator config (``marin_resources.accelerators``), one of Marin's resource
+configs (``ResourceConfig.with_cpu()``, ``CpuOnlyConfig``, ``TpuPodConfig``), a spec string
+(``"tpu:v4-8"``) or a dict of them."""
+
+PartitionSource: TypeAlias = Sequence[str] | Callable[[str], Sequence[str]]
+"""The keys of a partition set, or a callable ``prefix -> keys``."""
 
 # A step name becomes part of a path (``<prefix>/<name>-<hash>``), so it is restricted to
 # path-safe components: no traversal, no absolute paths, no control characters.
@@ -239,10 +256,10 @@ class ExecutorStep(Generic[T]):
     description: str | None = None
     override_output_path: str | None = None
     pip_dependency_groups: list[str] | None = None
-    resources: Any = None
+    resources: StepResources | None = None
     partitioned_by: str | None = None
     sequential_partitions: bool = False
-    partition_source: Any = None
+    partition_source: PartitionSource | None = None
 
     # Not fields (no annotation): they never enter the version, equality or ``replace`` arguments.
     definition_order = 0

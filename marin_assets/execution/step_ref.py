@@ -40,7 +40,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from marin_assets.execution.step import ExecutorStep, InputName, OutputName, output_path_of, this_output_path
+from marin_assets.execution.step import (
+    ExecutorStep,
+    InputName,
+    OutputName,
+    StepResources,
+    output_path_of,
+    this_output_path,
+)
 
 StepRef = InputName
 
@@ -131,7 +138,7 @@ def step(
     *,
     fn: Callable[..., Any] | None = None,
     description: str | None = None,
-    resources: Any = None,
+    resources: StepResources | None = None,
     pip_dependency_groups: list[str] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Marin's ``@step(name=...)``: the decorated function, called, returns the step it defines.

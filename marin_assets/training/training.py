@@ -40,7 +40,7 @@ import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marin_assets.execution.metadata import markdown, table
 from marin_assets.execution.storage import atomic_write_bytes, atomic_write_text, is_local, join_path
@@ -58,6 +58,11 @@ from marin_assets.training.train_config import (
     use_wandb,
 )
 from marin_assets.training.training_log import list_step_dirs, loss_curve_png, parse_metrics
+
+if TYPE_CHECKING:  # Levanter's config, for readers and type checkers only (no import at run time)
+    from levanter.main.train_lm import TrainLmConfig
+
+    from marin_assets.execution.step import StepPath, StepResources
 
 logger = logging.getLogger(__name__)
 
@@ -96,9 +101,9 @@ class TrainLmOnPodConfig:
         auto_build_caches: Marin's flag; caches here are built by tokenize steps, so only False applies.
     """
 
-    train_config: Any
-    resources: Any = None
-    output_path: Any = None
+    train_config: TrainLmConfig | LmTrainSpec
+    resources: StepResources | None = None
+    output_path: StepPath | None = None
     impute_run_id_from_output_path: bool = True
     env_vars: dict[str, str] | None = None
     auto_build_caches: bool = False

@@ -31,13 +31,16 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from marin_assets.core.documents import as_path_list, iter_texts, list_document_files
 from marin_assets.core.io import write_jsonl_gz
-from marin_assets.execution.step import unwrap_versioned_value
+from marin_assets.execution.step import StepPath, unwrap_versioned_value
 from marin_assets.execution.storage import atomic_write_bytes, filesystem, is_local, join_path
 from marin_assets.processing.tokenize.cache_writer import build_cache, read_cache_ledger
+
+if TYPE_CHECKING:  # Levanter is imported only inside functions (it takes seconds)
+    from levanter.data.text import LmDatasetFormatBase
 
 logger = logging.getLogger(__name__)
 
@@ -85,13 +88,13 @@ class TokenizeConfig(TokenizeConfigBase):
         timeout_s: levanter writer: fail instead of hanging when a build takes longer than this.
     """
 
-    train_paths: Sequence[Any]
-    validation_paths: Sequence[Any]
-    cache_path: Any
-    tokenizer: Any
+    train_paths: Sequence[StepPath]
+    validation_paths: Sequence[StepPath]
+    cache_path: StepPath
+    tokenizer: StepPath
     tags: Sequence[str] = field(default_factory=list)
-    sample_count: Any = None
-    format: Any = None
+    sample_count: int | None = None
+    format: LmDatasetFormatBase | None = None
     hf_dataset: HfDatasetSpec | None = None
     writer: Literal["marin", "levanter"] = "marin"
     workers: int | None = None
@@ -110,12 +113,12 @@ class HfTokenizeConfig(TokenizeConfigBase):
     """
 
     id: str
-    cache_path: Any
-    tokenizer: Any
+    cache_path: StepPath
+    tokenizer: StepPath
     name: str | None = None
     tags: Sequence[str] = field(default_factory=list)
-    sample_count: Any = None
-    format: Any = None
+    sample_count: int | None = None
+    format: LmDatasetFormatBase | None = None
 
     def as_tokenize_config(self) -> TokenizeConfig:
         """The equivalent :class:`TokenizeConfig`."""
