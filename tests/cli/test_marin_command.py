@@ -174,3 +174,36 @@ def test_python_dash_m_paths_the_docs_named_still_work(tmp_path, user_env):
         [sys.executable, "-m", "marin_assets.cli", "--help"], cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert cli.returncode == 0 and "sample-drop" in cli.stdout
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(300)
+def test_ray_stop_stops_a_running_embedded_head(user_env):
+    import tempfile
+
+    import psutil
+
+    temp_dir = tempfile.mkdtemp(prefix="mrt-cli-", dir="/tmp")  # short: Ray's socket paths are limited
+    start = (
+        "from marin_resources.ray_cluster import RayClusterConfig, start_embedded_head; "
+        f"print(start_embedded_head(RayClusterConfig(temp_dir={temp_dir!r}, num_cpus=1)))"
+    )
+    started = subprocess.run(
+        [sys.executable, "-c", start], cwd=REPO, env=user_env, capture_output=True, text=True, timeout=240
+    )
+    assert started.returncode == 0, started.stderr[-3000:]
+
+    def head_processes() -> list[int]:
+        found = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            try:
+                if temp_dir in " ".join(proc.info["cmdline"] or []):
+                    found.append(proc.info["pid"])
+            except psutil.Error:
+                continue
+        return found
+
+    assert head_processes(), "the embedded head did not start"
+    stopped = marin("ray", "stop", "--temp_dir", temp_dir, env=user_env)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not head_processes(), "processes of the embedded head outlived `marin ray stop`"
