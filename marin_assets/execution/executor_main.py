@@ -131,9 +131,6 @@ def parse_list(values: Sequence[str] | None) -> list[str] | None:
     return items
 
 
-parse_run_only = parse_list  # the name callers knew
-
-
 def _flag(default: Any, help: str, **argparse_options: Any) -> Any:
     """A field of :class:`ExecutorMainConfig` with its command-line help (and argparse overrides)."""
     return dataclasses.field(default=default, metadata={"help": help, **argparse_options})

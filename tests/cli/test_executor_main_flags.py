@@ -60,7 +60,7 @@ CONFIGURED_SCRIPT = textwrap.dedent(
         ["--dry_run", "true", "--prefix", "gs://bucket/marin"],
         ["--force_run_failed", "false", "--run_only", "[tokenized/a, checkpoints/.*]", "--max_concurrent", "3"],
         ["--executor_info_base_path", "/tmp/records", "--dry_run", "false", "--no_record", "true"],
-        ["--heartbeat_s", "5", "--stale_s", "15.5", "--partitions", "[drops=a,b]"],
+        ["--heartbeat_s", "5", "--stale_s", "15.5", "--partitions", "[drops=a, shards=s]"],
     ],
 )
 def test_the_command_line_parses_as_draccus_parses_it(argv):
