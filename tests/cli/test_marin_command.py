@@ -207,3 +207,20 @@ def test_ray_stop_stops_a_running_embedded_head(user_env):
     stopped = marin("ray", "stop", "--temp_dir", temp_dir, env=user_env)
     assert stopped.returncode == 0, stopped.stderr
     assert not head_processes(), "processes of the embedded head outlived `marin ray stop`"
+
+
+def test_invalidate_then_the_next_run_recomputes_and_gc_keeps_what_records_reference(tmp_path, user_env):
+    script = tmp_path / "two_steps.py"
+    script.write_text(SCRIPT)
+    prefix = str(tmp_path / "out")
+    first = marin("run", str(script), "--prefix", prefix, "--no_record", env=user_env)
+    assert json.loads(first.stdout.strip().splitlines()[-1])["ran"] == 2, first.stderr
+    marked = marin("invalidate", "cli/first", "--prefix", prefix, "--yes", env=user_env)
+    assert marked.returncode == 0, marked.stderr
+    assert "cli/first" in marked.stdout and "cli/second" in marked.stdout  # the step and its descendant
+    again = marin("run", str(script), "--prefix", prefix, "--no_record", env=user_env)
+    assert json.loads(again.stdout.strip().splitlines()[-1])["ran"] == 2, again.stdout + again.stderr
+    listed = subprocess.run(
+        [str(MARIN), "gc", "--prefix", prefix], input="n\n", env=user_env, capture_output=True, text=True, timeout=120
+    )
+    assert listed.returncode == 0 and "0 unreferenced output(s)" in listed.stdout, listed.stdout + listed.stderr
