@@ -21,23 +21,13 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
-if TYPE_CHECKING:  # the resource configs a step may name (marin_resources imports nothing of ours)
-    from marin_resources.accelerators import Accelerator
-    from marin_resources.resource_config import CpuOnlyConfig, ResourceConfig, TpuPodConfig
+# The resource configs a step may name (marin_resources imports nothing of ours; no Ray import).
+from marin_resources.accelerators import Accelerator
+from marin_resources.resource_config import CpuOnlyConfig, ResourceConfig, TpuPodConfig
 
 T = TypeVar("T")
-
-StepPath: TypeAlias = "str | InputName | OutputName"
-"""A path field of a step config: a local path or ``gs://`` URL, or a placeholder (``output_path_of``,
-``this_output_path``) that the executor replaces with one before the step function runs. Like every
-config field, it may also be wrapped in ``versioned(...)``."""
-
-StepResources: TypeAlias = "Accelerator | ResourceConfig | CpuOnlyConfig | TpuPodConfig | str | Mapping[str, Any]"
-"""Where a step runs: an accelerator config (``marin_resources.accelerators``), one of Marin's resource
-configs (``ResourceConfig.with_cpu()``, ``CpuOnlyConfig``, ``TpuPodConfig``), a spec string
-(``"tpu:v4-8"``) or a dict of them."""
 
 PartitionSource: TypeAlias = Sequence[str] | Callable[[str], Sequence[str]]
 """The keys of a partition set, or a callable ``prefix -> keys``."""
@@ -178,6 +168,17 @@ def this_output_path(name: str | None = None) -> OutputName:
 
 # A constant usable as a dataclass field default (Marin's ``THIS_OUTPUT_PATH``).
 THIS_OUTPUT_PATH = OutputName(None)
+
+
+StepPath: TypeAlias = str | InputName | OutputName
+"""A path field of a step config: a local path or ``gs://`` URL, or a placeholder (``output_path_of``,
+``this_output_path``) that the executor replaces with one before the step function runs. Like every
+config field, it may also be wrapped in ``versioned(...)``."""
+
+StepResources: TypeAlias = Accelerator | ResourceConfig | CpuOnlyConfig | TpuPodConfig | str | Mapping[str, Any]
+"""Where a step runs: an accelerator config (``marin_resources.accelerators``), one of Marin's resource
+configs (``ResourceConfig.with_cpu()``, ``CpuOnlyConfig``, ``TpuPodConfig``), a spec string
+(``"tpu:v4-8"``) or a dict of them."""
 
 
 @dataclass(frozen=True)
