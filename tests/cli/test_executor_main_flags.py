@@ -113,3 +113,36 @@ def test_a_script_passing_its_own_config_honours_dry_run_and_prefix(tmp_path, da
     own = _run(script, env=env)  # nothing on the command line: the script's own prefix
     assert own.returncode == 0, own.stderr
     assert list(script_prefix.glob("own/value-*/value.json"))
+
+
+def test_a_draccus_wrapped_main_hands_its_parsed_config_on(tmp_path, dagster_home):
+    """Marin's integration-test pattern: ``@draccus.wrap() def main(config: ExecutorMainConfig)`` parses
+    the command line into this project's ``ExecutorMainConfig`` and calls ``executor_main(config, steps)``."""
+    script = tmp_path / "wrapped.py"
+    body = CONFIGURED_SCRIPT.split('if __name__ == "__main__":')[0]
+    script.write_text(
+        body
+        + textwrap.dedent(
+            """
+            import draccus
+
+
+            @draccus.wrap()
+            def main(config: ExecutorMainConfig):
+                step = ExecutorStep(name="own/value", fn=write, config=Cfg(this_output_path(), versioned(7)))
+                executor_main(config, [step])
+
+
+            if __name__ == "__main__":
+                main()
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    prefix = tmp_path / "out"
+    dry = _run(script, "--prefix", str(prefix), "--dry_run", "true", "--no_record", "true", env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert "dry run: 0 skip, 1 run" in dry.stdout and not prefix.exists(), dry.stdout
+    ran = _run(script, "--prefix", str(prefix), "--no_record", "true", env=env)
+    assert ran.returncode == 0, ran.stderr
+    assert list(prefix.glob("own/value-*/value.json"))
