@@ -37,7 +37,6 @@ from marin_resources.storage import default_prefix as default_prefix  # re-expor
 logger = logging.getLogger("marin.executor")
 
 
-
 def resolve_partitions(partitions: Mapping[str, PartitionSource] | None, prefix: str) -> dict[str, list[str]]:
     """Partition keys per partition set; a callable source is called with the prefix."""
     resolved: dict[str, list[str]] = {}
@@ -305,6 +304,8 @@ def _run_and_record(
                         run_only=args.run_only,
                         description=description,
                         caller=caller,
+                        # Every unit's outcome (its seconds, ran/cached/waited/failed), also of a failed run.
+                        report=report if error is None else error.report,
                     )
             except Exception as exc:  # noqa: BLE001 - reported below; the step outputs stay valid
                 # A run the instance does not know about is invisible in the UI and its lineage is
