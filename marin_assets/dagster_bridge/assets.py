@@ -322,7 +322,7 @@ def _description(node: ResolvedStep, prefix: str) -> str:
     link: the asset catalog shows descriptions as plain text (the browser link is ``marin/browser``
     in the definition metadata, which the UI renders as a link)."""
     own = node.step.description
-    where = f"Step `{node.name}`, function `{function_name(node.step.fn)}`"
+    where = f"Step {node.name}, function {function_name(node.step.fn)}"
     return f"{own}\n\n{where}" if own else where
 
 
