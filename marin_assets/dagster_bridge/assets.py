@@ -187,6 +187,8 @@ def _make_compute(
                 **_browser_link(outcome.output_path, prefix),
             }
         )
+        if outcome.action == "waited" and status is not None and status.run_id:  # which run did the work
+            metadata["marin/computed_by_run"] = dg.MetadataValue.text(status.run_id)
         if outcome.action == "ran":
             # Only real work is logged: on a cached re-run each log line is an event-log write,
             # and the metadata already says "cached".

@@ -5,6 +5,8 @@ when declared (eager steps, schedules), and a fixed script leaves no error asset
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from pathlib import Path
 
 import dagster as dg
@@ -162,3 +164,45 @@ def _tick(defs: dg.Definitions, name: str, instance: dg.DagsterInstance) -> str:
     result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
     assert isinstance(result, dg.SkipReason), result
     return result.skip_message
+
+
+def test_a_ui_materialization_that_waited_names_the_run_that_did_the_work(prefix, dagster_home, monkeypatch):
+    from marin_assets.execution import StepGraph
+    from marin_assets.execution.lease import lease_for_output
+    from marin_assets.execution.status import STATUS_SUCCESS, write_status
+
+    monkeypatch.setenv("MARIN_PREFIX", prefix)
+    defs = build_definitions([Experiment("seams", [SOURCE])])
+    output = StepGraph([SOURCE], prefix).resolved(SOURCE).output_path
+    other = lease_for_output(output, 30.0, 90.0)  # another runner computes the step meanwhile
+    assert other.try_acquire()
+
+    waiting = threading.Event()
+
+    class _Waiting(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "waiting for another runner" in record.getMessage():
+                waiting.set()
+
+    handler = _Waiting()
+    engine_log = logging.getLogger("marin.executor")
+    engine_log.addHandler(handler)
+    level = engine_log.level
+    engine_log.setLevel(logging.INFO)  # the engine's "waiting for another runner" line is INFO
+
+    def finish_elsewhere() -> None:
+        waiting.wait(timeout=120)  # the materialization found the step leased and waits for it
+        write_value(WriteConfig(output, 1))
+        write_status(output, STATUS_SUCCESS, run_id="other-runner-run")
+        other.release()
+
+    worker = threading.Thread(target=finish_elsewhere)
+    worker.start()
+    result = defs.resolve_implicit_global_asset_job_def().execute_in_process(instance=dg.DagsterInstance.get())
+    worker.join()
+    engine_log.removeHandler(handler)
+    engine_log.setLevel(level)
+    assert result.success and waiting.is_set()
+    (event,) = result.get_asset_materialization_events()
+    meta = {k: v.value for k, v in event.event_specific_data.materialization.metadata.items()}
+    assert meta["marin/action"] == "waited" and meta["marin/computed_by_run"] == "other-runner-run", meta
