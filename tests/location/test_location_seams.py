@@ -206,3 +206,33 @@ def test_a_ui_materialization_that_waited_names_the_run_that_did_the_work(prefix
     (event,) = result.get_asset_materialization_events()
     meta = {k: v.value for k, v in event.event_specific_data.materialization.metadata.items()}
     assert meta["marin/action"] == "waited" and meta["marin/computed_by_run"] == "other-runner-run", meta
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "dagster.md"
+
+
+def _worked_example() -> str:
+    """The Python block of docs/dagster.md's worked example (a team repository's automation)."""
+    text = DOCS.read_text()
+    block = text[text.index("<!-- worked example: team automation") :]
+    code = block[block.index("```python\n") + len("```python\n") :]
+    return code[: code.index("\n```")]
+
+
+def test_the_documented_team_repository_gets_its_landing_sensor_schedule_and_eager_step(tmp_path, monkeypatch):
+    monkeypatch.setenv("MARIN_PREFIX", str(tmp_path / "prefix"))
+    project = tmp_path / "team"
+    (project / "team_doc_example").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[tool.marin]\nexperiments = ["team_doc_example/*.py"]\n')
+    (project / "team_doc_example" / "team_web.py").write_text(_worked_example())
+    defs = build_definitions(scripts=discover(root=str(project)))
+    graph = defs.resolve_asset_graph()
+    assert not [k for k in graph.get_all_asset_keys() if k.path[0] == ERROR_PREFIX]
+    sensors = {s.name: s for s in defs.sensors}
+    assert "landing_sensor_team_web" in sensors  # from its own LandingDrops declaration
+    assert sensors[AUTOMATION_SENSOR].asset_selection.resolve(graph) == {asset_key_for("team_web/report")}
+    assert sensors[AUTOMATION_SENSOR].default_status == dg.DefaultSensorStatus.RUNNING
+    schedule = defs.resolve_schedule_def("team_web_nightly")
+    assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+    nightly = defs.resolve_job_def("team_web_nightly_job")
+    assert set(nightly.asset_layer.selected_asset_keys) == {asset_key_for("team_web/summary")}
