@@ -60,7 +60,7 @@ from marin_assets.execution.status import (
     STATUS_SUCCESS,
     StatusRecord,
     read_metadata,
-    read_status,
+    read_statuses,
 )
 from marin_assets.execution.storage import filesystem, join_path
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, version_json
@@ -213,9 +213,10 @@ def unit_records(
         outcomes[(outcome.output_path, outcome.partition)] = outcome
         order[(outcome.output_path, outcome.partition)] = index
     records = []
+    statuses = read_statuses([node.partition_output_path(partition) for node, partition in units])  # one batch
     for node, partition in units:
         output_path = node.partition_output_path(partition)
-        status = read_status(output_path)
+        status = statuses.get(output_path)
         outcome = outcomes.get((output_path, partition))
         action = outcome.action if outcome is not None else _action_from_status(status, run_id)
         record = UnitRecord(
