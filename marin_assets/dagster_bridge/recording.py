@@ -190,13 +190,17 @@ class UnitRecord:
         return self.status is not None and self.status.status == STATUS_SUCCESS
 
 
+def _failed_here(status: StatusRecord | None, run_id: str) -> bool:
+    return status is not None and status.status == STATUS_FAILED and status.run_id == run_id
+
+
 def _action_from_status(status: StatusRecord | None, run_id: str) -> str:
     """The unit's action when the engine's report does not hold it (read from its status file)."""
     if status is None:
         return "not run"
     if status.status == STATUS_SUCCESS:
         return "ran" if status.run_id == run_id else "cached"
-    if status.status == STATUS_FAILED and status.run_id == run_id:
+    if _failed_here(status, run_id):
         return "failed"
     if status.status == STATUS_DEP_FAILED:
         return "dep_failed"
@@ -226,9 +230,9 @@ def unit_records(
             action,
             outcome.seconds if outcome is not None else 0.0,
             status,
-            # The recorded traceback (its last line is the cause) before the engine's one-line summary.
-            error=(status.error if status is not None and status.status == STATUS_FAILED else None)
-            or (outcome.error if outcome is not None else None),
+            # The traceback this run recorded (its last line is the cause) before the engine's
+            # one-line summary (which says why an earlier FAILED attempt was not re-run).
+            error=(status.error if _failed_here(status, run_id) else None) or (outcome.error if outcome else None),
         )
         if action == "ran":
             record.progress = step_progress_lines(output_path, record.label)

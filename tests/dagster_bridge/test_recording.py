@@ -39,7 +39,7 @@ def project(tmp_path) -> Path:
     return copy
 
 
-def _run_script(project: Path, prefix: str, home: str, **env: str) -> subprocess.CompletedProcess:
+def _run_script(project: Path, prefix: str, home: str, *args: str, **env: str) -> subprocess.CompletedProcess:
     environment = {
         **os.environ,
         "DAGSTER_HOME": home,
@@ -49,7 +49,7 @@ def _run_script(project: Path, prefix: str, home: str, **env: str) -> subprocess
     }
     environment.pop("MARIN_EXPERIMENTS", None)
     return subprocess.run(
-        [sys.executable, "-m", "experiments.rec_run", "--prefix", prefix],
+        [sys.executable, "-m", "experiments.rec_run", "--prefix", prefix, *args],
         cwd=project,
         env=environment,
         capture_output=True,
@@ -137,6 +137,14 @@ def test_a_failed_command_line_run_records_what_succeeded_and_names_the_failed_s
     assert len(failures) == 1
     assert "rec/train: RuntimeError: planned training failure" in failures[0], failures
     assert "rec/evaluate: not run: its input rec/train failed" in failures[0]
+    # Again, with --force_run_failed false: the engine's refusal is the cause named.
+    again = _run_script(project, prefix, home, "--force_run_failed", "false")
+    assert again.returncode == 1, again.stderr[-4000:]
+    latest = _cli_runs(instance)[0]
+    assert latest.run_id != run.run_id and latest.status == dg.DagsterRunStatus.FAILURE
+    (failure,) = instance.all_logs(latest.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
+    assert "previous run FAILED" in failure.dagster_event.step_failure_data.error.message
+    assert "--force_run_failed" in failure.dagster_event.step_failure_data.error.message
 
 
 def test_a_waited_materialization_names_the_run_that_did_the_work(prefix):
