@@ -8,8 +8,12 @@ to build shows as its group's error (an asset ``experiment_errors/<script>`` who
 holds the traceback) while every other group loads. An experiment whose partition set's declared
 source is a landing zone (:class:`~marin_assets.landing.zone.LandingDrops`, declared by the step
 that reads it) gets a drop job and a landing sensor for that source, and the landing zone an
-observable asset listing its drops. Resources come from ``marin_resources``: the
-storage root (``$MARIN_PREFIX`` or ``./data``) and Ray (``$RAY_ADDRESS`` or an embedded local Ray).
+observable asset listing its drops. Steps an experiment declares eager get the automation sensor
+``marin_eager_steps``, and schedules their ``StepSchedule`` status; both run as declared, with no
+switch to turn on in the UI. The sensor ``experiment_errors_cleanup`` removes the records of error
+assets whose script loads again. Resources come from ``marin_resources``: the storage root
+(``$MARIN_PREFIX`` as an unresolved ``EnvVar``, read by each run when it starts; else ``./data``)
+and Ray (``$RAY_ADDRESS`` or an embedded local Ray).
 """
 
 from __future__ import annotations
