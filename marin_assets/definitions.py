@@ -8,13 +8,18 @@ to build shows as its group's error (an asset ``experiment_errors/<script>`` who
 holds the traceback) while every other group loads. An experiment whose partition set's declared
 source is a landing zone (:class:`~marin_assets.landing.zone.LandingDrops`, declared by the step
 that reads it) gets a drop job and a landing sensor for that source, and the landing zone an
-observable asset listing its drops. Resources come from ``marin_resources``: the
-storage root (``$MARIN_PREFIX`` or ``./data``) and Ray (``$RAY_ADDRESS`` or an embedded local Ray).
+observable asset listing its drops. Steps an experiment declares eager get the automation sensor
+``marin_eager_steps``, and schedules their ``StepSchedule`` status; both run as declared, with no
+switch to turn on in the UI. The sensor ``experiment_errors_cleanup`` removes the records of error
+assets whose script loads again. Resources come from ``marin_resources``: the storage root
+(``$MARIN_PREFIX`` as an unresolved ``EnvVar``, read by each run when it starts; else ``./data``)
+and Ray (``$RAY_ADDRESS`` or an embedded local Ray).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import traceback
 from collections.abc import Sequence
 
@@ -40,24 +45,82 @@ from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
 logger = logging.getLogger("marin.definitions")
 ERROR_PREFIX = "experiment_errors"
+ERROR_CLEANUP_SENSOR = "experiment_errors_cleanup"
+AUTOMATION_SENSOR = "marin_eager_steps"
+PREFIX_ENV_VAR = "MARIN_PREFIX"
 LOCATION_OP_NAME = "marin"  # the shared ops: marin__steps, marin__<partition set>
 
 
-def load_error_asset(name: str, where: str, error: str) -> dg.AssetsDefinition:
-    """The asset standing for a script that failed to load: its group's error, traceback included."""
-    last = next((line for line in reversed(error.strip().splitlines()) if line.strip()), "failed to load")
-    description = f"Experiment script {where} failed to load: {last.strip()}\n\n```\n{error[-20000:]}\n```"
+def load_error_asset(name: str, where: str, error: str) -> dg.AssetSpec:
+    """The asset standing for a script that failed to load: its group's error, traceback included.
 
-    @dg.asset(
+    Not materializable: a run of it would only record a failure, and a key with recorded events
+    stays in the catalog without a definition once the script is fixed (see
+    :func:`build_error_cleanup_sensor`). The description is plain text (the catalog shows it raw).
+    """
+    last = next((line for line in reversed(error.strip().splitlines()) if line.strip()), "failed to load")
+    description = (
+        f"Experiment script {where} failed to load: {last.strip()} (fix it, then Reload definitions)\n\n"
+        f"{error[-20000:]}"
+    )
+    return dg.AssetSpec(
         key=dg.AssetKey([ERROR_PREFIX, name]),
         group_name=name,
         description=description,
         metadata={"marin/load_error": dg.MetadataValue.md(f"```\n{error[-20000:]}\n```"), "marin/script": where},
     )
-    def _error() -> None:
-        raise dg.Failure(description=f"{where} failed to load: {last.strip()} (fix it, then Reload definitions)")
 
-    return _error
+
+def build_error_cleanup_sensor(error_keys: Sequence[dg.AssetKey], minimum_interval_seconds: int = 60):
+    """A sensor (running by default) that removes from the instance every ``experiment_errors/*``
+    asset the location no longer defines -- a script fixed since -- so the catalog never lists an
+    error asset without a definition, also after a restart. Only those keys' records are wiped
+    (an error asset has no history worth keeping); each tick is one query of the instance's keys."""
+    current = set(error_keys)
+
+    @dg.sensor(
+        name=ERROR_CLEANUP_SENSOR,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Removes the error assets of scripts that load again (experiment_errors/<script>)",
+    )
+    def _cleanup(context: dg.SensorEvaluationContext) -> dg.SkipReason:
+        stale = [key for key in context.instance.get_asset_keys(prefix=[ERROR_PREFIX]) if key not in current]
+        if not stale:
+            return dg.SkipReason("no stale error asset")
+        context.instance.wipe_assets(stale)
+        names = ", ".join(key.to_user_string() for key in stale)
+        context.log.info(f"removed the error assets of scripts that load again: {names}")
+        return dg.SkipReason(f"removed {names}")
+
+    return _cleanup
+
+
+def build_automation_sensor(eager_keys: Sequence[dg.AssetKey], minimum_interval_seconds: int = 30):
+    """The automation sensor of the steps experiments declare eager (``Experiment.eager_steps``),
+    running by default: declaring a step eager is the switch, no sensor has to be turned on in the
+    UI (Dagster's own ``default_automation_condition_sensor`` is stopped by default). Evaluated by
+    the daemon; its runs are plain runs (no backfills) tagged ``marin/source=automation``."""
+    return dg.AutomationConditionSensorDefinition(
+        AUTOMATION_SENSOR,
+        target=dg.AssetSelection.assets(*eager_keys),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=minimum_interval_seconds,
+        emit_backfills=False,
+        run_tags={SOURCE_TAG: "automation"},
+        description="Materializes the eager steps (Experiment.eager_steps) when their inputs update",
+    )
+
+
+def storage_resource() -> MarinStorageResource:
+    """The location's storage resource: ``$MARIN_PREFIX`` passed as an unresolved ``EnvVar`` (each
+    run resolves it when it starts; never when the location loads), or -- when the location's
+    environment has no ``MARIN_PREFIX`` -- no prefix (each run: ``$MARIN_PREFIX`` if it has one,
+    else ``./data``). A run config ``resources: {marin_storage: {config: {prefix: ...}}}`` replaces
+    either for one run."""
+    if PREFIX_ENV_VAR in os.environ:  # only whether it is declared: its value is read by each run
+        return MarinStorageResource(prefix=dg.EnvVar(PREFIX_ENV_VAR))
+    return MarinStorageResource()
 
 
 def _experiment_definitions(
@@ -113,7 +176,11 @@ def _experiment_definitions(
                 job=scheduled_job,
                 cron_schedule=step_schedule.cron,
                 description=step_schedule.description,
-                default_status=dg.DefaultScheduleStatus.STOPPED,
+                default_status=(
+                    dg.DefaultScheduleStatus.RUNNING
+                    if step_schedule.default_status == "running"
+                    else dg.DefaultScheduleStatus.STOPPED
+                ),
             )
         )
     # A landing zone declared as a partition set's source (and no earlier experiment watches): a
@@ -245,6 +312,18 @@ def build_definitions(
     assets.extend(_location_ops(experiment_list, members, partitions_defs, errors, isolate=scripts is not None))
     for name, where, error in errors:
         assets.append(load_error_asset(name, where, error))
+    sensors.append(build_error_cleanup_sensor([dg.AssetKey([ERROR_PREFIX, name]) for name, _, _ in errors]))
+    eager_keys = sorted(
+        {
+            keys.key_for(graph.resolved(step))
+            for experiment, graph in zip(experiment_list, graphs, strict=True)
+            if graph is not None and experiment.name not in {name for name, _, _ in errors}
+            for step in experiment.eager_steps
+        },
+        key=lambda key: key.to_user_string(),
+    )
+    if eager_keys:
+        sensors.append(build_automation_sensor(eager_keys))
     jobs.extend(MAINTENANCE_JOBS)  # invalidate / gc: dry runs unless configured with apply: true
     set_names = [name for name, d in partitions_defs.items() if isinstance(d, dg.DynamicPartitionsDefinition)]
     if set_names:
@@ -259,11 +338,8 @@ def build_definitions(
         jobs=jobs,
         sensors=sensors,
         schedules=schedules,
-        resources={
-            "marin_storage": MarinStorageResource(prefix=dg.EnvVar("MARIN_PREFIX").get_value() or None),
-            "ray": RayResource(),
-        },
+        resources={"marin_storage": storage_resource(), "ray": RayResource()},
     )
 
 
-__all__ = ["asset_key_for", "build_definitions", "load_error_asset"]
+__all__ = ["asset_key_for", "build_definitions", "load_error_asset", "storage_resource"]

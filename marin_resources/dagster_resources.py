@@ -27,19 +27,27 @@ from marin_resources.storage import StorageConfig
 class MarinStorageResource(dg.ConfigurableResource):
     """Root of Marin outputs (``<prefix>/<step>-<hash>``).
 
-    ``prefix``: local folder or fsspec URL (``gs://bucket/marin``); None means ``$MARIN_PREFIX``,
-    else ``./data`` as an absolute path. Credentials come from the environment (workload identity on
-    GKE), never from resource config.
+    ``prefix``: local folder or fsspec URL (``gs://bucket/marin``), or ``dg.EnvVar("MARIN_PREFIX")``
+    (resolved when a run starts, never when the code location loads); None means ``$MARIN_PREFIX``
+    as the run finds it, else ``./data`` as an absolute path. A deployment sets it in its
+    definitions or environment; one run sets it in its run config
+    (``resources: {marin_storage: {config: {prefix: ...}}}``). :meth:`root` is the resolved prefix
+    a step writes under. Credentials come from the environment (workload identity on GKE), never
+    from resource config.
     """
 
-    prefix: str | None = Field(default=None, description="Local folder or fsspec URL; None: $MARIN_PREFIX or ./data")
+    prefix: str | None = Field(
+        default=None,
+        description="Local folder or fsspec URL (or {env: VAR}, read when the run starts); None: $MARIN_PREFIX or ./data",
+    )
 
     def storage(self) -> StorageConfig:
         """The Dagster-free storage config (validated)."""
         return StorageConfig(prefix=self.prefix)
 
     def root(self) -> str:
-        """The normalised prefix: absolute path or ``proto://...``."""
+        """The normalised prefix of this run: absolute path or ``proto://...`` (``$MARIN_PREFIX`` is
+        read now when no prefix is configured)."""
         return self.storage().root
 
     def url(self, *parts: str) -> str:

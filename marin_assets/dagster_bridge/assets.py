@@ -187,6 +187,8 @@ def _make_compute(
                 **_browser_link(outcome.output_path, prefix),
             }
         )
+        if outcome.action == "waited" and status is not None and status.run_id:  # which run did the work
+            metadata["marin/computed_by_run"] = dg.MetadataValue.text(status.run_id)
         if outcome.action == "ran":
             # Only real work is logged: on a cached re-run each log line is an event-log write,
             # and the metadata already says "cached".
@@ -322,7 +324,7 @@ def _description(node: ResolvedStep, prefix: str) -> str:
     link: the asset catalog shows descriptions as plain text (the browser link is ``marin/browser``
     in the definition metadata, which the UI renders as a link)."""
     own = node.step.description
-    where = f"Step `{node.name}`, function `{function_name(node.step.fn)}`"
+    where = f"Step {node.name}, function {function_name(node.step.fn)}"
     return f"{own}\n\n{where}" if own else where
 
 

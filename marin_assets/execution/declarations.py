@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from marin_assets.execution.step import ExecutorStep, PartitionSource
 from marin_assets.execution.step_walk import walk_steps
@@ -45,6 +45,13 @@ class StepSchedule:
     cron: str
     steps: Sequence[ExecutorStep]
     description: str | None = None
+    default_status: Literal["stopped", "running"] = "stopped"
+    """Whether the schedule runs once the location loads (``running``) or waits to be turned on in
+    the UI (``stopped``, Dagster's default for schedules)."""
+
+    def __post_init__(self) -> None:
+        if self.default_status not in ("stopped", "running"):
+            raise ValueError(f"StepSchedule {self.name!r}: default_status must be 'stopped' or 'running'")
 
 
 @dataclass(frozen=True)

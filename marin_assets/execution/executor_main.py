@@ -353,6 +353,8 @@ def _run_and_record(
                         run_only=args.run_only,
                         description=description,
                         caller=caller,
+                        # Every unit's outcome (its seconds, ran/cached/waited/failed), also of a failed run.
+                        report=report if error is None else error.report,
                     )
             except Exception as exc:  # noqa: BLE001 - reported below; the step outputs stay valid
                 # A run the instance does not know about is invisible in the UI and its lineage is

@@ -12,8 +12,10 @@ register themselves -- before calling every registered observer, in registration
   read from that ``pyproject.toml`` when the code runs from a source checkout whose installed
   metadata predates the declaration.
 
-An observer is called as ``observer(graph=..., run_id=..., run_only=..., description=..., caller=...)``
-after the last unit; it accepts further keywords (``**_``) so new ones can be added.
+An observer is called as ``observer(graph=..., run_id=..., run_only=..., description=..., caller=...,
+report=...)`` after the last unit (``report``: the :class:`~marin_assets.execution.runner.ExecutionReport`
+with every unit's outcome and seconds, also when steps failed); it accepts further keywords (``**_``)
+so new ones can be added.
 """
 
 from __future__ import annotations

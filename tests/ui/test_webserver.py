@@ -73,7 +73,7 @@ def test_asset_graph_lists_hello_world_with_step_hashes_as_code_versions(dagster
         metadata = {e["label"]: e.get("path", e.get("text", e.get("url"))) for e in asset["metadataEntries"]}
         # The description names the step and its function (plain text: no markdown link); the data
         # browser's page of the output is the definition's marin/browser link.
-        assert f"Step `{name}`, function `marin_assets.experiments.hello_world." in asset["description"]
+        assert f"Step {name}, function marin_assets.experiments.hello_world." in asset["description"]
         assert "](" not in asset["description"]
         assert metadata["marin/browser"].endswith(f"/browse/{os.path.relpath(node.output_path, dagster_dev.prefix)}")
         # The definitions were loaded with the fixture's MARIN_PREFIX: the asset points at our output folder.
