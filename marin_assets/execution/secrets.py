@@ -15,8 +15,13 @@ Everything the engine writes down (``.executor_info``, the experiment JSON, step
 metadata, error messages) also goes through :func:`redact_secrets`, at any depth of the config --
 dict values, lists, tuples, nested dataclasses, and the reprs of versioned dataclasses:
 
+* **environments by name only**: an ``env_vars`` mapping (Ray's ``runtime_env``, a training
+  config's ``env_vars``) keeps its variable names, every value becomes ``"***"`` -- also inside a
+  resource config's repr;
 * **by key name**: the values of fields and dict keys whose names look secret (``api_key``,
-  ``token``, ``password``, ``secret``, ``credentials``, ``Authorization``, ``Cookie`` ...) are
+  ``token``, ``password``, ``secret``, ``credentials``, ``Authorization``, ``Cookie``, ``*_TOKEN``,
+  ``DB_PASS``, ``PGPASSWORD``, ``GITHUB_PAT``, ``DATABASE_URL``, ``*_DSN``, and upper-case
+  environment names ending in ``_KEY`` such as ``OPENAI_KEY`` or ``SSH_KEY``) are
   replaced by ``"***"``, so a plain string put in such a field by mistake is not stored either;
 * **by form**: the credentials inside any URL (``https://user:password@host`` becomes
   ``https://***@host``) and after an HTTP auth scheme (``Bearer <token>``, ``Basic <user:pass in
@@ -39,19 +44,39 @@ from typing import Any
 
 REDACTED = "***"
 
-# Word-wise (snake_case, kebab-case, dotted, camelCase) names of fields that hold credentials.
+# Word-wise (snake_case, kebab-case, dotted, camelCase) names of fields that hold credentials:
+# keys, passwords (``DB_PASS``, ``PGPASSWORD``), tokens (``*_TOKEN``), personal access tokens
+# (``GITHUB_PAT``) and connection strings that carry a password (``DATABASE_URL``, ``SENTRY_DSN``).
 _SECRET_WORDS = re.compile(
-    r"(^|_)(api_?key|access_?key|secret(_?(access_?)?key)?|password|passwd|private_?key|credentials?|"
-    r"auth(_?token)?|authorization|access_?token|refresh_?token|bearer|token|client_?secret|session_?key|"
-    r"cookie|passphrase)(_|$)"
+    r"(^|_)(api_?key|access_?key|secret(_?(access_?)?key)?|[a-z]*password|[a-z]*passwd|pass|pwd|"
+    r"private_?key|credentials?|auth(_?token)?|authorization|access_?token|refresh_?token|bearer|"
+    r"[a-z]*token|pat|client_?secret|session_?key|cookie|passphrase|dsn|connection_?string|conn_?str|"
+    r"(database|db|postgres(ql)?|pg|mysql|redis|mongo(db)?|amqp|broker|sqlalchemy)_(url|uri)|"
+    r"(ssh|signing|sign|encryption|master|license|openai|anthropic|gpg|pgp|deploy|hmac|jwt|"
+    r"service_?account|sa)_?keys?)(_|$)"
 )
+# ``OPENAI_KEY``, ``SSH_KEY``: an environment-variable-style name (upper case) ending in ``KEY`` is a
+# credential; lower-case config fields such as ``text_key`` or ``partition_key`` name columns.
+_ENV_KEY_NAME = re.compile(r"^[A-Z][A-Z0-9_]*_KEYS?$|^KEY$")
 # Tokenizer vocabulary fields are not credentials.
-_NOT_SECRET = re.compile(r"(^|_)(bos|eos|pad|unk|sep|cls|mask|start|end|special)_tokens?(_|$)")
+_NOT_SECRET = re.compile(
+    r"(^|_)((bos|eos|pad|unk|sep|cls|mask|start|end|special)_tokens?|[a-z]*tokens|tokenizer[a-z_]*|"
+    r"(max|num|min|total)_[a-z_]*token|tokenized)(_|$)"
+)
 # ``name='value'`` inside a dataclass repr: a versioned dataclass enters the version as its repr
 # (Marin's encoder), so a credential field of one would otherwise be written down verbatim.
 _REPR_FIELD = re.compile(r"""\b([A-Za-z_]\w*)=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 # ``'KEY': 'value'`` inside a dict repr (a resource config's ``runtime_env={'env_vars': {...}}``).
 _REPR_ITEM = re.compile(r"""(['"])([A-Za-z_][\w.-]*)\1(\s*:\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+# Fields holding a process environment (Ray's ``runtime_env={"env_vars": ...}``, Marin's
+# ``env_vars=``): recorded by variable name only, whatever the names -- a neutral name such as
+# ``SERVICE_CONFIG`` may still carry a credential.
+ENVIRONMENT_FIELDS = frozenset({"env_vars", "environment_variables"})
+# ``env_vars={...}`` / ``'env_vars': {...}`` inside a repr (a resource config's runtime_env).
+_REPR_ENV = re.compile(r"""(['"]?)(env_vars|environment_variables)\1(\s*[:=]\s*)\{([^{}]*)\}""")
+_REPR_QUOTED_VALUE = re.compile(r"""(:\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 
 
 # ``scheme://user:password@host`` (or ``scheme://token@host``): the userinfo of a URL is a credential
@@ -105,7 +130,10 @@ def _words(key: str) -> str:
 @functools.lru_cache(maxsize=4096)  # config keys repeat across thousands of steps
 def is_secret_name(key: str) -> bool:
     """True when a field / variable name looks like it holds a credential."""
-    words = _words(str(key))
+    key = str(key)
+    if _ENV_KEY_NAME.match(key):
+        return True
+    words = _words(key)
     return bool(_SECRET_WORDS.search(words)) and not _NOT_SECRET.search(words)
 
 
@@ -143,6 +171,15 @@ def _redact_text(text: str, known: tuple[str, ...] = ()) -> str:
         text = _BEARER.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
     if "Basic" in text:
         text = _BASIC.sub(hide_basic, text)
+    if "env" in text:
+        text = _REPR_ENV.sub(
+            lambda m: (
+                f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{{"
+                + _REPR_QUOTED_VALUE.sub(lambda v: f"{v.group(1)}'{REDACTED}'", m.group(4))
+                + "}"
+            ),
+            text,
+        )
     if "=" in text:
         text = _REPR_FIELD.sub(hide, text)
     return _REPR_ITEM.sub(hide_item, text) if ":" in text else text
@@ -181,6 +218,10 @@ def _redact(value: Any, known: tuple[str, ...]) -> Any:
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
         for key, item in value.items():
+            if key in ENVIRONMENT_FIELDS and isinstance(item, Mapping):
+                # By name only: {"NAME": "***"} (an EnvSecret reference stays visible as such).
+                out[key] = {name: {"env": v.env} if isinstance(v, EnvSecret) else REDACTED for name, v in item.items()}
+                continue
             plain = _redact(item, known)
             if is_secret_name(str(key)) and isinstance(plain, (str, bytes)) and plain not in ("", b"", REDACTED):
                 plain = REDACTED  # strings only: a count or flag named "tokens_..." holds no secret
@@ -217,8 +258,8 @@ def resolve_secrets(value: Any) -> Any:
 
 
 def secret_values(value: Any, _key: str = "") -> set[str]:
-    """The secret strings a config holds: resolved :class:`EnvSecret` values and the string values
-    of secret-looking fields (at least 4 characters, so that scrubbing stays meaningful)."""
+    """The secret strings a config holds: resolved :class:`EnvSecret` values, the string values
+    of secret-looking fields and of ``env_vars`` mappings (at least 4 characters, so that scrubbing stays meaningful)."""
     found: set[str] = set()
     if isinstance(value, EnvSecret):
         resolved = os.environ.get(value.env, "")
@@ -229,6 +270,9 @@ def secret_values(value: Any, _key: str = "") -> set[str]:
         value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         for key, item in value.items():
+            if key in ENVIRONMENT_FIELDS and isinstance(item, Mapping):
+                # Every value of an environment is treated as secret (it is recorded by name only).
+                found |= {v for v in item.values() if isinstance(v, str) and len(v) >= 4}
             found |= secret_values(item, str(key))
     elif isinstance(value, (list, tuple)):
         for item in value:
