@@ -15,8 +15,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
+from typing import TextIO
 
 from marin_assets.execution.attempt import relocate_any_staging
 from marin_assets.execution.status import read_status
@@ -59,6 +61,24 @@ class PublishedPathsFormatter(logging.Formatter):
         return relocate_any_staging(super().format(record))
 
 
+class _RunLogHandler(logging.StreamHandler):
+    """The file's handler: a write that fails (a full disk) turns it off with one console line,
+    instead of the logging module's traceback for every later record."""
+
+    def __init__(self, stream: TextIO, path: str) -> None:
+        super().__init__(stream)
+        self.path = path
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's naming
+        failure = sys.exc_info()[1]
+        if self.level > logging.CRITICAL:
+            return  # said once already
+        self.setLevel(logging.CRITICAL + 1)  # off: its stream is unusable
+        logging.getLogger("marin.executor").warning(
+            "run log %s cannot be written (%s): from now on the console only", self.path, failure
+        )
+
+
 class RunLog:
     """The run's log file and console filter (see the module docstring)."""
 
@@ -67,7 +87,7 @@ class RunLog:
         self._console = console
         os.makedirs(os.path.dirname(path), exist_ok=True)
         self._stream = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
-        self._handler = logging.StreamHandler(self._stream)
+        self._handler = _RunLogHandler(self._stream, path)
         self._handler.setFormatter(PublishedPathsFormatter(FORMAT))
         self._handler.setLevel(logging.INFO)
 
@@ -76,7 +96,10 @@ class RunLog:
 
     def close(self) -> None:
         logging.getLogger().removeHandler(self._handler)
-        self._stream.close()
+        try:
+            self._stream.close()
+        except OSError:  # its last buffered lines could not be written (a full disk)
+            self._handler.handleError(logging.makeLogRecord({}))  # says so, unless it did already
 
     @contextlib.contextmanager
     def quiet(self) -> Iterator[None]:
@@ -84,12 +107,12 @@ class RunLog:
         every non-engine log record."""
         if self._console is not None:
             self._console.quiet = True
-        self._stream.flush()
+        self._flush()
         try:
             with contextlib.redirect_stdout(self._stream), contextlib.redirect_stderr(self._stream):
                 yield
         finally:
-            self._stream.flush()
+            self._flush()
             if self._console is not None:
                 self._console.quiet = False
 
@@ -102,8 +125,18 @@ class RunLog:
             except Exception:  # noqa: BLE001 - the message is still worth writing
                 record = None
             trace = record.error if record is not None and record.error else error
-            self._stream.write(relocate_any_staging(f"\n=== {name} ({path}) failed ===\n{trace.rstrip()}\n"))
-        self._stream.flush()
+            try:
+                self._stream.write(relocate_any_staging(f"\n=== {name} ({path}) failed ===\n{trace.rstrip()}\n"))
+            except OSError as exc:
+                logging.getLogger("marin.executor").warning("run log %s: tracebacks not written: %s", self.path, exc)
+                return
+        self._flush()
+
+    def _flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:  # a full disk: the file stops here, the run goes on
+            self._handler.handleError(logging.makeLogRecord({"msg": str(exc)}))
 
 
 def configure_console() -> ConsoleFilter | None:

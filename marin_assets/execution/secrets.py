@@ -48,7 +48,7 @@ REDACTED = "***"
 # keys, passwords (``DB_PASS``, ``PGPASSWORD``), tokens (``*_TOKEN``), personal access tokens
 # (``GITHUB_PAT``) and connection strings that carry a password (``DATABASE_URL``, ``SENTRY_DSN``).
 _SECRET_WORDS = re.compile(
-    r"(^|_)(api_?key|access_?key|secret(_?(access_?)?key)?|[a-z]*password|[a-z]*passwd|pass|pwd|"
+    r"(^|_)(api_?key|access_?key|secret(_?(access_?)?key)?|[a-z]*password|[a-z]*passwd|pass|"
     r"private_?key|credentials?|auth(_?token)?|authorization|access_?token|refresh_?token|bearer|"
     r"[a-z]*token|pat|client_?secret|session_?key|cookie|passphrase|dsn|connection_?string|conn_?str|"
     r"(database|db|postgres(ql)?|pg|mysql|redis|mongo(db)?|amqp|broker|sqlalchemy)_(url|uri)|"
