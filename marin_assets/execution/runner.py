@@ -42,6 +42,7 @@ from typing import Any
 from marin_assets.execution.attempt import (
     copy_attempt,
     discard_attempts,
+    drop_incomplete_checkpoints,
     prepare_staging,
     publish,
     relocate_staged_text,
@@ -466,6 +467,8 @@ class StepRunner:
         # copied from included: what its holder writes from now on lands in discarded objects).
         discard_attempts(output_path, keep=attempt)
         prepare_staging(staging)
+        if copy_from is None and status is not None and attempt == status.attempt:
+            drop_incomplete_checkpoints(staging)  # adopted in place: only whole checkpoints stay
         config = instantiate_config(node.step.config, node, partition, graph, output_path=staging)
         write_json(
             join_path(output_path, INFO_FILE),
