@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -87,9 +88,15 @@ _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/@'\"]+)@")
 _BEARER = re.compile(r"(?i)\b(bearer\s+)([^\s'\",;]{8,})")
 _BASIC = re.compile(r"\b(Basic\s+)([A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])")
 
-# Known secret values shorter than this are hidden only in their own field (by name): scrubbing a
-# short value out of every string would blank ordinary words and paths.
-MIN_KNOWN_SECRET_LENGTH = 8
+# The one minimum: a secret value shorter than this is not scrubbed out of free text (errors, logs,
+# metadata, a Ray job's output) -- it would blank ordinary words and paths (a flag such as
+# ``AUTH_ENABLED=true``); such a value is still hidden in its own field, by name.
+MIN_SECRET_LENGTH = 8
+MIN_KNOWN_SECRET_LENGTH = MIN_SECRET_LENGTH  # the name the redaction docs use
+# A line of a multi-line secret (a PEM body line, a service-account JSON line) this long is secret
+# on its own; shorter ones ("{", "}", "-----END") would blank out ordinary log text.
+MIN_SECRET_LINE = 20
+REDACTED_BYTES = REDACTED.encode()
 
 
 class MissingSecretError(RuntimeError):
@@ -188,10 +195,9 @@ def _redact_text(text: str, known: tuple[str, ...] = ()) -> str:
 def known_secrets(value: Any, extra: Iterable[str] = ()) -> tuple[str, ...]:
     """The secret values to scrub from every string of ``value``: those it holds
     (:func:`secret_values`), the runner's secret-named environment variables and ``extra`` --
-    each at least :data:`MIN_KNOWN_SECRET_LENGTH` long, longest first (a secret that contains
-    another is hidden whole)."""
-    found = secret_values(value) | environment_secrets() | set(extra)
-    return tuple(sorted((s for s in found if len(s) >= MIN_KNOWN_SECRET_LENGTH), key=len, reverse=True))
+    in every form :func:`secret_strings` scrubs, longest first (a secret that contains another is
+    hidden whole)."""
+    return tuple(secret_strings(secret_values(value) | environment_secrets() | set(extra)))
 
 
 def redact_secrets(value: Any, extra: Iterable[str] = ()) -> Any:
@@ -280,9 +286,7 @@ def secret_values(value: Any, _key: str = "") -> set[str]:
     return found
 
 
-# Shorter values of secret-named variables (flags such as AUTH_ENABLED=true) are not credentials,
-# and scrubbing them would blank ordinary words out of error messages.
-MIN_ENV_SECRET_LENGTH = 8
+MIN_ENV_SECRET_LENGTH = MIN_SECRET_LENGTH  # shorter values of secret-named variables are flags
 
 
 def environment_secrets() -> set[str]:
@@ -298,8 +302,110 @@ def scrub_values(value: Any, secrets: set[str]) -> Any:
     return redact_secrets(value, secrets)
 
 
-def scrub(text: str, secrets: set[str]) -> str:
-    """``text`` with every occurrence of the given secret strings replaced by ``***``."""
-    for secret in sorted(secrets, key=len, reverse=True):
+def _escaped_forms(value: str) -> set[str]:
+    """``value`` as Python's ``repr`` (either quote escaped or not) and JSON (ASCII or not, ``\\/``)
+    write it inside a larger string."""
+    both_quotes = repr(value + "'\"")[1:-4]  # repr of a string holding ' and " escapes '
+    forms = {
+        value,
+        repr(value)[1:-1],
+        both_quotes,
+        both_quotes.replace("\\'", "'"),
+        value.encode("unicode_escape").decode("ascii"),
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+    }
+    forms |= {form.replace("/", "\\/") for form in forms if "/" in form}
+    return forms
+
+
+def secret_forms(value: str) -> set[str]:
+    """Every string that reveals ``value`` in text: the value and its escaped forms, and for a
+    multi-line value (real newlines or ``\\n`` escapes, as in a service-account JSON's key) each
+    line of :data:`MIN_SECRET_LINE`+ characters with its escaped forms."""
+    forms = _escaped_forms(value)
+    if "\n" in value or "\\n" in value:
+        for line in re.split(r"\r?\n|\\n", value):
+            line = line.strip()
+            if len(line) >= MIN_SECRET_LINE:
+                forms |= _escaped_forms(line)
+    return forms
+
+
+def secret_strings(values: Iterable[str]) -> list[str]:
+    """What the scrubber replaces for the secret ``values``: every form (:func:`secret_forms`) of
+    each value of :data:`MIN_SECRET_LENGTH`+ characters, longest first."""
+    found: set[str] = set()
+    for value in values:
+        if len(value) >= MIN_SECRET_LENGTH:
+            found |= {form for form in secret_forms(value) if len(form) >= MIN_SECRET_LENGTH}
+    return sorted(found, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every form of the given secret values replaced by ``***`` (the one scrubber:
+    errors, metadata, Ray job logs; values shorter than :data:`MIN_SECRET_LENGTH` are left)."""
+    for secret in secret_strings(secrets):
         text = text.replace(secret, REDACTED)
     return text
+
+
+def stream_secrets(values: Iterable[str]) -> list[bytes]:
+    """:func:`secret_strings` as bytes, for :class:`StreamScrubber` and :func:`scrub_bytes`."""
+    return [form.encode() for form in secret_strings(values)]
+
+
+def scrub_bytes(data: bytes, secrets: list[bytes]) -> bytes:
+    """``data`` with every secret replaced by ``***`` (``secrets`` from :func:`stream_secrets`)."""
+    for secret in secrets:
+        data = data.replace(secret, REDACTED_BYTES)
+    return data
+
+
+class StreamScrubber:
+    """Scrubs a stream that arrives in arbitrary chunks: a secret split across chunks (or lines) is
+    still replaced whole. Only a chunk's tail that could be the start of a secret is held back until
+    the next chunk (or :meth:`flush`); everything else is passed on at once."""
+
+    def __init__(self, secrets: list[bytes]) -> None:
+        self.secrets = sorted(set(secrets), key=len, reverse=True)
+        self.longest = max((len(s) for s in self.secrets), default=0)
+        self.firsts = {s[0] for s in self.secrets}
+        self.pending = b""
+
+    def _cut(self, data: bytes) -> int:
+        """Where the part safe to scrub and emit now ends.
+
+        The tail from the first position whose rest is a proper prefix of a secret is held (the
+        secret may complete in the next chunk -- and a shorter secret, e.g. a PEM's first line,
+        must not be replaced inside it first); so is a whole secret that would straddle the cut.
+        """
+        cut = len(data)
+        for i in range(max(0, len(data) - self.longest + 1), len(data)):
+            if data[i] in self.firsts:
+                tail = data[i:]
+                if any(len(s) > len(tail) and s.startswith(tail) for s in self.secrets):
+                    cut = i
+                    break
+        moved = True
+        while moved:
+            moved = False
+            for secret in self.secrets:
+                j = data.find(secret, max(0, cut - len(secret) + 1))
+                if -1 < j < cut < j + len(secret):
+                    cut, moved = j, True
+        return cut
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The scrubbed output that is safe to emit after ``chunk``."""
+        if not self.secrets:
+            return chunk
+        data = self.pending + chunk
+        cut = self._cut(data)
+        self.pending = data[cut:]
+        return scrub_bytes(data[:cut], self.secrets)
+
+    def flush(self) -> bytes:
+        """What is still held (end of stream), scrubbed."""
+        data, self.pending = scrub_bytes(self.pending, self.secrets), b""
+        return data
