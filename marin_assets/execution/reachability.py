@@ -9,13 +9,15 @@ one TCP connection to it, with a timeout of a few seconds; when that fails the r
 that were about to run. A reachable endpoint is remembered for a minute (one probe per run, not
 per step).
 
-What this does not cover: a store that accepts connections and then fails requests (the client's
+Behind an HTTP(S) proxy (``$HTTPS_PROXY`` and friends set) no probe is made: a direct connection
+would prove nothing. What this does not cover: a store that accepts connections and then fails requests (the client's
 retries still apply) -- and a store that dies in the middle of a run (the step's own storage calls
 fail, after the client's retries, and the step is recorded FAILED where the status can be written).
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 import urllib.parse
@@ -26,7 +28,15 @@ from marin_assets.execution.storage import filesystem, is_local
 
 PROBE_TIMEOUT_S = 5.0
 _REACHABLE_FOR_S = 60.0
-_reachable: dict[tuple[str, int], float] = {}  # (host, port) -> monotonic time of the last good probe
+_reachable: dict[tuple[str, int], float] = {}
+_PROXY_VARIABLES = (
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+)  # (host, port) -> monotonic time of the last good probe
 
 
 class StoreUnreachableError(RuntimeError):
@@ -85,6 +95,8 @@ def check_store(prefix: str, steps: Sequence[str] = (), timeout_s: float = PROBE
     Object stores only: the endpoint's name must resolve and a TCP connection open within
     ``timeout_s``. (A full local disk is reported where a write fails: by the step, in one line.)
     """
+    if any(os.environ.get(name) for name in _PROXY_VARIABLES):
+        return  # the client goes through a proxy: a direct connection proves nothing either way
     endpoint = endpoint_of(prefix)
     if endpoint is None:
         return
