@@ -93,6 +93,11 @@ class AttemptLog:
             self._thread.join()
         try:
             self.sync()  # a failed run's log is uploaded too: the next attempt continues it
+        except Exception as sync_error:
+            if exc is None:
+                raise
+            # The run's own error is the one to report; this upload failing is secondary.
+            logger.warning("could not upload %s after the run failed: %s", self.remote, sync_error)
         finally:
             if self._local_dir is not None:
                 shutil.rmtree(self._local_dir, ignore_errors=True)
