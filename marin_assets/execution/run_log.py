@@ -85,8 +85,14 @@ class RunLog:
     def __init__(self, path: str, console: ConsoleFilter | None) -> None:
         self.path = path
         self._console = console
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        self._stream = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            self._stream: TextIO = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        except OSError as exc:  # a full disk, a read-only folder: the run goes on, on the console
+            logging.getLogger("marin.executor").warning(
+                "run log %s cannot be written (%s): the console only", path, exc
+            )
+            self._stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
         self._handler = _RunLogHandler(self._stream, path)
         self._handler.setFormatter(PublishedPathsFormatter(FORMAT))
         self._handler.setLevel(logging.INFO)

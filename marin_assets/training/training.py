@@ -28,8 +28,8 @@ Output layout::
 Resume: the run id is derived from the output path and the checkpointer writes to a fixed folder,
 so a rerun of a killed step finds ``checkpoints/step-N`` and Levanter continues from the newest
 complete one (the engine adopts only checkpoints with Levanter's ``metadata.json``:
-:mod:`marin_assets.execution.attempt`). ``resumed_from_step`` is the step Levanter reports it
-resumed from, and ``train.log`` / ``metrics.jsonl`` hold the history of every attempt.
+:mod:`marin_assets.execution.attempt`). ``resumed_from_step`` is the checkpoint Levanter reports
+loading to resume, and ``train.log`` / ``metrics.jsonl`` hold the history of every attempt.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 LOG_SYNC_S = 10.0  # how often a log on an object store is uploaded while the run goes on
 START_MARK = "===== marin: train_lm start"
 _RESUMED = re.compile(r"Resuming training from step (\d+)")
+_LOADED = re.compile(r"Loading checkpoint from \S*/step-(\d+)\b")
 
 
 class AttemptLog:
@@ -104,14 +105,20 @@ class AttemptLog:
 
 
 def resumed_from_step(log_text: str) -> int:
-    """The step Levanter resumed from in the last run of ``log_text`` (0: it started afresh).
+    """The checkpoint step Levanter resumed from in the last run of ``log_text`` (0: a fresh start).
 
-    Read from Levanter's own ``Resuming training from step N`` line after the last
-    :data:`START_MARK` -- what Levanter actually loaded, not what folders happen to exist.
+    Read from Levanter's own lines after the last :data:`START_MARK`: a resume is announced by
+    ``Resuming training from step S``; the checkpoint it loaded by ``Loading checkpoint from
+    .../step-N`` -- N is returned, the folder Levanter actually read, not whatever folders exist
+    (an unfinished one is skipped by Levanter and never adopted by the engine). Without the loading
+    line, S is returned.
     """
     section = log_text[log_text.rfind(START_MARK) :] if START_MARK in log_text else log_text
-    found = _RESUMED.findall(section)
-    return int(found[-1]) if found else 0
+    resumed = _RESUMED.findall(section)
+    if not resumed:
+        return 0
+    loaded = _LOADED.findall(section)
+    return int(loaded[-1]) if loaded else int(resumed[-1])
 
 
 def metrics_jsonl(log_text: str) -> str:

@@ -57,10 +57,16 @@ def test_an_attempt_adopted_in_place_drops_its_unfinished_checkpoints(tmp_path):
     assert (tmp_path / "checkpoints/step-20/model/0.0").exists() and not (tmp_path / "checkpoints/step-40").exists()
 
 
-def test_resumed_from_step_is_what_levanter_says_in_the_last_run():
-    log = f"{START_MARK} 1\nResuming training from step 20\n{START_MARK} 2\nINFO Resuming training from step 35\n"
-    assert resumed_from_step(log) == 35
+def test_resumed_from_step_is_the_checkpoint_levanter_loaded_in_the_last_run():
+    # As Levanter 1.2 logs it (levanter.checkpoint, levanter.main.train_lm); step-40 was unfinished.
+    log = (
+        f"{START_MARK} 1\nINFO :: Loading checkpoint from /o/checkpoints/step-10\nResuming training from step 11\n"
+        f"{START_MARK} 2\nINFO :: Discovered latest checkpoint from /o/checkpoints at /o/checkpoints/step-20\n"
+        "INFO :: Loading checkpoint from /o/checkpoints/step-20\nINFO :: Resuming training from step 21\n"
+    )
+    assert resumed_from_step(log) == 20
     assert resumed_from_step(log + f"{START_MARK} 3\nfresh start\n") == 0
+    assert resumed_from_step(f"{START_MARK} 4\nResuming training from step 7\n") == 7
 
 
 def test_the_log_of_an_attempt_on_gs_continues_the_copied_history_and_is_synced(gcs_prefix):
