@@ -14,10 +14,12 @@ class StepFailedError(RuntimeError):
 
 
 class ExecutorError(RuntimeError):
-    """The run finished with failed steps; ``failed`` lists ``(name, output path, error)``."""
+    """The run finished with failed steps; ``failed`` lists ``(name, output path, error)``, ``report``
+    every unit's outcome (the failed ones included)."""
 
-    def __init__(self, failed: list[tuple[str, str, str]]) -> None:
+    def __init__(self, failed: list[tuple[str, str, str]], report: ExecutionReport | None = None) -> None:
         self.failed = failed
+        self.report = report
         lines = "\n".join(
             f"  - {name} ({path}): {error.strip().splitlines()[-1] if error.strip() else '?'}"
             for name, path, error in failed

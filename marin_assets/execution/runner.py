@@ -55,7 +55,7 @@ from marin_assets.execution.ray_launch import (  # noqa: F401 - re-exported: cal
     runs_in_process,
 )
 from marin_assets.execution.reachability import check_store
-from marin_assets.execution.scheduler import Scheduler, unit_key
+from marin_assets.execution.scheduler import Scheduler, sequential_positions, unit_key
 from marin_assets.execution.status import (
     STATUS_DEP_FAILED,
     STATUS_FAILED,
@@ -69,7 +69,16 @@ from marin_assets.execution.status import (
     write_status_if,
 )
 from marin_assets.execution.step_attempt import StepAttempt, function_name
-from marin_assets.execution.units import Unit, select_units, unit_dependencies, unit_label
+from marin_assets.execution.units import (
+    Unit,
+    effective_predecessor,
+    failed_input,
+    input_units,
+    order_dependency,
+    select_units,
+    unit_dependencies,
+    unit_label,
+)
 from marin_assets.execution.versioning import ResolvedStep, StepGraph
 
 __all__ = [
@@ -109,6 +118,10 @@ class StepRunner:
 
     units = staticmethod(select_units)
     unit_dependencies = staticmethod(unit_dependencies)
+    order_dependency = staticmethod(order_dependency)
+    failed_input = staticmethod(failed_input)
+    effective_predecessor = staticmethod(effective_predecessor)
+    input_units = staticmethod(input_units)
 
     def _lease(self, output_path: str) -> StepLease:
         return lease_for_output(output_path, self.options.heartbeat_s, self.options.stale_s)
@@ -130,8 +143,12 @@ class StepRunner:
         if status is not None and status.status == STATUS_SUCCESS:
             return StepOutcome(node.name, output_path, partition, "cached")
         self._check_not_failed(label, output_path, status)
+        previous = order_dependency(unit, graph)
         for dep_node, dep_partition in unit_dependencies(unit, graph):
-            self._await_dependency(label, dep_node, dep_partition)
+            if (dep_node, dep_partition) != previous:
+                self._await_dependency(label, dep_node, dep_partition)
+        if previous is not None:
+            self._await_predecessor(label, unit, graph)
         lease = self._lease(output_path)
         waited = self._acquire(lease, unit, label, start)
         if isinstance(waited, StepOutcome):
@@ -200,6 +217,43 @@ class StepRunner:
                 f"{dep_status.status if dep_status else 'not started'}, not SUCCESS; materialize it first"
             )
 
+    def _await_predecessor(self, label: str, unit: Unit, graph: StepGraph) -> None:
+        """Return once the earlier partition ``unit`` waits for is SUCCESS (failed ones skipped,
+        with a warning naming them); wait while another runner computes it.
+
+        Raises StepFailedError when it was never started (or its runner died), as for an input.
+        """
+        leases: dict[str, StepLease] = {}
+        warned: list[str] = []
+        while True:
+            waited, skipped = effective_predecessor(unit, graph)
+            if skipped and skipped != warned:
+                warned = skipped
+                logger.warning(
+                    "%s: earlier partition(s) %s failed; running against the partitions that succeeded "
+                    "(they stay failed until fixed and re-run)",
+                    label,
+                    ", ".join(skipped),
+                )
+            if waited is None:
+                return
+            dep_node, dep_partition = waited
+            dep_path = dep_node.partition_output_path(dep_partition)
+            dep_status = read_status(dep_path)
+            if dep_status is not None and dep_status.status == STATUS_SUCCESS:
+                return
+            if dep_status is not None and dep_status.status == STATUS_RUNNING:
+                if dep_path not in leases:
+                    leases[dep_path] = self._lease(dep_path)
+                if leases[dep_path].is_held_by_other():
+                    time.sleep(self.options.poll_s)
+                    continue
+            raise StepFailedError(
+                f"{label}: dependency {dep_node.name}[{dep_partition}] at {dep_path} is "
+                f"{dep_status.status if dep_status else 'not started'}, not SUCCESS (partitions of "
+                f"{dep_node.name} run in key order); materialize it first"
+            )
+
     def _check_not_failed(self, label: str, output_path: str, status: StatusRecord | None) -> None:
         if status is not None and status.status == STATUS_FAILED and not self.options.force_run_failed:
             detail = (status.error or "").strip().splitlines()
@@ -236,6 +290,8 @@ class StepRunner:
         scheduler = Scheduler(
             units=units,
             dependencies={unit_key(u): [unit_key(d) for d in unit_dependencies(u, graph)] for u in units},
+            order={unit_key(u): unit_key(p) for u in units if (p := order_dependency(u, graph)) is not None},
+            sequential_index=sequential_positions(units, graph),
             execute=lambda unit: self.execute_unit(unit, graph),
             mark_dep_failed=self._mark_dep_failed,
             max_concurrent=self.options.max_concurrent,

@@ -1,7 +1,10 @@
 """Run units dependencies first, up to ``max_concurrent`` at once, on a thread pool.
 
 The scheduler knows only the order: a unit starts when none of its dependencies is pending or
-running; a unit whose dependency failed is marked DEP_FAILED (``mark_dep_failed``) and not run; a unit
+running (a partition of a ``sequential_partitions`` step also waits for every earlier partition of
+its step to finish, whatever the outcome); a unit whose *input* failed is marked DEP_FAILED
+(``mark_dep_failed``) and not run -- a failed earlier partition, an order dependency only, does not
+propagate; a unit
 whose dependency lost its lease is *abandoned* -- the runner that took that dependency over computes
 it, and writing DEP_FAILED would flip statuses under its feet. What running one unit means is the
 ``execute`` callable's business (:meth:`marin_assets.execution.runner.StepRunner.execute_unit`).
@@ -16,12 +19,27 @@ from dataclasses import dataclass, field
 from marin_assets.execution.fence import LeaseLostError
 from marin_assets.execution.outcomes import ExecutionReport, ExecutorError, StepOutcome
 from marin_assets.execution.units import Unit, unit_label
+from marin_assets.execution.versioning import StepGraph
 
 Key = tuple[int, str | None]
 
 
 def unit_key(unit: Unit) -> Key:
     return id(unit[0]), unit[1]
+
+
+def sequential_positions(units: list[Unit], graph: StepGraph) -> dict[Key, int]:
+    """The position of each unit of a ``sequential_partitions`` step among its step's keys."""
+    positions: dict[str, dict[str, int]] = {}
+    found: dict[Key, int] = {}
+    for node, partition in units:
+        if node.step.sequential_partitions and node.partitioned_by is not None:
+            if node.partitioned_by not in positions:
+                keys = graph.partition_keys(node.partitioned_by)
+                positions[node.partitioned_by] = {p: i for i, p in enumerate(keys)}
+            if partition in positions[node.partitioned_by]:
+                found[unit_key((node, partition))] = positions[node.partitioned_by][partition]
+    return found
 
 
 @dataclass
@@ -34,6 +52,10 @@ class Scheduler:
     mark_dep_failed: Callable[[str], bool]  # output path -> False when it is SUCCESS (left alone)
     max_concurrent: int
     report: ExecutionReport
+    # Order dependencies (sequential_partitions: the previous partition): waited for, but their
+    # failure does not propagate; and each sequential unit's position among its step's keys.
+    order: dict[Key, Key] = field(default_factory=dict)
+    sequential_index: dict[Key, int] = field(default_factory=dict)
     failures: list[tuple[str, str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -58,7 +80,7 @@ class Scheduler:
                 for future in finished:
                     self._collect(future)
         if self.failures:
-            raise ExecutorError(self.failures)
+            raise ExecutorError(self.failures, self.report)
         return self.report
 
     def _settle(self, pool: concurrent.futures.Executor) -> bool:
@@ -66,14 +88,24 @@ class Scheduler:
         the ready ones while there is room. True when anything changed."""
         progressed = False
         in_flight = set(self.running.values())
+        # A sequential unit starts once every earlier partition of its step in this run has
+        # finished, whatever the outcome (one that failed early must not let a later one overtake
+        # the partitions before it).
+        first_unfinished: dict[int, int] = {}
+        for k in (*self.pending, *in_flight):
+            if k in self.sequential_index:
+                index = self.sequential_index[k]
+                first_unfinished[k[0]] = min(first_unfinished.get(k[0], index), index)
         for k, unit in list(self.pending.items()):
             # Units outside this run (e.g. excluded by run_only) only need their status.
             blocking = [d for d in self.dependencies[k] if d in self.pending or d in in_flight]
+            if k in self.sequential_index and first_unfinished[k[0]] < self.sequential_index[k]:
+                blocking.append(self.order[k])
             if any(d in self.fenced for d in self.dependencies[k]):
                 self._drop(k, "abandoned")
                 self.fenced.add(k)
                 progressed = True
-            elif any(d in self.failed for d in self.dependencies[k]):
+            elif any(d in self.failed for d in self.dependencies[k] if d != self.order.get(k)):
                 node, partition = unit
                 if self.mark_dep_failed(node.partition_output_path(partition)):
                     self._drop(k, "dep_failed")
