@@ -9,6 +9,13 @@ an experiment record, as a curation step leaves them) under a temp dir, then in 
   joined, and the RSS of the process before and after paging 50 pages forward.
 
 Prints one JSON line: seconds per first page (max, mean), baseline seconds, their ratio, RSS.
+
+``python -m bench.browse parquet [SIZE_MB]`` (default 400) writes one parquet file of about SIZE_MB
+in ONE row group (pyarrow's default pages; ``$ROW_KB`` (20) KB of text a row) and starts the browser server
+(``python -m marin_assets.browse``) on it, then measures the server process's peak RSS (sampled
+every 10 ms) serving a page of it alone, then 8 pages at once (different starts), its RSS after,
+and its thread count with 50 idle connections open and after its idle timeout. Baseline, in a fresh
+process: the peak RSS of reading that row group whole (``ParquetFile.read_row_group``).
 """
 
 from __future__ import annotations
@@ -74,7 +81,143 @@ def write_drop(root: str, size_mb: int) -> list[str]:
     return [f"bench/text-aaaaaa/drop-001/docs/{name}" for name in names]
 
 
+def write_one_row_group_parquet(path: str, size_mb: int) -> int:
+    """A parquet file of about ``size_mb`` MiB of text in one row group; returns its row count."""
+    import base64
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    row_bytes = int(os.environ.get("ROW_KB", "20")) << 10
+    rows = max(1, (size_mb << 20) // row_bytes)
+    blob = base64.b64encode(os.urandom(rows * row_bytes * 3 // 4)).decode()  # incompressible text
+    text = pa.array([blob[i * row_bytes : (i + 1) * row_bytes] for i in range(rows)])
+    del blob
+    table = pa.table({"id": [f"doc-{i:08d}" for i in range(rows)], "text": text})
+    pq.write_table(table, path, row_group_size=rows, compression="none")
+    return rows
+
+
+_WHOLE_GROUP = (
+    "import resource, sys, pyarrow.parquet as pq; t = pq.ParquetFile(sys.argv[1]).read_row_group(0); "
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)"
+)
+
+
+class RssSampler:
+    """Peak RSS of a process, sampled every 10 ms in a thread."""
+
+    def __init__(self, process: psutil.Process) -> None:
+        import threading
+
+        self.process, self.peak, self._stop = process, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self.process.memory_info().rss)
+
+    def __enter__(self) -> RssSampler:
+        self.peak = self.process.memory_info().rss
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def parquet_main(size_mb: int) -> None:
+    import socket
+    import subprocess
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = tempfile.mkdtemp(prefix="bench-browse-parquet-")
+    server = None
+    try:
+        path = os.path.join(root, "one_group.parquet")
+        start = time.monotonic()
+        rows = write_one_row_group_parquet(path, size_mb)
+        write_s = time.monotonic() - start
+        whole = subprocess.run([sys.executable, "-c", _WHOLE_GROUP, path], capture_output=True, text=True, check=True)
+        baseline_peak = int(whole.stdout.strip())
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        idle_timeout_s = 2.0
+        server = subprocess.Popen(
+            [sys.executable, "-m", "marin_assets.browse", "--prefix", root, "--port", str(port),
+             "--idle_timeout_s", str(idle_timeout_s)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/healthz", timeout=5).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        proc = psutil.Process(server.pid)
+
+        def page(first: int) -> tuple[int, float]:
+            began = time.monotonic()
+            with urllib.request.urlopen(f"{base}/browse/one_group.parquet?n=20&start={first}", timeout=600) as r:
+                body = r.read().decode()
+            assert f"doc-{first:08d}" in body, body[:300]
+            return r.status, time.monotonic() - began
+
+        rss_idle = proc.memory_info().rss
+        with RssSampler(proc) as alone:
+            _, alone_s = page(0)
+        starts = [i * (rows // 8) for i in range(8)]
+        with RssSampler(proc) as eight, ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(page, starts))
+        rss_after = proc.memory_info().rss
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(50)]
+        time.sleep(0.5)
+        threads_idle_open = proc.num_threads()
+        time.sleep(idle_timeout_s + 2)
+        threads_after_timeout = proc.num_threads()
+        for sock in idle:
+            sock.close()
+        mib = lambda b: round(b / 2**20)  # noqa: E731
+        print(
+            json.dumps(
+                {
+                    "parquet_mb": mib(os.path.getsize(path)),
+                    "row_groups": 1,
+                    "rows": rows,
+                    "write_s": round(write_s, 1),
+                    "baseline_read_row_group_peak_rss_mib": mib(baseline_peak),
+                    "server_rss_idle_mib": mib(rss_idle),
+                    "one_page_peak_rss_mib": mib(alone.peak),
+                    "one_page_s": round(alone_s, 2),
+                    "eight_pages_peak_rss_mib": mib(eight.peak),
+                    "eight_pages_max_s": round(max(s for _, s in results), 2),
+                    "rss_after_mib": mib(rss_after),
+                    "one_page_peak_vs_baseline": round((alone.peak - rss_idle) / baseline_peak, 4),
+                    "threads_with_50_idle_connections": threads_idle_open,
+                    "threads_after_idle_timeout": threads_after_timeout,
+                    "load_average_1m": round(os.getloadavg()[0], 2),
+                }
+            )
+        )
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "parquet":
+        parquet_main(int(sys.argv[2]) if len(sys.argv) > 2 else 400)
+        return
     size_mb = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
     root = tempfile.mkdtemp(prefix="bench-browse-")
     try:

@@ -1,4 +1,4 @@
-"""``python -m marin_assets.browse --prefix DIR|gs://bucket/path [--host H] [--port P] [--allowed_host NAME ...]``."""
+"""``python -m marin_assets.browse --prefix DIR|gs://bucket/path [--host H] [--port P] [--allowed_host NAME ...] [--max_heavy N] [--idle_timeout_s S]``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ from collections.abc import Sequence
 from http.server import ThreadingHTTPServer
 
 from marin_assets.browse.links import DEFAULT_PORT
-from marin_assets.browse.server import DEFAULT_PAGE_SIZE, BrowserApp, make_handler
+from marin_assets.browse.server import (
+    DEFAULT_PAGE_SIZE,
+    IDLE_TIMEOUT_S,
+    MAX_HEAVY_REQUESTS,
+    BrowserApp,
+    make_handler,
+)
 from marin_assets.execution.executor_main import default_prefix
 
 
@@ -27,11 +33,26 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="a host name people reach the browser by (an Ingress or Service name), besides 127.0.0.1, "
         "localhost and --host; requests naming any other Host are refused (421). Repeatable.",
     )
+    parser.add_argument(
+        "--max_heavy", type=int, default=MAX_HEAVY_REQUESTS, help="record/document pages served at once (else 503)"
+    )
+    parser.add_argument(
+        "--idle_timeout_s", type=float, default=IDLE_TIMEOUT_S, help="close a connection silent this long"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     prefix = args.prefix or default_prefix()
     server = ThreadingHTTPServer(
-        (args.host, args.port), make_handler(BrowserApp(prefix, args.page_size, [args.host, *args.allowed_host]))
+        (args.host, args.port),
+        make_handler(
+            BrowserApp(
+                prefix,
+                args.page_size,
+                [args.host, *args.allowed_host],
+                max_heavy=args.max_heavy,
+                idle_timeout_s=args.idle_timeout_s,
+            )
+        ),
     )
     server.daemon_threads = True
     host, port = server.server_address[:2]

@@ -12,6 +12,12 @@ Routes (``<rel>`` is a path relative to the prefix)::
 Only GET and HEAD exist; nothing is ever written. Paths are checked by ``PrefixRoot`` (403 outside
 the prefix, 404 when missing).
 
+Bounded: a record page reads only what it shows (``shards``: parquet a data page at a time, JSON
+lines over ``MAX_LINE_BYTES`` skipped); at most ``max_heavy`` record / document pages are served at
+once (another waits up to ``HEAVY_WAIT_S`` seconds, then gets 503 with ``Retry-After``); a
+connection that sends nothing for ``IDLE_TIMEOUT_S`` seconds (a half-open or idle client) is
+closed, so it does not hold a thread forever.
+
 Requests are answered only for the host names the server was started for (``127.0.0.1``,
 ``localhost``, ``--host`` and every ``--allowed_host``): a page whose ``Host`` header names any other
 host -- a DNS-rebinding page of some web site pointing its name at this machine -- gets 421, and so
@@ -23,7 +29,8 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -44,6 +51,9 @@ PREVIEW_BYTES = 256 << 10
 MAX_LISTING = 2000
 COSTLY_FIELDS = {"removed", "reason"}
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
+MAX_HEAVY_REQUESTS = 4  # record and document pages served at once (each reads shards)
+HEAVY_WAIT_S = 10.0  # how long one more waits for a slot before it gets 503
+IDLE_TIMEOUT_S = 20.0  # a connection silent this long is closed
 
 
 def host_name(authority: str) -> str:
@@ -61,6 +71,7 @@ class Response:
     status: int
     body: str
     content_type: str = "text/html; charset=utf-8"
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class HttpError(Exception):
@@ -104,9 +115,19 @@ class BrowserApp:
     """Request handling without the socket part (tests call :meth:`get` directly)."""
 
     def __init__(
-        self, prefix: str, page_size: int = DEFAULT_PAGE_SIZE, allowed_hosts: tuple[str, ...] | list[str] = ()
+        self,
+        prefix: str,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        allowed_hosts: tuple[str, ...] | list[str] = (),
+        max_heavy: int = MAX_HEAVY_REQUESTS,
+        heavy_wait_s: float = HEAVY_WAIT_S,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
     ) -> None:
+        self.idle_timeout_s = idle_timeout_s
         self.root = PrefixRoot(prefix)
+        self.heavy = threading.BoundedSemaphore(max(1, max_heavy))  # record / document pages at once
+        self.max_heavy = max(1, max_heavy)
+        self.heavy_wait_s = heavy_wait_s
         self.catalog = Catalog(self.root)
         self.pager = ShardPager()
         self.page_size = page_size
@@ -156,10 +177,10 @@ class BrowserApp:
             route, _, rest = path.lstrip("/").partition("/")
             if route == "experiment":
                 return Response(200, self.experiment_page(rest))
+            if route == "doc" or (route == "browse" and shard_format(rest) is not None):
+                return self._heavy(route, rest, params)
             if route == "browse":
                 return Response(200, self.browse_page(rest, params))
-            if route == "doc":
-                return Response(200, self.doc_page(rest, params))
             raise HttpError(404, f"no page {path!r}")
         except Forbidden as exc:
             return self._error(403, str(exc))
@@ -172,6 +193,18 @@ class BrowserApp:
         except Exception as exc:  # noqa: BLE001 - one bad file must not take the browser down
             logger.exception("error serving %s", target)
             return self._error(500, f"{type(exc).__name__}: {exc}")
+
+    def _heavy(self, route: str, rest: str, params: dict[str, list[str]]) -> Response:
+        """A page that reads shards, served while fewer than ``max_heavy`` others are (else 503)."""
+        if not self.heavy.acquire(timeout=self.heavy_wait_s):
+            response = self._error(503, f"busy: {self.max_heavy} record pages are being served; retry in a few seconds")
+            response.headers["Retry-After"] = "5"
+            return response
+        try:
+            page = self.doc_page(rest, params) if route == "doc" else self.browse_page(rest, params)
+            return Response(200, page)
+        finally:
+            self.heavy.release()
 
     def _error(self, status: int, message: str) -> Response:
         title = f"{status} {HTTPStatus(status).phrase}"
@@ -474,6 +507,9 @@ def make_handler(app: BrowserApp) -> type[BaseHTTPRequestHandler]:
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "marin-browse"
+        # The socket timeout of every read: a client that opens a connection and sends nothing
+        # (or stops half-way through its request) is disconnected, and its thread ends.
+        timeout = app.idle_timeout_s
 
         def _send(self, with_body: bool) -> None:
             host = self.headers.get("Host")
@@ -486,6 +522,8 @@ def make_handler(app: BrowserApp) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", response.content_type)
             self.send_header("Content-Length", str(len(data)))
             self.send_header("X-Content-Type-Options", "nosniff")
+            for name, value in response.headers.items():
+                self.send_header(name, value)
             self.end_headers()
             if with_body:
                 self.wfile.write(data)

@@ -13,7 +13,11 @@ The compression of a JSON-lines shard is sniffed from its first bytes, whatever 
 * zstd (also bz2, xz): such streams cannot be copied, so the live reader that stopped at the end
   of a page is remembered (once: the next page takes it over).
 * parquet: the footer's row-group sizes locate the row group holding a record; only that row group
-  is decoded, in batches.
+  is read, through a small buffer (a data page at a time, never a whole column chunk) in batches of
+  a few rows -- so one huge row group costs time to skip through, not memory.
+
+A JSON line longer than :data:`MAX_LINE_BYTES` is dropped as it arrives and shown as an error
+record: a request's memory is bounded whatever the layout of the file.
 
 Checkpoints are kept in one small LRU (:class:`Checkpoints`), so the memory of a long paging session
 stays flat. A page asked for with no checkpoint at or before it streams from the nearest one (or
@@ -36,7 +40,13 @@ from marin_assets.core.compression import Compression, new_decompressor, open_st
 # highly compressible shard from decompressing into a huge buffer).
 _READ = 256 << 10
 _MAX_OUT = 1 << 20
-MAX_LINE_BYTES = 64 << 20  # a longer line is reported as an error record instead of buffered on
+# A longer line is skipped unread (its bytes dropped as they arrive) and shown as an error record:
+# what one request holds is bounded by this, whatever the shard's lines.
+MAX_LINE_BYTES = 8 << 20
+# Parquet: column chunks are read through a buffer of this size (a page at a time, not the whole
+# row group), and a page decodes batches of at most this many rows.
+PARQUET_BUFFER_BYTES = 1 << 20
+PARQUET_BATCH_ROWS = 64
 
 # Plain ``.json`` is one document, not records; Dolma names its jsonl shards ``.json.gz``.
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -66,8 +76,21 @@ def shard_format(path: str) -> str | None:
     return None
 
 
+class OversizedLine(bytes):
+    """Stands for a line longer than :data:`MAX_LINE_BYTES`, skipped without being held."""
+
+    size: int
+
+    def __new__(cls, size: int) -> OversizedLine:
+        line = super().__new__(cls, b"")
+        line.size = size
+        return line
+
+
 def parse_line(line: bytes, index: int) -> dict[str, Any]:
     """The record of one JSON line; a bad line becomes ``{"_error": ...}`` (shown, never fatal)."""
+    if isinstance(line, OversizedLine):
+        return {"_error": f"record {index}: a line of {line.size} bytes, over {MAX_LINE_BYTES} -- not read"}
     try:
         value = json.loads(line)
     except (ValueError, RecursionError) as exc:
@@ -193,14 +216,20 @@ class LineSource:
                 return True
 
     def lines(self) -> Iterator[bytes]:
-        """Non-empty lines; after each, :meth:`state` resumes right behind it."""
+        """Non-empty lines; after each, :meth:`state` resumes right behind it. A line longer than
+        :data:`MAX_LINE_BYTES` comes as an :class:`OversizedLine` (its bytes were dropped)."""
         start = 0
+        skipped = 0  # bytes of an oversized line dropped so far (0: not inside one)
         while True:
             nl = self.buffer.find(b"\n", start)
             if nl >= 0:
                 line = self.buffer[start:nl]
                 start = nl + 1
-                if line.strip():
+                if skipped:
+                    self._consumed = start
+                    yield OversizedLine(skipped + len(line))
+                    skipped = 0
+                elif line.strip():
                     self._consumed = start
                     yield line
                 continue
@@ -210,13 +239,16 @@ class LineSource:
                 self.buffer = self.buffer[start:]
                 start = 0
             self._consumed = 0
-            if len(self.buffer) > MAX_LINE_BYTES:
-                raise ValueError(f"{self.path}: a line longer than {MAX_LINE_BYTES} bytes")
+            if len(self.buffer) > MAX_LINE_BYTES:  # no end in sight: drop what we hold of it
+                skipped += len(self.buffer)
+                if self.codec == "none":
+                    self.offset += len(self.buffer)
+                self.buffer = b""
             if not self._more():
-                if self.buffer.strip():
+                if skipped or self.buffer.strip():
                     line, self.buffer = self.buffer, b""
                     self._consumed = 0
-                    yield line
+                    yield OversizedLine(skipped + len(line)) if skipped else line
                 self.eof = True
                 return
 
@@ -332,12 +364,25 @@ class ShardPager:
             self.checkpoints.put(path, fp, index, source.handover())
 
     def _parquet_page(self, fs, path, start, count, matches, scan_limit, batch) -> Page:
+        import pyarrow as pa
+
+        try:
+            return self._parquet_rows(fs, path, start, count, matches, scan_limit, batch)
+        finally:
+            # Arrow's allocator keeps freed pages for reuse; a browser serves a page now and then:
+            # give them back, so a burst of requests does not stay in the process's RSS.
+            pa.default_memory_pool().release_unused()
+
+    def _parquet_rows(self, fs, path, start, count, matches, scan_limit, batch) -> Page:
         import pyarrow.parquet as pq
 
         out: list[tuple[int, dict[str, Any]]] = []
         scanned = 0
+        batch = min(batch, PARQUET_BATCH_ROWS)
         with fs.open(path, "rb") as handle:
-            pf = pq.ParquetFile(handle)
+            # Buffered column reads: a page at a time, never a whole column chunk of the row group
+            # (one row group may be the whole file); batches of a few rows.
+            pf = pq.ParquetFile(handle, buffer_size=PARQUET_BUFFER_BYTES, pre_buffer=False)
             meta = pf.metadata
             first = 0
             index = start
@@ -347,7 +392,7 @@ class ShardPager:
                     first += rows
                     continue
                 position = first
-                for arrow_batch in pf.iter_batches(batch_size=batch, row_groups=[group]):
+                for arrow_batch in pf.iter_batches(batch_size=batch, row_groups=[group], use_threads=False):
                     n = arrow_batch.num_rows
                     if position + n <= index:
                         position += n

@@ -39,8 +39,8 @@ from marin_assets.execution.storage import (
     filesystem,
     is_local,
     join_path,
-    read_bytes,
 )
+from marin_assets.execution.storage import read_json as read_json  # the one contract, re-exported
 
 SHARD_SUFFIXES = (".jsonl.gz", ".jsonl.zst", ".jsonl")
 
@@ -405,14 +405,6 @@ class JsonlShardWriter:
 def write_json(path: str, obj: Any) -> None:
     """Atomically write ``obj`` as indented JSON."""
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
-
-
-def read_json(path: str) -> Any:
-    """Parsed JSON at ``path`` (FileNotFoundError when missing)."""
-    data = read_bytes(path)
-    if data is None:
-        raise FileNotFoundError(path)
-    return json.loads(data)
 
 
 def list_files(directory: str, suffix: str | tuple[str, ...] = "") -> list[str]:

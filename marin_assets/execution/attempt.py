@@ -33,6 +33,9 @@ gone). After a takeover from a holder that only went stale (paused, cut off, on 
 it may still be alive) the new attempt *copies* that attempt's staging folder into its own
 (:func:`copy_attempt`, server-side on object stores) and only then discards it: it continues from
 the old checkpoints, and whatever the old holder writes afterwards lands in discarded objects.
+Either way only *complete* checkpoints are adopted (:func:`incomplete_checkpoints`: a
+``checkpoints/step-N`` folder without Levanter's ``metadata.json`` was still being written when its
+writer stopped): such a folder is not copied, or deleted from an attempt adopted in place.
 """
 
 from __future__ import annotations
@@ -152,6 +155,51 @@ def prepare_staging(staging: str) -> None:
     fs.makedirs(p, exist_ok=True)
 
 
+# Levanter's checkpoint folders (``checkpoints/step-N``, also one level deeper, e.g. per run id) and
+# the marker Levanter writes last, once every array of the checkpoint is committed
+# (``levanter.checkpoint._save_metadata`` in the tensorstore commit callback; its own
+# ``discover_latest_checkpoint`` ignores a folder without it).
+CHECKPOINTS_FOLDER = "checkpoints"
+CHECKPOINT_MARKER = "metadata.json"
+_CHECKPOINT_NAME = re.compile(r"(step|epoch)-\d+")
+
+
+def incomplete_checkpoints(relative_files: list[str]) -> set[str]:
+    """The checkpoint folders among ``relative_files`` (paths relative to an attempt's folder) that
+    lack :data:`CHECKPOINT_MARKER`: checkpoints whose writer had not finished them."""
+    complete: dict[str, bool] = {}
+    for rel in relative_files:
+        parts = rel.split("/")
+        for i in range(1, len(parts) - 1):
+            if _CHECKPOINT_NAME.fullmatch(parts[i]) and CHECKPOINTS_FOLDER in parts[:i]:
+                folder = "/".join(parts[: i + 1])
+                marker = i == len(parts) - 2 and parts[-1] == CHECKPOINT_MARKER
+                complete[folder] = complete.get(folder, False) or marker
+                break
+    return {folder for folder, done in complete.items() if not done}
+
+
+def _under(rel: str, folders: set[str]) -> bool:
+    return any(rel.startswith(folder + "/") for folder in folders)
+
+
+def drop_incomplete_checkpoints(staging: str) -> list[str]:
+    """Delete the unfinished checkpoints of an attempt adopted in place (its holder has stopped):
+    the new attempt resumes only from complete ones and never publishes a half-written one."""
+    fs, root = filesystem(staging)
+    try:
+        files = [p for p, info in fs.find(root, detail=True).items() if info.get("type") != "directory"]
+    except FileNotFoundError:
+        return []
+    partial = sorted(incomplete_checkpoints([_rel(p, root) for p in files]))
+    for folder in partial:
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm(f"{root.rstrip('/')}/{folder}", recursive=True)
+    if partial:
+        logger.info("not adopted (no %s: unfinished when its writer stopped): %s", CHECKPOINT_MARKER, partial)
+    return partial
+
+
 def copy_attempt(source: str, dest: str, fence: Fence) -> int:
     """Copy the staging folder ``source`` (an attempt whose holder may still be alive) into ``dest``.
 
@@ -164,9 +212,10 @@ def copy_attempt(source: str, dest: str, fence: Fence) -> int:
     local folder is copied file by file (never hard-linked or renamed: a writer holding an open
     file would then still be writing into the new attempt). Returns the number of files copied.
 
-    What a checkpoint writer leaves half-written when it stops is copied as it is; a checkpointer
-    that writes its completion marker last (Levanter's ``metadata.json``) is safe: a marker in the
-    snapshot was written after the files it vouches for, which are then in the snapshot too.
+    Only complete checkpoints are copied: a checkpoint folder (``checkpoints/step-N``) whose
+    completion marker (Levanter's ``metadata.json``, written last) is not in the snapshot is left
+    out, whatever else of it was written -- a marker in the snapshot was written after the files it
+    vouches for, which are then in the snapshot too. Other files are copied as they are.
     """
     fs, sroot = filesystem(source)
     _, droot = filesystem(dest)
@@ -174,7 +223,13 @@ def copy_attempt(source: str, dest: str, fence: Fence) -> int:
         listed = [p for p, info in fs.find(sroot, detail=True).items() if info.get("type") != "directory"]
     except FileNotFoundError:
         return 0
-    pairs = sorted((src, f"{droot.rstrip('/')}/{_rel(src, sroot)}") for src in listed)
+    # Only what is whole: a checkpoint without its marker in the snapshot was still being written.
+    partial = incomplete_checkpoints([_rel(src, sroot) for src in listed])
+    if partial:
+        logger.info("not adopted (no %s: still being written): %s", CHECKPOINT_MARKER, sorted(partial))
+    pairs = sorted(
+        (src, f"{droot.rstrip('/')}/{_rel(src, sroot)}") for src in listed if not _under(_rel(src, sroot), partial)
+    )
     copied = 0
     if is_local(source):
         for i, (src, dst) in enumerate(pairs):

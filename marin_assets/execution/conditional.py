@@ -19,6 +19,7 @@ runner calls it once before the first step, so such a prefix fails at startup, n
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import threading
@@ -113,11 +114,33 @@ class LocalLeaseBackend:
         directory = os.path.dirname(path) or "."
         os.makedirs(directory, exist_ok=True)
         tmp = os.path.join(directory, f".tmp-lease-{uuid.uuid4().hex}")
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except BaseException:
+            # A full disk (ENOSPC) fails the write after open() created the file: never leave it.
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
         return tmp
+
+    @staticmethod
+    def _rewrite_in_place(path: str, data: bytes) -> None:
+        """Overwrite ``path``'s content without allocating a new file (full disk: the fallback).
+
+        The blocks the file already has are reused (a status file's record fits in the page it
+        already occupies); a reader racing this write may see a torn record, which parses as no
+        status -- the same as a status that was never written, never a false SUCCESS.
+        """
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.write(fd, data)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def create_exclusive(self, path: str, data: bytes) -> str | None:
         tmp = self._write_tmp(path, data)
@@ -165,7 +188,16 @@ class LocalLeaseBackend:
             current = self.read(path)
             if current is None or current[1] != token:
                 return None
-            tmp = self._write_tmp(path, data)
+            try:
+                tmp = self._write_tmp(path, data)
+            except OSError as exc:
+                full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+                if not full or len(data) > os.stat(path).st_blocks * 512:  # only within its blocks
+                    raise
+                # No room for a new file: reuse the old one's blocks (a status file recording
+                # FAILED on a full disk, a lease renewal), still under the compare-and-swap mutex.
+                self._rewrite_in_place(path, data)
+                return content_token(data)
             os.replace(tmp, path)
             return content_token(data)
 

@@ -28,10 +28,12 @@ from marin_assets.execution.conditional import UnsupportedStorageError, backend_
 from marin_assets.execution.declarations import PartitionSource, describe_source, partition_sources
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.observers import load_run_observers
+from marin_assets.execution.reachability import StoreUnreachableError, check_store
 from marin_assets.execution.runner import ExecutionReport, ExecutorError, ExecutorOptions, StepRunner, function_name
 from marin_assets.execution.secrets import redact_secrets
-from marin_assets.execution.status import write_json
+from marin_assets.execution.status import host_id, write_json
 from marin_assets.execution.step import ExecutorStep, InputName
+from marin_assets.execution.step_walk import walk_steps
 from marin_assets.execution.storage import join_path, local_prefix
 from marin_assets.execution.versioning import StepGraph, hash_version
 from marin_resources.storage import default_prefix as default_prefix  # re-exported: the one default
@@ -282,6 +284,11 @@ def executor_main(
     except UnsupportedStorageError as exc:
         logger.error("%s", exc)
         raise SystemExit(2) from None
+    try:  # a store that cannot be reached: one line in seconds, not a minute of client retries
+        check_store(prefix, sorted(s.name for s in walk_steps(_plain_steps(steps))))
+    except StoreUnreachableError as exc:
+        logger.error("%s", exc)
+        raise SystemExit(1) from None
     given: dict[str, PartitionSource] = dict(partitions or {})
     for item in args.partitions or []:
         name, _, keys = item.partition("=")
@@ -329,7 +336,13 @@ def _run_and_record(
     """Run the graph, record it in the Dagster instance (its output into the run's log file only),
     and report: a failed run ends with one line per failed step and the log file's path."""
     prefix = graph.prefix
-    record = write_experiment_record(graph, description, caller, options.run_id, args.executor_info_base_path)
+    try:
+        record = write_experiment_record(graph, description, caller, options.run_id, args.executor_info_base_path)
+    except OSError as exc:  # a full disk, a read-only folder: before any step, in one line
+        logger.error(
+            "cannot write the experiment record under %s on host %s: %s; no step started", prefix, host_id(), exc
+        )
+        raise SystemExit(1) from None
     logger.info("experiment record: %s", record)
     error: ExecutorError | None = None
     try:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 
 class LeaseLostError(RuntimeError):
-    """This runner's lease on an output was lost (another runner took over); nothing was recorded."""
+    """This runner's lease on an output was lost (taken over, deleted, or not renewed in time); nothing was recorded."""
 
 
 class StepCancelled(BaseException):

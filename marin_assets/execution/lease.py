@@ -275,6 +275,8 @@ class StepLease:
         self._first_seen: dict[str, float] = {}
         self.previous_holder: LeaseHolder | None = None
         self.took_over_live_holder = False
+        # What was observed when the lease was lost (for every message that reports the loss).
+        self.lost_reason = ""
 
     # ------------------------------------------------------------------ content
     def _content(self) -> bytes:
@@ -402,7 +404,7 @@ class StepLease:
             return False
         try:
             token = self.backend.replace_if(self.path, self._token, self._content())
-        except OSError as exc:  # transient storage error: the next beat retries
+        except (OSError, TimeoutError) as exc:  # transient storage error: the next beat retries
             logger.warning("lease heartbeat on %s failed: %s", self.path, exc)
             return None
         if token is None:
@@ -412,6 +414,21 @@ class StepLease:
         self._renewed_at = self.clock.monotonic()
         return True
 
+    def observed_loss(self) -> str:
+        """What the lease object says now, for a renewal or check that found it no longer ours."""
+        try:
+            current = self.backend.read(self.path)
+        except OSError as exc:
+            return f"the lease could not be read back ({exc})"
+        if current is None:
+            return "the lease file was deleted (no runner holds it)"
+        holder = self._parse(current[0])
+        if holder is None:
+            return "the lease file holds something unreadable"
+        if holder.owner == self.owner:
+            return "the lease was rewritten with our own id (a retried write)"
+        return f"another runner took it over (owner {holder.owner[:12]} on host {holder.host}, pid {holder.pid})"
+
     def _beat(self) -> None:
         while not self.clock.wait(self._stop, self.heartbeat_s):
             with self._lock:
@@ -419,7 +436,7 @@ class StepLease:
                     return
                 renewed = self._renew_locked()
             if renewed is False:
-                self._mark_lost("another runner took it over")
+                self._mark_lost(self.observed_loss())
                 return
 
     def _mark_lost(self, why: str) -> None:
@@ -427,6 +444,7 @@ class StepLease:
             self._token = None
             if self.lost.is_set():
                 return
+            self.lost_reason = why
             self.lost.set()
             callbacks = list(self._callbacks.values())
             self._callbacks.clear()
@@ -450,19 +468,29 @@ class StepLease:
             self._callbacks.clear()
 
     # ------------------------------------------------------------------ fence
+    def lost_error(self) -> LeaseLostError:
+        """The error that reports this lease's loss with what was observed."""
+        return LeaseLostError(f"lease {self.path} was lost: {self.lost_reason or 'reason unknown'}")
+
     def check(self) -> None:
         """Raise LeaseLostError when the lease is lost; renew synchronously when the last confirmed
         renewal is old (this process may have been paused), so a resumed zombie stops here."""
         if self.lost.is_set():
-            raise LeaseLostError(f"lease {self.path} was lost: another runner took over")
+            raise self.lost_error()
         if self.clock.monotonic() - self._renewed_at <= max(1.5 * self.heartbeat_s, self.stale_s / 2):
             return
         with self._lock:
             renewed = self._renew_locked() if self._token is not None else False
-        unconfirmed_too_long = self.clock.monotonic() - self._renewed_at > self.stale_s
-        if renewed is False or (renewed is None and unconfirmed_too_long):
-            self._mark_lost("renewal failed after a long silence")
-            raise LeaseLostError(f"lease {self.path} was lost: another runner took over")
+        silent_s = self.clock.monotonic() - self._renewed_at
+        if renewed is False:
+            self._mark_lost(f"{self.observed_loss()}, found after {silent_s:.0f}s without a confirmed renewal")
+            raise self.lost_error()
+        if renewed is None and silent_s > self.stale_s:
+            self._mark_lost(
+                f"no renewal reached the store for {silent_s:.0f}s (more than stale_s={self.stale_s:g}s): "
+                "another runner may take it over"
+            )
+            raise self.lost_error()
 
     def verify(self) -> None:
         """Read the lease back; raise LeaseLostError unless we still hold it (before status writes).
@@ -475,8 +503,8 @@ class StepLease:
             current = self.backend.read(self.path)
             held = current is not None and self._token is not None and current[1] == self._token
         if not held:
-            self._mark_lost("the lease object changed under us")
-            raise LeaseLostError(f"lease {self.path} was lost: another runner took over")
+            self._mark_lost(self.observed_loss())
+            raise self.lost_error()
 
     def on_lost(self, callback: Callable[[], Any]) -> Callable[[], None]:
         """Call ``callback`` once if the lease is lost (at once if it already is); returns an unregister."""

@@ -34,8 +34,8 @@ from typing import Any
 
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
 from marin_assets.execution.lease import lease_for_output
-from marin_assets.execution.status import INFO_FILE, STATUS_FILE, read_json, read_status
-from marin_assets.execution.storage import atomic_write_text, filesystem, join_path, local_prefix, read_text
+from marin_assets.execution.status import INFO_FILE, STATUS_FILE, read_status
+from marin_assets.execution.storage import atomic_write_text, filesystem, join_path, local_prefix, read_json, read_text
 
 logger = logging.getLogger("marin.executor")
 
@@ -61,7 +61,11 @@ def recorded_steps(prefix: str) -> list[RecordedStep]:
     steps: dict[str, RecordedStep] = {}
     for path in sorted(fs.glob(f"{root}/*.json")):
         url = path if "://" not in prefix else f"{prefix.split('://', 1)[0]}://{path}"
-        data = read_json(url)
+        try:
+            data = read_json(url)
+        except (FileNotFoundError, ValueError) as exc:  # removed meanwhile, or not JSON
+            logger.warning("%s: unreadable experiment record, skipped (%s)", url, exc)
+            continue
         if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
             logger.warning("%s: not an experiment record, skipped", url)
             continue

@@ -15,8 +15,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
+from typing import TextIO
 
 from marin_assets.execution.attempt import relocate_any_staging
 from marin_assets.execution.status import read_status
@@ -43,6 +45,14 @@ class ConsoleFilter(logging.Filter):
         return not self.quiet and record.levelno >= logging.WARNING
 
 
+VERBOSE_ENV = "MARIN_VERBOSE"
+
+
+def verbose_requested() -> bool:
+    """Whether third-party INFO lines should reach the console (``$MARIN_VERBOSE``, set by ``-v``)."""
+    return os.environ.get(VERBOSE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def log_path(info_base: str, script: str, run_id: str) -> str:
     """Where the run's log goes (a local file; see the module docstring)."""
     name = f"{script or 'experiment'}-{run_id}.log"
@@ -59,15 +69,39 @@ class PublishedPathsFormatter(logging.Formatter):
         return relocate_any_staging(super().format(record))
 
 
+class _RunLogHandler(logging.StreamHandler):
+    """The file's handler: a write that fails (a full disk) turns it off with one console line,
+    instead of the logging module's traceback for every later record."""
+
+    def __init__(self, stream: TextIO, path: str) -> None:
+        super().__init__(stream)
+        self.path = path
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's naming
+        failure = sys.exc_info()[1]
+        if self.level > logging.CRITICAL:
+            return  # said once already
+        self.setLevel(logging.CRITICAL + 1)  # off: its stream is unusable
+        logging.getLogger("marin.executor").warning(
+            "run log %s cannot be written (%s): from now on the console only", self.path, failure
+        )
+
+
 class RunLog:
     """The run's log file and console filter (see the module docstring)."""
 
     def __init__(self, path: str, console: ConsoleFilter | None) -> None:
         self.path = path
         self._console = console
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        self._stream = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
-        self._handler = logging.StreamHandler(self._stream)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            self._stream: TextIO = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        except OSError as exc:  # a full disk, a read-only folder: the run goes on, on the console
+            logging.getLogger("marin.executor").warning(
+                "run log %s cannot be written (%s): the console only", path, exc
+            )
+            self._stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        self._handler = _RunLogHandler(self._stream, path)
         self._handler.setFormatter(PublishedPathsFormatter(FORMAT))
         self._handler.setLevel(logging.INFO)
 
@@ -76,22 +110,36 @@ class RunLog:
 
     def close(self) -> None:
         logging.getLogger().removeHandler(self._handler)
-        self._stream.close()
+        try:
+            self._stream.close()
+        except OSError:  # its last buffered lines could not be written (a full disk)
+            self._handler.handleError(logging.makeLogRecord({}))  # says so, unless it did already
 
     @contextlib.contextmanager
     def quiet(self) -> Iterator[None]:
         """Send what runs inside (the Dagster recording) to the file only: its printed output and
-        every non-engine log record."""
+        every non-engine log record -- also when the script configured logging itself
+        (``logging.basicConfig(level=INFO)``: its handlers get no alembic / SQLAlchemy / Dagster
+        INFO lines), unless ``$MARIN_VERBOSE`` asks for them (``-v``)."""
         if self._console is not None:
             self._console.quiet = True
-        self._stream.flush()
+        foreign: list[logging.Handler] = []
+        muted = ConsoleFilter()
+        muted.quiet = True
+        if self._console is None and not verbose_requested():
+            foreign = [h for h in logging.getLogger().handlers if h is not self._handler]
+            for handler in foreign:
+                handler.addFilter(muted)
+        self._flush()
         try:
             with contextlib.redirect_stdout(self._stream), contextlib.redirect_stderr(self._stream):
                 yield
         finally:
-            self._stream.flush()
+            self._flush()
             if self._console is not None:
                 self._console.quiet = False
+            for handler in foreign:
+                handler.removeFilter(muted)
 
     def write_failures(self, failed: Sequence[tuple[str, str, str]]) -> None:
         """The full traceback of each failed step (as its status file keeps it, secrets scrubbed),
@@ -102,8 +150,18 @@ class RunLog:
             except Exception:  # noqa: BLE001 - the message is still worth writing
                 record = None
             trace = record.error if record is not None and record.error else error
-            self._stream.write(relocate_any_staging(f"\n=== {name} ({path}) failed ===\n{trace.rstrip()}\n"))
-        self._stream.flush()
+            try:
+                self._stream.write(relocate_any_staging(f"\n=== {name} ({path}) failed ===\n{trace.rstrip()}\n"))
+            except OSError as exc:
+                logging.getLogger("marin.executor").warning("run log %s: tracebacks not written: %s", self.path, exc)
+                return
+        self._flush()
+
+    def _flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:  # a full disk: the file stops here, the run goes on
+            self._handler.handleError(logging.makeLogRecord({"msg": str(exc)}))
 
 
 def configure_console() -> ConsoleFilter | None:

@@ -15,8 +15,13 @@ Everything the engine writes down (``.executor_info``, the experiment JSON, step
 metadata, error messages) also goes through :func:`redact_secrets`, at any depth of the config --
 dict values, lists, tuples, nested dataclasses, and the reprs of versioned dataclasses:
 
+* **environments by name only**: an ``env_vars`` mapping (Ray's ``runtime_env``, a training
+  config's ``env_vars``) keeps its variable names, every value becomes ``"***"`` -- also inside a
+  resource config's repr;
 * **by key name**: the values of fields and dict keys whose names look secret (``api_key``,
-  ``token``, ``password``, ``secret``, ``credentials``, ``Authorization``, ``Cookie`` ...) are
+  ``token``, ``password``, ``secret``, ``credentials``, ``Authorization``, ``Cookie``, ``*_TOKEN``,
+  ``DB_PASS``, ``PGPASSWORD``, ``GITHUB_PAT``, ``DATABASE_URL``, ``*_DSN``, and upper-case
+  environment names ending in ``_KEY`` such as ``OPENAI_KEY`` or ``SSH_KEY``) are
   replaced by ``"***"``, so a plain string put in such a field by mistake is not stored either;
 * **by form**: the credentials inside any URL (``https://user:password@host`` becomes
   ``https://***@host``) and after an HTTP auth scheme (``Bearer <token>``, ``Basic <user:pass in
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -39,19 +45,39 @@ from typing import Any
 
 REDACTED = "***"
 
-# Word-wise (snake_case, kebab-case, dotted, camelCase) names of fields that hold credentials.
+# Word-wise (snake_case, kebab-case, dotted, camelCase) names of fields that hold credentials:
+# keys, passwords (``DB_PASS``, ``PGPASSWORD``), tokens (``*_TOKEN``), personal access tokens
+# (``GITHUB_PAT``) and connection strings that carry a password (``DATABASE_URL``, ``SENTRY_DSN``).
 _SECRET_WORDS = re.compile(
-    r"(^|_)(api_?key|access_?key|secret(_?(access_?)?key)?|password|passwd|private_?key|credentials?|"
-    r"auth(_?token)?|authorization|access_?token|refresh_?token|bearer|token|client_?secret|session_?key|"
-    r"cookie|passphrase)(_|$)"
+    r"(^|_)(api_?key|access_?key|secret(_?(access_?)?key)?|[a-z]*password|[a-z]*passwd|pass|"
+    r"private_?key|credentials?|auth(_?token)?|authorization|access_?token|refresh_?token|bearer|"
+    r"[a-z]*token|pat|client_?secret|session_?key|cookie|passphrase|dsn|connection_?string|conn_?str|"
+    r"(database|db|postgres(ql)?|pg|mysql|redis|mongo(db)?|amqp|broker|sqlalchemy)_(url|uri)|"
+    r"(ssh|signing|sign|encryption|master|license|openai|anthropic|gpg|pgp|deploy|hmac|jwt|"
+    r"service_?account|sa)_?keys?)(_|$)"
 )
+# ``OPENAI_KEY``, ``SSH_KEY``: an environment-variable-style name (upper case) ending in ``KEY`` is a
+# credential; lower-case config fields such as ``text_key`` or ``partition_key`` name columns.
+_ENV_KEY_NAME = re.compile(r"^[A-Z][A-Z0-9_]*_KEYS?$|^KEY$")
 # Tokenizer vocabulary fields are not credentials.
-_NOT_SECRET = re.compile(r"(^|_)(bos|eos|pad|unk|sep|cls|mask|start|end|special)_tokens?(_|$)")
+_NOT_SECRET = re.compile(
+    r"(^|_)((bos|eos|pad|unk|sep|cls|mask|start|end|special)_tokens?|[a-z]*tokens|tokenizer[a-z_]*|"
+    r"(max|num|min|total)_[a-z_]*token|tokenized)(_|$)"
+)
 # ``name='value'`` inside a dataclass repr: a versioned dataclass enters the version as its repr
 # (Marin's encoder), so a credential field of one would otherwise be written down verbatim.
 _REPR_FIELD = re.compile(r"""\b([A-Za-z_]\w*)=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 # ``'KEY': 'value'`` inside a dict repr (a resource config's ``runtime_env={'env_vars': {...}}``).
 _REPR_ITEM = re.compile(r"""(['"])([A-Za-z_][\w.-]*)\1(\s*:\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+# Fields holding a process environment (Ray's ``runtime_env={"env_vars": ...}``, Marin's
+# ``env_vars=``): recorded by variable name only, whatever the names -- a neutral name such as
+# ``SERVICE_CONFIG`` may still carry a credential.
+ENVIRONMENT_FIELDS = frozenset({"env_vars", "environment_variables"})
+# ``env_vars={...}`` / ``'env_vars': {...}`` inside a repr (a resource config's runtime_env).
+_REPR_ENV = re.compile(r"""(['"]?)(env_vars|environment_variables)\1(\s*[:=]\s*)\{([^{}]*)\}""")
+_REPR_QUOTED_VALUE = re.compile(r"""(:\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 
 
 # ``scheme://user:password@host`` (or ``scheme://token@host``): the userinfo of a URL is a credential
@@ -62,9 +88,15 @@ _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/@'\"]+)@")
 _BEARER = re.compile(r"(?i)\b(bearer\s+)([^\s'\",;]{8,})")
 _BASIC = re.compile(r"\b(Basic\s+)([A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])")
 
-# Known secret values shorter than this are hidden only in their own field (by name): scrubbing a
-# short value out of every string would blank ordinary words and paths.
-MIN_KNOWN_SECRET_LENGTH = 8
+# The one minimum: a secret value shorter than this is not scrubbed out of free text (errors, logs,
+# metadata, a Ray job's output) -- it would blank ordinary words and paths (a flag such as
+# ``AUTH_ENABLED=true``); such a value is still hidden in its own field, by name.
+MIN_SECRET_LENGTH = 8
+MIN_KNOWN_SECRET_LENGTH = MIN_SECRET_LENGTH  # the name the redaction docs use
+# A line of a multi-line secret (a PEM body line, a service-account JSON line) this long is secret
+# on its own; shorter ones ("{", "}", "-----END") would blank out ordinary log text.
+MIN_SECRET_LINE = 20
+REDACTED_BYTES = REDACTED.encode()
 
 
 class MissingSecretError(RuntimeError):
@@ -105,7 +137,10 @@ def _words(key: str) -> str:
 @functools.lru_cache(maxsize=4096)  # config keys repeat across thousands of steps
 def is_secret_name(key: str) -> bool:
     """True when a field / variable name looks like it holds a credential."""
-    words = _words(str(key))
+    key = str(key)
+    if _ENV_KEY_NAME.match(key):
+        return True
+    words = _words(key)
     return bool(_SECRET_WORDS.search(words)) and not _NOT_SECRET.search(words)
 
 
@@ -143,6 +178,15 @@ def _redact_text(text: str, known: tuple[str, ...] = ()) -> str:
         text = _BEARER.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
     if "Basic" in text:
         text = _BASIC.sub(hide_basic, text)
+    if "env" in text:
+        text = _REPR_ENV.sub(
+            lambda m: (
+                f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{{"
+                + _REPR_QUOTED_VALUE.sub(lambda v: f"{v.group(1)}'{REDACTED}'", m.group(4))
+                + "}"
+            ),
+            text,
+        )
     if "=" in text:
         text = _REPR_FIELD.sub(hide, text)
     return _REPR_ITEM.sub(hide_item, text) if ":" in text else text
@@ -151,10 +195,9 @@ def _redact_text(text: str, known: tuple[str, ...] = ()) -> str:
 def known_secrets(value: Any, extra: Iterable[str] = ()) -> tuple[str, ...]:
     """The secret values to scrub from every string of ``value``: those it holds
     (:func:`secret_values`), the runner's secret-named environment variables and ``extra`` --
-    each at least :data:`MIN_KNOWN_SECRET_LENGTH` long, longest first (a secret that contains
-    another is hidden whole)."""
-    found = secret_values(value) | environment_secrets() | set(extra)
-    return tuple(sorted((s for s in found if len(s) >= MIN_KNOWN_SECRET_LENGTH), key=len, reverse=True))
+    in every form :func:`secret_strings` scrubs, longest first (a secret that contains another is
+    hidden whole)."""
+    return tuple(secret_strings(secret_values(value) | environment_secrets() | set(extra)))
 
 
 def redact_secrets(value: Any, extra: Iterable[str] = ()) -> Any:
@@ -181,6 +224,10 @@ def _redact(value: Any, known: tuple[str, ...]) -> Any:
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
         for key, item in value.items():
+            if key in ENVIRONMENT_FIELDS and isinstance(item, Mapping):
+                # By name only: {"NAME": "***"} (an EnvSecret reference stays visible as such).
+                out[key] = {name: {"env": v.env} if isinstance(v, EnvSecret) else REDACTED for name, v in item.items()}
+                continue
             plain = _redact(item, known)
             if is_secret_name(str(key)) and isinstance(plain, (str, bytes)) and plain not in ("", b"", REDACTED):
                 plain = REDACTED  # strings only: a count or flag named "tokens_..." holds no secret
@@ -217,8 +264,8 @@ def resolve_secrets(value: Any) -> Any:
 
 
 def secret_values(value: Any, _key: str = "") -> set[str]:
-    """The secret strings a config holds: resolved :class:`EnvSecret` values and the string values
-    of secret-looking fields (at least 4 characters, so that scrubbing stays meaningful)."""
+    """The secret strings a config holds: resolved :class:`EnvSecret` values, the string values
+    of secret-looking fields and of ``env_vars`` mappings (at least 4 characters, so that scrubbing stays meaningful)."""
     found: set[str] = set()
     if isinstance(value, EnvSecret):
         resolved = os.environ.get(value.env, "")
@@ -229,6 +276,9 @@ def secret_values(value: Any, _key: str = "") -> set[str]:
         value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         for key, item in value.items():
+            if key in ENVIRONMENT_FIELDS and isinstance(item, Mapping):
+                # Every value of an environment is treated as secret (it is recorded by name only).
+                found |= {v for v in item.values() if isinstance(v, str) and len(v) >= 4}
             found |= secret_values(item, str(key))
     elif isinstance(value, (list, tuple)):
         for item in value:
@@ -236,9 +286,7 @@ def secret_values(value: Any, _key: str = "") -> set[str]:
     return found
 
 
-# Shorter values of secret-named variables (flags such as AUTH_ENABLED=true) are not credentials,
-# and scrubbing them would blank ordinary words out of error messages.
-MIN_ENV_SECRET_LENGTH = 8
+MIN_ENV_SECRET_LENGTH = MIN_SECRET_LENGTH  # shorter values of secret-named variables are flags
 
 
 def environment_secrets() -> set[str]:
@@ -254,8 +302,110 @@ def scrub_values(value: Any, secrets: set[str]) -> Any:
     return redact_secrets(value, secrets)
 
 
-def scrub(text: str, secrets: set[str]) -> str:
-    """``text`` with every occurrence of the given secret strings replaced by ``***``."""
-    for secret in sorted(secrets, key=len, reverse=True):
+def _escaped_forms(value: str) -> set[str]:
+    """``value`` as Python's ``repr`` (either quote escaped or not) and JSON (ASCII or not, ``\\/``)
+    write it inside a larger string."""
+    both_quotes = repr(value + "'\"")[1:-4]  # repr of a string holding ' and " escapes '
+    forms = {
+        value,
+        repr(value)[1:-1],
+        both_quotes,
+        both_quotes.replace("\\'", "'"),
+        value.encode("unicode_escape").decode("ascii"),
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+    }
+    forms |= {form.replace("/", "\\/") for form in forms if "/" in form}
+    return forms
+
+
+def secret_forms(value: str) -> set[str]:
+    """Every string that reveals ``value`` in text: the value and its escaped forms, and for a
+    multi-line value (real newlines or ``\\n`` escapes, as in a service-account JSON's key) each
+    line of :data:`MIN_SECRET_LINE`+ characters with its escaped forms."""
+    forms = _escaped_forms(value)
+    if "\n" in value or "\\n" in value:
+        for line in re.split(r"\r?\n|\\n", value):
+            line = line.strip()
+            if len(line) >= MIN_SECRET_LINE:
+                forms |= _escaped_forms(line)
+    return forms
+
+
+def secret_strings(values: Iterable[str]) -> list[str]:
+    """What the scrubber replaces for the secret ``values``: every form (:func:`secret_forms`) of
+    each value of :data:`MIN_SECRET_LENGTH`+ characters, longest first."""
+    found: set[str] = set()
+    for value in values:
+        if len(value) >= MIN_SECRET_LENGTH:
+            found |= {form for form in secret_forms(value) if len(form) >= MIN_SECRET_LENGTH}
+    return sorted(found, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every form of the given secret values replaced by ``***`` (the one scrubber:
+    errors, metadata, Ray job logs; values shorter than :data:`MIN_SECRET_LENGTH` are left)."""
+    for secret in secret_strings(secrets):
         text = text.replace(secret, REDACTED)
     return text
+
+
+def stream_secrets(values: Iterable[str]) -> list[bytes]:
+    """:func:`secret_strings` as bytes, for :class:`StreamScrubber` and :func:`scrub_bytes`."""
+    return [form.encode() for form in secret_strings(values)]
+
+
+def scrub_bytes(data: bytes, secrets: list[bytes]) -> bytes:
+    """``data`` with every secret replaced by ``***`` (``secrets`` from :func:`stream_secrets`)."""
+    for secret in secrets:
+        data = data.replace(secret, REDACTED_BYTES)
+    return data
+
+
+class StreamScrubber:
+    """Scrubs a stream that arrives in arbitrary chunks: a secret split across chunks (or lines) is
+    still replaced whole. Only a chunk's tail that could be the start of a secret is held back until
+    the next chunk (or :meth:`flush`); everything else is passed on at once."""
+
+    def __init__(self, secrets: list[bytes]) -> None:
+        self.secrets = sorted(set(secrets), key=len, reverse=True)
+        self.longest = max((len(s) for s in self.secrets), default=0)
+        self.firsts = {s[0] for s in self.secrets}
+        self.pending = b""
+
+    def _cut(self, data: bytes) -> int:
+        """Where the part safe to scrub and emit now ends.
+
+        The tail from the first position whose rest is a proper prefix of a secret is held (the
+        secret may complete in the next chunk -- and a shorter secret, e.g. a PEM's first line,
+        must not be replaced inside it first); so is a whole secret that would straddle the cut.
+        """
+        cut = len(data)
+        for i in range(max(0, len(data) - self.longest + 1), len(data)):
+            if data[i] in self.firsts:
+                tail = data[i:]
+                if any(len(s) > len(tail) and s.startswith(tail) for s in self.secrets):
+                    cut = i
+                    break
+        moved = True
+        while moved:
+            moved = False
+            for secret in self.secrets:
+                j = data.find(secret, max(0, cut - len(secret) + 1))
+                if -1 < j < cut < j + len(secret):
+                    cut, moved = j, True
+        return cut
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The scrubbed output that is safe to emit after ``chunk``."""
+        if not self.secrets:
+            return chunk
+        data = self.pending + chunk
+        cut = self._cut(data)
+        self.pending = data[cut:]
+        return scrub_bytes(data[:cut], self.secrets)
+
+    def flush(self) -> bytes:
+        """What is still held (end of stream), scrubbed."""
+        data, self.pending = scrub_bytes(self.pending, self.secrets), b""
+        return data

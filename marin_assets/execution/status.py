@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import logging
 import os
 import socket
 import time
@@ -23,10 +24,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from marin_assets.execution.secrets import redact_secrets
-from marin_assets.execution.storage import atomic_write_text, join_path, read_text
+from marin_assets.execution.storage import atomic_write_text, join_path, read_json, read_text
 
 if TYPE_CHECKING:
     from marin_assets.execution.conditional import LeaseBackend
+
+logger = logging.getLogger(__name__)
 
 STATUS_FILE = ".executor_status"
 INFO_FILE = ".executor_info"
@@ -210,23 +213,25 @@ def write_json(path: str, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
-def read_json(path: str) -> Any | None:
-    """Parsed JSON at ``path``, or None when missing or unreadable."""
-    text = read_text(path)
-    if text is None:
-        return None
+def _read_record(path: str) -> Any | None:
+    """A runner-written record, or None when it is missing or unreadable (a half-written or
+    foreign file is shown as absent, never fails a status page)."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return read_json(path)
+    except FileNotFoundError:
+        return None
+    except ValueError as exc:
+        logger.warning("%s", exc)
         return None
 
 
 def read_info(output_path: str) -> dict[str, Any] | None:
-    """The ``.executor_info`` of ``output_path``, or None."""
-    return read_json(join_path(output_path, INFO_FILE))
+    """The ``.executor_info`` of ``output_path``, or None (missing or unreadable)."""
+    data = _read_record(join_path(output_path, INFO_FILE))
+    return data if isinstance(data, dict) else None
 
 
 def read_metadata(output_path: str) -> dict[str, Any]:
     """The metadata a step returned for ``output_path`` (empty when none)."""
-    data = read_json(join_path(output_path, METADATA_FILE))
+    data = _read_record(join_path(output_path, METADATA_FILE))
     return redact_secrets(data) if isinstance(data, dict) else {}

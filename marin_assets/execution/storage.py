@@ -15,6 +15,7 @@ exception, which would publish a truncated object.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -88,6 +89,21 @@ def read_many(paths: list[str]) -> dict[str, bytes]:
             if isinstance(data, bytes):
                 out[names.get(p) or names[fs._strip_protocol(p)]] = data
     return out
+
+
+def read_json(path: str) -> Any:
+    """The parsed JSON at ``path`` -- the one contract of every ``read_json`` in the tree.
+
+    Raises FileNotFoundError when ``path`` does not exist and ValueError naming ``path`` when its
+    content is not JSON; a caller for whom a missing file is normal catches FileNotFoundError.
+    """
+    data = read_bytes(path)
+    if data is None:
+        raise FileNotFoundError(path)
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not JSON: {exc}") from None
 
 
 def read_text(path: str) -> str | None:

@@ -5,7 +5,7 @@ variables of ``ray_run`` do not travel in the job's ``runtime_env.env_vars`` (Ra
 the job's metadata, which ``ray job list`` and the dashboard show to anyone); they travel as a
 file inside a throw-away ``py_modules`` package whose module name is in ``$MARIN_JOB_ENV_MODULE``.
 This entrypoint loads them, runs the command with them, and copies the command's output to the
-job log with every value replaced by ``***`` (except those of :data:`CONFIG_VARIABLES` such as
+job log with every value (8+ characters: the engine's one scrubber, ``execution.secrets``) replaced by ``***`` (except those of :data:`CONFIG_VARIABLES` such as
 ``MARIN_PREFIX``) -- so a job that prints its own environment still leaves no secret in the logs.
 A value is replaced whole (a multi-line PEM key or service-account JSON too: the output is scrubbed
 as a stream, not line by line), in its escaped forms (``repr``, JSON) and, for a multi-line value,
@@ -18,15 +18,18 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+# The engine's one scrubber (names kept for ray_run and the tests).
+from marin_assets.execution.secrets import REDACTED_BYTES as REDACTED  # noqa: F401 - re-exported
+from marin_assets.execution.secrets import StreamScrubber, stream_secrets
+from marin_assets.execution.secrets import scrub_bytes as scrub  # noqa: F401 - re-exported
+
 ENV_MODULE_VAR = "MARIN_JOB_ENV_MODULE"
 ENV_FILE = "env.json"
-REDACTED = b"***"
 # ``-e`` variables that configure a run rather than authenticate it: their values (a prefix, a W&B
 # project, offline switches) stay readable in the job's log, so output paths can be read there.
 # Every other ``-e`` value is treated as a secret.
@@ -61,52 +64,10 @@ CONFIG_VARIABLES = frozenset(
 )
 
 
-# A line of a multi-line secret (a PEM body line, a service-account JSON line) this long is secret
-# on its own; shorter ones ("{", "}", "-----END") would blank out ordinary log text.
-MIN_FRAGMENT = 20
-
-
-def _escaped_forms(value: str) -> set[str]:
-    """``value`` as Python's ``repr`` (either quote escaped or not) and JSON (ASCII or not, ``\\/``)
-    write it inside a larger string."""
-    both_quotes = repr(value + "'\"")[1:-4]  # repr of a string holding ' and " escapes '
-    forms = {
-        value,
-        repr(value)[1:-1],
-        both_quotes,
-        both_quotes.replace("\\'", "'"),
-        value.encode("unicode_escape").decode("ascii"),
-        json.dumps(value)[1:-1],
-        json.dumps(value, ensure_ascii=False)[1:-1],
-    }
-    forms |= {form.replace("/", "\\/") for form in forms if "/" in form}
-    return forms
-
-
-def secret_forms(value: str) -> set[str]:
-    """Every string that reveals ``value`` in a log: the value and its escaped forms, and for a
-    multi-line value (real newlines or ``\\n`` escapes, as in a service-account JSON's key) each
-    line of :data:`MIN_FRAGMENT`+ characters with its escaped forms."""
-    forms = _escaped_forms(value)
-    if "\n" in value or "\\n" in value:
-        for line in re.split(r"\r?\n|\\n", value):
-            line = line.strip()
-            if len(line) >= MIN_FRAGMENT:
-                forms |= _escaped_forms(line)
-    return forms
-
-
 def secret_values(env: dict[str, str]) -> list[bytes]:
-    """The byte strings to hide for the ``-e`` values (all but :data:`CONFIG_VARIABLES`; 3+
-    characters): each value's :func:`secret_forms`, longest first so a secret containing another
-    is replaced whole. 1-2 character values would turn every log line into asterisks and are not
-    secrets anyone should pass."""
-    hidden: set[bytes] = set()
-    for key, value in env.items():
-        if key in CONFIG_VARIABLES or len(value) < 3:
-            continue
-        hidden |= {form.encode() for form in secret_forms(value) if len(form) >= 3}
-    return sorted(hidden, key=len, reverse=True)
+    """The byte strings to hide for the ``-e`` values (all but :data:`CONFIG_VARIABLES`): every form
+    of each, by the engine's one scrubber rule (:func:`marin_assets.execution.secrets.secret_strings`)."""
+    return stream_secrets(value for key, value in env.items() if key not in CONFIG_VARIABLES)
 
 
 def load_job_env() -> dict[str, str]:
@@ -117,62 +78,6 @@ def load_job_env() -> dict[str, str]:
     module = importlib.import_module(module_name)
     data = json.loads((Path(module.__file__).parent / ENV_FILE).read_text())
     return {str(k): str(v) for k, v in data.items()}
-
-
-def scrub(data: bytes, secrets: list[bytes]) -> bytes:
-    """``data`` with every secret replaced by ``***`` (``secrets`` longest first)."""
-    for secret in secrets:
-        data = data.replace(secret, REDACTED)
-    return data
-
-
-class StreamScrubber:
-    """Scrubs a stream that arrives in arbitrary chunks: a secret split across chunks (or lines) is
-    still replaced whole. Only a chunk's tail that could be the start of a secret is held back until
-    the next chunk (or :meth:`flush`); everything else is passed on at once."""
-
-    def __init__(self, secrets: list[bytes]) -> None:
-        self.secrets = sorted(set(secrets), key=len, reverse=True)
-        self.longest = max((len(s) for s in self.secrets), default=0)
-        self.firsts = {s[0] for s in self.secrets}
-        self.pending = b""
-
-    def _cut(self, data: bytes) -> int:
-        """Where the part safe to scrub and emit now ends.
-
-        The tail from the first position whose rest is a proper prefix of a secret is held (the
-        secret may complete in the next chunk -- and a shorter secret, e.g. a PEM's first line,
-        must not be replaced inside it first); so is a whole secret that would straddle the cut.
-        """
-        cut = len(data)
-        for i in range(max(0, len(data) - self.longest + 1), len(data)):
-            if data[i] in self.firsts:
-                tail = data[i:]
-                if any(len(s) > len(tail) and s.startswith(tail) for s in self.secrets):
-                    cut = i
-                    break
-        moved = True
-        while moved:
-            moved = False
-            for secret in self.secrets:
-                j = data.find(secret, max(0, cut - len(secret) + 1))
-                if -1 < j < cut < j + len(secret):
-                    cut, moved = j, True
-        return cut
-
-    def feed(self, chunk: bytes) -> bytes:
-        """The scrubbed output that is safe to emit after ``chunk``."""
-        if not self.secrets:
-            return chunk
-        data = self.pending + chunk
-        cut = self._cut(data)
-        self.pending = data[cut:]
-        return scrub(data[:cut], self.secrets)
-
-    def flush(self) -> bytes:
-        """What is still held (end of stream), scrubbed."""
-        data, self.pending = scrub(self.pending, self.secrets), b""
-        return data
 
 
 def exit_status(returncode: int) -> int:

@@ -20,13 +20,16 @@ Output layout::
     <out>/train_config.yaml        the exact Levanter config that ran
     <out>/checkpoints/step-N/      Levanter checkpoints (resume point)
     <out>/hf/step-N/               HF (safetensors) export, loadable by transformers / lm-eval
-    <out>/train.log                Levanter's log; json_logger metric records are lines in it
+    <out>/train.log                Levanter's log, every attempt's (json_logger metric records are lines in it)
     <out>/metrics.jsonl            the metric records alone (step, metrics)
     <out>/loss_curve.png           train/eval loss per step
     <out>/train_summary.json       what the step returns as metadata
 
 Resume: the run id is derived from the output path and the checkpointer writes to a fixed folder,
-so a rerun of a killed step finds ``checkpoints/step-N`` and Levanter continues from step N.
+so a rerun of a killed step finds ``checkpoints/step-N`` and Levanter continues from the newest
+complete one (the engine adopts only checkpoints with Levanter's ``metadata.json``:
+:mod:`marin_assets.execution.attempt`). ``resumed_from_step`` is the checkpoint Levanter reports
+loading to resume, and ``train.log`` / ``metrics.jsonl`` hold the history of every attempt.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from marin_assets.execution.metadata import markdown, table
-from marin_assets.execution.storage import atomic_write_bytes, atomic_write_text, is_local, join_path
+from marin_assets.execution.storage import atomic_write_bytes, atomic_write_text, join_path
 from marin_assets.training import eval_harness, levanter_main, subprocess_runner
 from marin_assets.training.train_config import (
     DEFAULT_CHECKPOINTS_PATH,
@@ -54,10 +57,17 @@ from marin_assets.training.train_config import (
     SourceSpec,
     TrainerSpec,
     accelerator_of,
-    default_run_id,
     use_wandb,
 )
-from marin_assets.training.training_log import list_step_dirs, loss_curve_png, parse_metrics
+from marin_assets.training.training_log import (
+    START_MARK,
+    AttemptLog,
+    list_step_dirs,
+    loss_curve_png,
+    metrics_jsonl,
+    parse_metrics,
+    resumed_from_step,
+)
 
 if TYPE_CHECKING:  # Levanter's config, for readers and type checkers only (no import at run time)
     from levanter.main.train_lm import TrainLmConfig
@@ -131,18 +141,13 @@ def _env_of(config: TrainLmOnPodConfig) -> dict[str, str]:
     return env
 
 
-def _log_path(out: str) -> str:
-    # The log is appended across resumes; on object stores it is written locally and uploaded.
-    if is_local(out):
-        return join_path(out, "train.log")
-    return os.path.join("/tmp", f"marin-train-{default_run_id(out)}.log")
-
-
 def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
     """Run (or resume) Levanter training into ``config.output_path``; returns step metadata.
 
     The subprocess builds Levanter's config itself (:mod:`marin_assets.training.levanter_main`), so
     this process never imports Levanter or JAX (unless the script itself built a Levanter config).
+    ``train.log`` lives with the attempt (:class:`~marin_assets.training.training_log.AttemptLog`),
+    so a resumed run -- on this host or one that took over -- continues its history.
     """
     if config.output_path is None:
         raise ValueError("TrainLmOnPodConfig.output_path is required here (checkpoints and exports go there)")
@@ -150,41 +155,37 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
         raise ValueError("TrainLmOnPodConfig.auto_build_caches=True cannot apply: caches are built by tokenize steps")
     out = str(config.output_path)
     accelerator = accelerator_of(config.resources)
-    resumed_from = list_step_dirs(join_path(out, DEFAULT_CHECKPOINTS_PATH))
-    log_path = _log_path(out)
-    spec = levanter_main.write_spec(
-        log_path + ".config.pkl", "marin_assets.training.levanter_config:prepare_training", config
-    )
-    missing_path = eval_harness.missing_tasks_path(levanter_main.local_yaml_path(spec))
-    if os.path.exists(missing_path):
-        os.remove(missing_path)  # a list left by an earlier attempt
-    os.makedirs(os.path.dirname(log_path), exist_ok=True)
-    with open(log_path, "ab") as log:
-        log.write(f"\n===== marin: train_lm start {time.strftime('%Y-%m-%dT%H:%M:%S')} =====\n".encode())
-    start = time.monotonic()
-    proc = subprocess_runner.start(
-        levanter_main.command("train", spec), log_path, training_env(_env_of(config), accelerator), label="train"
-    )
-    try:
-        rc = subprocess_runner.wait(proc, TRAIN_TIMEOUT_S)  # kills the trainer if cancelled
-    except subprocess.TimeoutExpired:
-        raise TimeoutError(f"training did not finish in {TRAIN_TIMEOUT_S}s; log: {log_path}") from None
-    with open(log_path, encoding="utf-8", errors="replace") as handle:
-        log_text = handle.read()
-    if rc != 0:
-        missing = eval_harness.read_missing_tasks(levanter_main.local_yaml_path(spec))
-        if missing is not None:
-            raise missing  # names each task and eval_harness_tasks=(); nothing was trained
-        raise RuntimeError(f"levanter train_lm exited with {rc}; log {log_path}:\n{log_text[-4000:]}")
-    # The pickled spec was the subprocess's input only: train_config.yaml is the record of what ran
-    # (the pickle would publish the attempt's staging path and the step's env_vars).
-    with contextlib.suppress(OSError):
-        os.remove(spec)
-    if not is_local(out):
-        atomic_write_bytes(join_path(out, "train.log"), log_text.encode())
-    with open(levanter_main.plan_path(spec)) as handle:
-        plan = json.load(handle)
-    return summarize_training(out, plan, log_text, time.monotonic() - start, resumed_from[-1][0] if resumed_from else 0)
+    with AttemptLog(out, "train.log") as attempt_log:
+        log_path = attempt_log.path
+        spec = levanter_main.write_spec(
+            log_path + ".config.pkl", "marin_assets.training.levanter_config:prepare_training", config
+        )
+        missing_path = eval_harness.missing_tasks_path(levanter_main.local_yaml_path(spec))
+        if os.path.exists(missing_path):
+            os.remove(missing_path)  # a list left by an earlier attempt
+        with open(log_path, "ab") as log:
+            log.write(f"\n{START_MARK} {time.strftime('%Y-%m-%dT%H:%M:%S')} =====\n".encode())
+        start = time.monotonic()
+        proc = subprocess_runner.start(
+            levanter_main.command("train", spec), log_path, training_env(_env_of(config), accelerator), label="train"
+        )
+        try:
+            rc = subprocess_runner.wait(proc, TRAIN_TIMEOUT_S)  # kills the trainer if cancelled
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"training did not finish in {TRAIN_TIMEOUT_S}s; log: {attempt_log.remote}") from None
+        log_text = attempt_log.text()
+        if rc != 0:
+            missing = eval_harness.read_missing_tasks(levanter_main.local_yaml_path(spec))
+            if missing is not None:
+                raise missing  # names each task and eval_harness_tasks=(); nothing was trained
+            raise RuntimeError(f"levanter train_lm exited with {rc}; log {attempt_log.remote}:\n{log_text[-4000:]}")
+        # The pickled spec was the subprocess's input only: train_config.yaml is the record of what ran
+        # (the pickle would publish the attempt's staging path and the step's env_vars).
+        with contextlib.suppress(OSError):
+            os.remove(spec)
+        with open(levanter_main.plan_path(spec)) as handle:
+            plan = json.load(handle)
+    return summarize_training(out, plan, log_text, time.monotonic() - start, resumed_from_step(log_text))
 
 
 def _finite_float(value: Any) -> float | None:
@@ -202,8 +203,7 @@ def summarize_training(out: str, plan: Mapping[str, Any], log_text: str, wall_s:
     so Dagster plots it across materializations; ``loss_table`` is the curve as a table.
     """
     steps, summary = parse_metrics(log_text)
-    lines = [json.dumps({"step": s, "metrics": m}, default=str) for s, m in sorted(steps.items())]
-    atomic_write_text(join_path(out, "metrics.jsonl"), "\n".join(lines) + "\n")
+    atomic_write_text(join_path(out, "metrics.jsonl"), metrics_jsonl(log_text))
     train_losses = [(s, float(m["train/loss"])) for s, m in sorted(steps.items()) if "train/loss" in m]
     eval_losses = [(s, float(m["eval/loss"])) for s, m in sorted(steps.items()) if "eval/loss" in m]
     # Steady-state throughput: skip the first logged steps (compilation) when there are enough.

@@ -1,14 +1,131 @@
-"""Reading a Levanter run back: json_logger metric records, step folders, the loss curve."""
+"""A Levanter run's log and what is read back from it: json_logger metric records, step folders,
+the loss curve, the step Levanter resumed from.
+
+The log lives with the attempt (:class:`AttemptLog`): in the step's output folder -- the attempt's
+staging folder while it runs -- so a takeover that copies the attempt copies its log too, and a
+resumed run's ``train.log`` and ``metrics.jsonl`` hold the whole history, on any host.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import threading
 from collections.abc import Mapping
+from types import TracebackType
 from typing import Any
 
-from marin_assets.execution.storage import filesystem, join_path
+from marin_assets.execution.storage import atomic_write_bytes, filesystem, is_local, join_path, read_bytes
+
+logger = logging.getLogger(__name__)
+
+LOG_SYNC_S = 10.0  # how often a log on an object store is uploaded while the run goes on
+START_MARK = "===== marin: train_lm start"
+_RESUMED = re.compile(r"Resuming training from step (\d+)")
+_LOADED = re.compile(r"Loading checkpoint from \S*/step-(\d+)\b")
+
+
+class AttemptLog:
+    """The log file of a step, kept in its output folder (the attempt's staging folder).
+
+    Local output: the file itself (``<out>/<name>``), appended to across resumes. Object store: a
+    file can only be replaced whole, so the step appends to a local mirror in a fresh temporary
+    folder -- seeded with the attempt's log when there is one (a resumed or taken-over attempt
+    copied it) -- which is uploaded to ``<out>/<name>`` every ``sync_s`` seconds, on :meth:`sync`
+    and when the block ends. A host lost mid-run loses at most the lines of its last ``sync_s``
+    seconds; the host that takes over continues the log it finds.
+    """
+
+    def __init__(self, out: str, name: str = "train.log", sync_s: float = LOG_SYNC_S) -> None:
+        self.remote = join_path(out, name)
+        self.sync_s = sync_s
+        self._local_dir = None if is_local(out) else tempfile.mkdtemp(prefix="marin-attempt-log-")
+        self.path = filesystem(self.remote)[1] if self._local_dir is None else os.path.join(self._local_dir, name)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._synced_size = -1
+        self._sync_lock = threading.Lock()
+
+    def __enter__(self) -> AttemptLog:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        if self._local_dir is not None:
+            earlier = read_bytes(self.remote)  # the attempt's log so far (copied at a takeover)
+            with open(self.path, "wb") as handle:
+                handle.write(earlier or b"")
+            self._synced_size = len(earlier or b"")
+            self._thread = threading.Thread(target=self._sync_loop, name=f"log-sync:{self.remote}", daemon=True)
+            self._thread.start()
+        return self
+
+    def _sync_loop(self) -> None:
+        while not self._stop.wait(self.sync_s):
+            try:
+                self.sync()
+            except Exception as exc:  # noqa: BLE001 - the next sync retries; the final one raises
+                logger.warning("could not upload %s (retried in %.0fs): %s", self.remote, self.sync_s, exc)
+
+    def sync(self) -> None:
+        """Upload the local mirror when it grew (a no-op for a local output)."""
+        if self._local_dir is None:
+            return
+        with self._sync_lock:
+            size = os.path.getsize(self.path)
+            if size == self._synced_size:
+                return
+            with open(self.path, "rb") as handle:
+                data = handle.read()
+            atomic_write_bytes(self.remote, data)
+            self._synced_size = len(data)
+
+    def text(self) -> str:
+        """The whole log so far."""
+        with open(self.path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        try:
+            self.sync()  # a failed run's log is uploaded too: the next attempt continues it
+        except Exception as sync_error:
+            if exc is None:
+                raise
+            # The run's own error is the one to report; this upload failing is secondary.
+            logger.warning("could not upload %s after the run failed: %s", self.remote, sync_error)
+        finally:
+            if self._local_dir is not None:
+                shutil.rmtree(self._local_dir, ignore_errors=True)
+
+
+def resumed_from_step(log_text: str) -> int:
+    """The checkpoint step Levanter resumed from in the last run of ``log_text`` (0: a fresh start).
+
+    Read from Levanter's own lines after the last :data:`START_MARK`: a resume is announced by
+    ``Resuming training from step S``; the checkpoint it loaded by ``Loading checkpoint from
+    .../step-N`` -- N is returned, the folder Levanter actually read, not whatever folders exist
+    (an unfinished one is skipped by Levanter and never adopted by the engine). Without the loading
+    line, S is returned.
+    """
+    section = log_text[log_text.rfind(START_MARK) :] if START_MARK in log_text else log_text
+    resumed = _RESUMED.findall(section)
+    if not resumed:
+        return 0
+    loaded = _LOADED.findall(section)
+    return int(loaded[-1]) if loaded else int(resumed[-1])
+
+
+def metrics_jsonl(log_text: str) -> str:
+    """``metrics.jsonl``: one ``{"step", "metrics"}`` line per step logged (later lines win)."""
+    steps, _ = parse_metrics(log_text)
+    return "".join(json.dumps({"step": s, "metrics": m}, default=str) + "\n" for s, m in sorted(steps.items()))
+
 
 JSON_LOGGER_MARK = '"tracker": "json_logger"'
 

@@ -1,9 +1,11 @@
 """A tiny training step for the cross-host takeover test (importable from a subprocess).
 
 ``python -m tests.execution.takeover_steps <executor_main args...>``. The step trains for
-``num_steps`` steps of ``step_s`` seconds, writing a checkpoint after each
-(``checkpoints/step-N/state.json``, then ``metadata.json`` last, as Levanter orders them), and
-resumes from the latest complete checkpoint it finds in its output path. Like a checkpointer's
+``num_steps`` steps of ``step_s`` seconds, logging a json_logger metric record per step into its
+``train.log`` (the product's :class:`AttemptLog`, kept with the attempt) and writing a checkpoint
+after each (``checkpoints/step-N/state.json`` and ``arrays/<host>.bin``, then, ``ckpt_write_s``
+later, ``metadata.json`` last, as Levanter orders them); it resumes from the latest complete
+checkpoint it finds in its output path and ends writing ``metrics.jsonl`` from its log. Like a checkpointer's
 background uploads, a thread writes scratch files the whole time. It writes with plain fsspec
 (never through the engine's fenced helpers), so a paused runner that resumes *does* write.
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 
 from marin_assets.execution import ExecutorStep, executor_main, this_output_path, versioned
 from marin_assets.execution.storage import filesystem
+from marin_assets.training.training_log import AttemptLog, metrics_jsonl
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,7 @@ class TinyTrainConfig:
     output_path: str
     num_steps: int = versioned(40)
     step_s: float = 0.15
+    ckpt_write_s: float = 0.3
 
 
 def _event(*words: object) -> None:
@@ -76,15 +80,24 @@ def tiny_train(config: TinyTrainConfig) -> dict[str, object]:
 
     writer = threading.Thread(target=scratch_writer, daemon=True)
     writer.start()
-    for step in range(start + 1, config.num_steps + 1):
-        time.sleep(config.step_s)
-        tag = _tag()
-        _put(fs, f"{ckpts}/step-{step}/state.json", json.dumps({"step": step, "host": host, "tag": tag}).encode())
-        _put(fs, f"{ckpts}/step-{step}/metadata.json", json.dumps({"step": step}).encode())
-        _event("ckpt", host, step, tag or "-")
-    stop.set()
-    writer.join()
-    _put(fs, f"{out}/model.json", json.dumps({"final_step": config.num_steps, "host": host}).encode())
+    with AttemptLog(config.output_path, "train.log", sync_s=0.5) as log:
+        for step in range(start + 1, config.num_steps + 1):
+            time.sleep(config.step_s)
+            tag = _tag()
+            with open(log.path, "a") as handle:  # a json_logger metric record, as Levanter logs one
+                record = {"tracker": "json_logger", "event": "log", "step": step, "metrics": {"host": host}}
+                handle.write(json.dumps(record) + "\n")
+            log.sync()  # the history reaches the attempt before the checkpoint that follows it
+            _put(fs, f"{ckpts}/step-{step}/state.json", json.dumps({"step": step, "host": host, "tag": tag}).encode())
+            _put(fs, f"{ckpts}/step-{step}/arrays/{host}.bin", f"{host} {step} {tag}".encode())
+            _event("writing", host, step)
+            time.sleep(config.ckpt_write_s)  # arrays still being committed: no marker yet
+            _put(fs, f"{ckpts}/step-{step}/metadata.json", json.dumps({"step": step}).encode())
+            _event("ckpt", host, step, tag or "-")
+        stop.set()
+        writer.join()
+        _put(fs, f"{out}/model.json", json.dumps({"final_step": config.num_steps, "host": host}).encode())
+        _put(fs, f"{out}/metrics.jsonl", metrics_jsonl(log.text()).encode())
     return {"resumed_from_step": start, "host": host}
 
 

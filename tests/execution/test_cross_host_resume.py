@@ -1,13 +1,15 @@
 """Resume across hosts under fencing: two "hosts" on one machine (``MARIN_HOST_ID``), local and gs://.
 
-Host A's runner trains a tiny step and checkpoints; A is frozen (SIGSTOP) past its lease; host B's
-runner takes the lease over from a holder it cannot prove dead, copies A's attempt, continues from
-A's last checkpoint and publishes. A, resumed (SIGCONT), keeps writing bytes tagged with a marker
+Host A's runner trains a tiny step and checkpoints; A is frozen (SIGSTOP) in the middle of writing a
+checkpoint, past its lease; host B's runner takes the lease over from a holder it cannot prove dead,
+copies A's attempt -- its complete checkpoints only, and its log -- continues from A's last complete
+checkpoint and publishes: only whole checkpoints and the whole metric history. A, resumed (SIGCONT), keeps writing bytes tagged with a marker
 for a moment -- the marker never appears in the SUCCESS output.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -70,22 +72,29 @@ def test_a_takeover_from_a_paused_host_resumes_from_its_checkpoint_and_publishes
     a = _runner("host-a", base, tmp_path)
     b = None
     try:
-        _wait_for(lambda: sum(e[:2] == ["ckpt", "host-a"] for e in _events(tmp_path)) >= 5, 120, "A's checkpoints")
-        os.killpg(a.pid, signal.SIGSTOP)
-        time.sleep(0.3)  # a write in flight when the signal arrived has landed or not: A is frozen now
+
+        def writing_a_checkpoint() -> bool:  # A wrote a checkpoint's files, not yet its marker
+            events = [e for e in _events(tmp_path) if e[1:2] == ["host-a"] and e[0] in ("writing", "ckpt")]
+            return len(events) >= 10 and events[-1][0] == "writing"
+
+        _wait_for(writing_a_checkpoint, 120, "A to write a checkpoint after 5 complete ones")
+        os.killpg(a.pid, signal.SIGSTOP)  # frozen in the middle of writing that checkpoint
+        time.sleep(0.1)
         k = max(int(e[2]) for e in _events(tmp_path) if e[:2] == ["ckpt", "host-a"])
+        half = [int(e[2]) for e in _events(tmp_path) if e[:2] == ["writing", "host-a"]][-1]
+        assert half == k + 1, "A was not frozen mid-checkpoint"
 
         b = _runner("host-b", base, tmp_path)
         _wait_for(lambda: any(e[:2] == ["start", "host-b"] for e in _events(tmp_path)), 120, "B to take over")
         (resumed_at,) = [int(e[2]) for e in _events(tmp_path) if e[:2] == ["start", "host-b"]]
-        assert resumed_at >= k  # B continues from A's checkpoints (copied), not from scratch
+        assert resumed_at == k  # B continues from A's last complete checkpoint (copied), not from scratch
 
         marker = f"ZOMBIE-{uuid.uuid4().hex}"
         (tmp_path / "tag-host-a").write_text(marker)
         os.killpg(a.pid, signal.SIGCONT)  # A wakes up while B trains, and writes before it notices
         a_out = a.communicate(timeout=120)[0]
         assert a.returncode != 0 and "lost" in a_out, a_out[-3000:]
-        assert any(e[:2] == ["tagged", "host-a"] for e in _events(tmp_path)), "A never wrote after resuming"
+        assert any(e[:2] == ["tagged", "host-a"] for e in _events(tmp_path)), (_events(tmp_path)[-30:], a_out[-3000:])
 
         b_out = b.communicate(timeout=180)[0]
         assert b.returncode == 0, b_out[-3000:]
@@ -105,5 +114,15 @@ def test_a_takeover_from_a_paused_host_resumes_from_its_checkpoint_and_publishes
     assert steps == list(range(1, 41))  # A's checkpoints up to k, then B's
     state = lambda s: files[f"{root.rstrip('/')}/checkpoints/step-{s}/state.json"]  # noqa: E731
     assert b'"host-a"' in state(1) and b'"host-b"' in state(40)
+    # Only whole checkpoints were adopted: A's half-written step-(k+1) was not copied, so B's is the
+    # only writer of that folder (a copied one would hold A's arrays beside B's).
+    arrays = {s: sorted(f.rsplit("/", 1)[1] for f in files if f"/step-{s}/arrays/" in f) for s in steps}
+    assert all(len(names) == 1 for names in arrays.values()), arrays
+    assert arrays[half] == ["host-b.bin"] and arrays[k] == ["host-a.bin"]
+    # The whole metric history, from both hosts, in the published log and metrics.
+    rows = [json.loads(line) for line in files[f"{root.rstrip('/')}/metrics.jsonl"].decode().splitlines()]
+    assert [r["step"] for r in rows] == list(range(1, 41))
+    assert {r["metrics"]["host"] for r in rows if r["step"] <= k} == {"host-a"}
+    assert {r["metrics"]["host"] for r in rows if r["step"] > k} == {"host-b"}
     # A's late writes went into its own attempt's folder, discarded: never into an output.
     assert not [f for f in files if "/.marin_attempts/" in f]

@@ -223,3 +223,68 @@ def test_a_failing_step_quoting_its_secret_records_and_raises_it_scrubbed(prefix
     assert status.status == "FAILED" and "login failed with token ***" in status.error
     assert _grep_bytes({"status": status.error.encode(), "raised": str(failure.value).encode()}) == []
     assert _grep_bytes(_folder_contents(prefix)) == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "OPENAI_KEY",
+        "DB_PASS",
+        "PGPASSWORD",
+        "SSH_KEY",
+        "SIGNING_KEY",
+        "GITHUB_PAT",
+        "DATABASE_URL",
+        "SENTRY_DSN",
+        "SLACK_BOT_TOKEN",
+        "ssh_key",
+        "db_password",
+        "connection_string",
+    ],
+)
+def test_common_credential_names_are_masked(name, monkeypatch):
+    from marin_assets.execution.secrets import environment_secrets, is_secret_name
+
+    value = f"value-of-{name.lower()}-SECRET"
+    assert is_secret_name(name)
+    assert redact_secrets({name: value}) == {name: "***"}
+    monkeypatch.setenv(name.upper(), value)
+    assert value in environment_secrets()  # scrubbed from errors and metadata when quoted
+
+
+def test_column_and_tokenizer_names_stay_readable():
+    plain = {
+        "text_key": "text",
+        "id_key": "id",
+        "partition_key": "2026-01",
+        "landing_key": "drops/a",
+        "tokenizer": "gpt2",
+        "pad_token": "<pad>",
+        "max_tokens": 5,
+        "tokens_seen": 9,
+        "patience": "long",
+    }
+    assert redact_secrets(plain) == plain
+
+
+def test_runtime_env_values_are_recorded_by_name_only(prefix):
+    from marin_assets.execution import ExecutorOptions, ExecutorStep, this_output_path
+    from marin_assets.execution.runner import StepRunner
+    from marin_resources.accelerators import GpuConfig
+
+    neutral = "neutral-name-SECRET-4e5f6a"
+    env = {"SERVICE_SETTINGS": neutral, "REGION": "europe-west4-SECRET"}
+    step = ExecutorStep(
+        "secrets/runtime_env",
+        secret_steps.use_environment,
+        secret_steps.EnvConfig(this_output_path(), env_vars=env, resources=GpuConfig(runtime_env={"env_vars": env})),
+    )
+    graph = StepGraph([step], prefix)
+    StepRunner(ExecutorOptions()).run(graph)
+    out = graph.resolved(step).output_path
+    info = read_info(out)
+    assert info["config"]["env_vars"] == {"SERVICE_SETTINGS": "***", "REGION": "***"}
+    assert "SERVICE_SETTINGS" in json.dumps(info["config"]["resources"])  # the name stays
+    assert read_metadata(out) == {"variables": 2, "echo": "***"}  # a value echoed back is scrubbed
+    contents = _folder_contents(prefix)
+    assert not [p for p, data in contents.items() if neutral.encode() in data or b"europe-west4" in data]

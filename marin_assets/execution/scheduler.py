@@ -1,0 +1,136 @@
+"""Run units dependencies first, up to ``max_concurrent`` at once, on a thread pool.
+
+The scheduler knows only the order: a unit starts when none of its dependencies is pending or
+running (a partition of a ``sequential_partitions`` step also waits for every earlier partition of
+its step to finish, whatever the outcome); a unit whose *input* failed is marked DEP_FAILED
+(``mark_dep_failed``) and not run -- a failed earlier partition, an order dependency only, does not
+propagate; a unit
+whose dependency lost its lease is *abandoned* -- the runner that took that dependency over computes
+it, and writing DEP_FAILED would flip statuses under its feet. What running one unit means is the
+``execute`` callable's business (:meth:`marin_assets.execution.runner.StepRunner.execute_unit`).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from marin_assets.execution.fence import LeaseLostError
+from marin_assets.execution.outcomes import ExecutionReport, ExecutorError, StepOutcome
+from marin_assets.execution.units import Unit, unit_label
+from marin_assets.execution.versioning import StepGraph
+
+Key = tuple[int, str | None]
+
+
+def unit_key(unit: Unit) -> Key:
+    return id(unit[0]), unit[1]
+
+
+def sequential_positions(units: list[Unit], graph: StepGraph) -> dict[Key, int]:
+    """The position of each unit of a ``sequential_partitions`` step among its step's keys."""
+    positions: dict[str, dict[str, int]] = {}
+    found: dict[Key, int] = {}
+    for node, partition in units:
+        if node.step.sequential_partitions and node.partitioned_by is not None:
+            if node.partitioned_by not in positions:
+                keys = graph.partition_keys(node.partitioned_by)
+                positions[node.partitioned_by] = {p: i for i, p in enumerate(keys)}
+            if partition in positions[node.partitioned_by]:
+                found[unit_key((node, partition))] = positions[node.partitioned_by][partition]
+    return found
+
+
+@dataclass
+class Scheduler:
+    """One run's bookkeeping: what is pending, running, failed or fenced (lease lost)."""
+
+    units: list[Unit]
+    dependencies: dict[Key, list[Key]]
+    execute: Callable[[Unit], StepOutcome]
+    mark_dep_failed: Callable[[str], bool]  # output path -> False when it is SUCCESS (left alone)
+    max_concurrent: int
+    report: ExecutionReport
+    # Order dependencies (sequential_partitions: the previous partition): waited for, but their
+    # failure does not propagate; and each sequential unit's position among its step's keys.
+    order: dict[Key, Key] = field(default_factory=dict)
+    sequential_index: dict[Key, int] = field(default_factory=dict)
+    failures: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.max_concurrent = max(1, self.max_concurrent)
+        self.by_key = {unit_key(u): u for u in self.units}
+        self.pending = dict(self.by_key)
+        self.failed: set[Key] = set()
+        self.fenced: set[Key] = set()  # lease lost: another runner owns them now
+        self.running: dict[concurrent.futures.Future[StepOutcome], Key] = {}
+
+    def run(self) -> ExecutionReport:
+        """Run every unit; raise ExecutorError listing the failed ones."""
+        with concurrent.futures.ThreadPoolExecutor(max_workers=self.max_concurrent) as pool:
+            while self.pending or self.running:
+                while self._settle(pool):
+                    pass
+                if not self.running:
+                    if self.pending:  # unreachable unless the dependency graph is inconsistent
+                        raise RuntimeError(f"scheduler stuck with {len(self.pending)} pending units")
+                    break
+                finished, _ = concurrent.futures.wait(self.running, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in finished:
+                    self._collect(future)
+        if self.failures:
+            raise ExecutorError(self.failures, self.report)
+        return self.report
+
+    def _settle(self, pool: concurrent.futures.Executor) -> bool:
+        """One pass over the pending units: drop those a failed or fenced dependency blocks, start
+        the ready ones while there is room. True when anything changed."""
+        progressed = False
+        in_flight = set(self.running.values())
+        # A sequential unit starts once every earlier partition of its step in this run has
+        # finished, whatever the outcome (one that failed early must not let a later one overtake
+        # the partitions before it).
+        first_unfinished: dict[int, int] = {}
+        for k in (*self.pending, *in_flight):
+            if k in self.sequential_index:
+                index = self.sequential_index[k]
+                first_unfinished[k[0]] = min(first_unfinished.get(k[0], index), index)
+        for k, unit in list(self.pending.items()):
+            # Units outside this run (e.g. excluded by run_only) only need their status.
+            blocking = [d for d in self.dependencies[k] if d in self.pending or d in in_flight]
+            if k in self.sequential_index and first_unfinished[k[0]] < self.sequential_index[k]:
+                blocking.append(self.order[k])
+            if any(d in self.fenced for d in self.dependencies[k]):
+                self._drop(k, "abandoned")
+                self.fenced.add(k)
+                progressed = True
+            elif any(d in self.failed for d in self.dependencies[k] if d != self.order.get(k)):
+                node, partition = unit
+                if self.mark_dep_failed(node.partition_output_path(partition)):
+                    self._drop(k, "dep_failed")
+                    self.failed.add(k)
+                else:
+                    self._drop(k, "cached")  # an intact earlier result stays valid: never overwritten
+                progressed = True
+            elif not blocking and len(self.running) < self.max_concurrent:
+                self.running[pool.submit(self.execute, unit)] = k
+                in_flight.add(k)
+                del self.pending[k]
+        return progressed
+
+    def _drop(self, k: Key, action: str) -> None:
+        node, partition = self.pending.pop(k)
+        self.report.outcomes.append(StepOutcome(node.name, node.partition_output_path(partition), partition, action))
+
+    def _collect(self, future: concurrent.futures.Future[StepOutcome]) -> None:
+        k = self.running.pop(future)
+        try:
+            outcome = future.result()
+        except Exception as exc:  # noqa: BLE001 - recorded and reported at the end of the run
+            node, partition = self.by_key[k]
+            out = node.partition_output_path(partition)
+            outcome = StepOutcome(node.name, out, partition, "failed", error=str(exc))
+            self.failures.append((unit_label(node, partition), out, str(exc)))
+            (self.fenced if isinstance(exc, LeaseLostError) else self.failed).add(k)
+        self.report.outcomes.append(outcome)

@@ -1,0 +1,108 @@
+"""Takeover adopts only what is whole; a step's log lives with its attempt; lease-loss messages say
+what was observed. (The end-to-end freeze-and-take-over runs are in test_cross_host_resume.py.)"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from marin_assets.execution.attempt import copy_attempt, drop_incomplete_checkpoints, incomplete_checkpoints
+from marin_assets.execution.fence import LeaseLostError
+from marin_assets.execution.lease import ManualClock, StepLease
+from marin_assets.execution.storage import filesystem, read_bytes
+from marin_assets.training.training_log import START_MARK, AttemptLog, resumed_from_step
+
+
+class _NoFence:
+    def check(self) -> None:
+        pass
+
+
+def _write(root, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write(text)
+
+
+CHECKPOINTS = {
+    "checkpoints/step-20/metadata.json": "{}",
+    "checkpoints/step-20/model/0.0": "a",
+    "checkpoints/step-40/model/0.0": "half",  # arrays written, marker not yet
+    "checkpoints/run-x/step-60/opt/0": "half",  # one level deeper (a per-run folder)
+    "hf/step-40/config.json": "{}",  # an HF export is no Levanter checkpoint
+    "train.log": "history",
+}
+
+
+def test_incomplete_checkpoints_are_those_without_levanters_marker():
+    assert incomplete_checkpoints(list(CHECKPOINTS)) == {"checkpoints/step-40", "checkpoints/run-x/step-60"}
+
+
+def test_a_copy_from_a_live_holder_leaves_unfinished_checkpoints_out(tmp_path):
+    source, dest = tmp_path / "a", tmp_path / "b"
+    _write(source, CHECKPOINTS)
+    copied = copy_attempt(str(source), str(dest), _NoFence())
+    found = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+    assert found == ["checkpoints/step-20/metadata.json", "checkpoints/step-20/model/0.0", "hf/step-40/config.json",
+                     "train.log"]  # fmt: skip
+    assert copied == 4
+
+
+def test_an_attempt_adopted_in_place_drops_its_unfinished_checkpoints(tmp_path):
+    _write(tmp_path, CHECKPOINTS)
+    assert sorted(drop_incomplete_checkpoints(str(tmp_path))) == ["checkpoints/run-x/step-60", "checkpoints/step-40"]
+    assert (tmp_path / "checkpoints/step-20/model/0.0").exists() and not (tmp_path / "checkpoints/step-40").exists()
+
+
+def test_resumed_from_step_is_the_checkpoint_levanter_loaded_in_the_last_run():
+    # As Levanter 1.2 logs it (levanter.checkpoint, levanter.main.train_lm); step-40 was unfinished.
+    log = (
+        f"{START_MARK} 1\nINFO :: Loading checkpoint from /o/checkpoints/step-10\nResuming training from step 11\n"
+        f"{START_MARK} 2\nINFO :: Discovered latest checkpoint from /o/checkpoints at /o/checkpoints/step-20\n"
+        "INFO :: Loading checkpoint from /o/checkpoints/step-20\nINFO :: Resuming training from step 21\n"
+    )
+    assert resumed_from_step(log) == 20
+    assert resumed_from_step(log + f"{START_MARK} 3\nfresh start\n") == 0
+    assert resumed_from_step(f"{START_MARK} 4\nResuming training from step 7\n") == 7
+
+
+def test_the_log_of_an_attempt_on_gs_continues_the_copied_history_and_is_synced(gcs_prefix):
+    out = f"{gcs_prefix}/train-abc"
+    fs, root = filesystem(out)
+    fs.pipe_file(f"{root}/train.log", b"line from host A\n")  # the attempt's log, as copied at a takeover
+    with AttemptLog(out, sync_s=60) as log:
+        assert not log.path.startswith(root)  # a local mirror: objects cannot be appended to
+        with open(log.path, "a") as handle:
+            handle.write("line from host B\n")
+        log.sync()
+        assert read_bytes(f"{out}/train.log") == b"line from host A\nline from host B\n"
+        with open(log.path, "a") as handle:
+            handle.write("last line\n")
+    assert read_bytes(f"{out}/train.log").endswith(b"last line\n")  # uploaded when the block ends
+    assert not os.path.exists(log.path)
+
+
+def test_lease_loss_messages_say_what_was_observed(tmp_path):
+    clock = ManualClock()
+    path = str(tmp_path / ".executor_lease")
+    holder = StepLease(path, heartbeat_s=30, stale_s=90, clock=clock)
+    assert holder.try_acquire()
+    os.remove(path)  # nobody took it over: the file is gone
+    with pytest.raises(LeaseLostError, match="the lease file was deleted"):
+        holder.verify()
+    assert "another runner" not in holder.lost_reason
+    holder.release()
+
+    first = StepLease(path, heartbeat_s=30, stale_s=90, clock=clock)
+    assert first.try_acquire()
+    first._stop.set()  # frozen
+    first._thread.join()
+    clock.advance(91)
+    second = StepLease(path, heartbeat_s=30, stale_s=90, clock=clock)
+    assert second.try_acquire()
+    with pytest.raises(LeaseLostError, match=r"another runner took it over \(owner \w+ on host"):
+        first.check()
+    second.release()
