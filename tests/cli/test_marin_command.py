@@ -57,10 +57,10 @@ def marin(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO, timeo
 
 
 @pytest.fixture
-def user_env(tmp_path, dagster_home) -> dict[str, str]:
-    """A user's shell: no prefix set, the test's Dagster home and a Ray temp dir of its own."""
+def user_env(tmp_path, dagster_home, session_ray_tmpdir) -> dict[str, str]:
+    """A user's shell: no prefix set, the test's Dagster home and the session's Ray temp dir."""
     env = {k: v for k, v in os.environ.items() if k not in ("MARIN_PREFIX", "RAY_ADDRESS")}
-    env["MARIN_RAY_TMPDIR"] = os.environ["MARIN_RAY_TMPDIR"]
+    env["MARIN_RAY_TMPDIR"] = session_ray_tmpdir
     return env
 
 

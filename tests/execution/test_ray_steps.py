@@ -94,15 +94,16 @@ def test_step_requesting_absent_resource_fails_fast_with_clear_error(fake_tpu_ra
     assert read_status(out).status == "FAILED"
 
 
-def test_concurrent_ray_steps_in_threads_connect_once(prefix):
+def test_concurrent_ray_steps_in_threads_connect_once(prefix, monkeypatch):
     """Steps run in executor threads; the first ones to need Ray must not both call ray.init."""
     import ray
 
     ray.shutdown()
     temp_dir = f"/tmp/mr-thr-{os.getpid()}"
-    os.environ["MARIN_RAY_TMPDIR"] = temp_dir
+    # monkeypatch restores the session's MARIN_RAY_TMPDIR and PYTHONPATH for the tests after this one.
+    monkeypatch.setenv("MARIN_RAY_TMPDIR", temp_dir)
     old_path = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), old_path) if p)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(REPO), old_path) if p))
     try:
         steps = [
             ExecutorStep(
@@ -117,5 +118,3 @@ def test_concurrent_ray_steps_in_threads_connect_once(prefix):
     finally:
         ray.shutdown()
         stop_embedded_head(temp_dir)
-        os.environ.pop("MARIN_RAY_TMPDIR", None)
-        os.environ["PYTHONPATH"] = old_path
