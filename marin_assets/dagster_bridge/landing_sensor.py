@@ -32,8 +32,10 @@ Run requests come in drop-id order. Dedup of drop N needs the indices of drops <
 concurrent curation runs (e.g. a run-queue tag concurrency limit of 1 on ``marin/curation``) or
 rely on the dedup step failing loudly and retrying.
 
-Nothing a drop contains can crash the sensor: validation returns reasons instead of raising, and
-a storage error during listing becomes a ``SkipReason``.
+Nothing a drop contains can crash the sensor: validation returns reasons instead of raising. What
+is no property of a drop -- a storage error, a bug in the validation -- fails the tick (an error in
+the tick history naming the source and the exception; the cursor is not advanced, so the next tick
+retries): never a drop marked rejected for it.
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ from marin_assets.landing.zone import (
 )
 
 RUN_TAG = "marin/curation"
+
+
+class LandingScanError(RuntimeError):
+    """A tick could not examine the landing zone (storage error or bug); the next tick retries."""
 
 
 def _load_cursor(raw: str | None) -> dict[str, Any]:
@@ -272,9 +278,12 @@ def build_landing_sensor(
                 landing_dir,
                 (lambda: materialized_everywhere(context.instance, processed_keys)) if processed_keys else None,
             )
-        except Exception as exc:  # storage hiccups must not kill the sensor
-            context.log.error(f"landing scan failed: {type(exc).__name__}: {exc}")
-            return dg.SkipReason(f"landing scan failed: {type(exc).__name__}: {exc}")
+        except Exception as exc:
+            # Not a property of any drop (a storage error, or a bug): the tick fails -- visible in the
+            # sensor's tick history with this message -- and the next tick retries from the same
+            # cursor. No drop is ever marked rejected for it.
+            context.log.error(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}")
+            raise LandingScanError(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}") from exc
         to_add = [key for key, _, needs in new if needs]
         run_requests = [
             dg.RunRequest(

@@ -299,15 +299,81 @@ class StepRunner:
 
     @staticmethod
     def unit_dependencies(unit: Unit, graph: StepGraph) -> list[Unit]:
-        """Units that must be SUCCESS before ``unit`` runs."""
+        """Units that run before ``unit``: its inputs, and (``sequential_partitions``) the previous
+        partition of its step, an *order* dependency (:meth:`order_dependency`)."""
         node, partition = unit
         deps: list[Unit] = []
         for dep in node.dependencies:
             deps.extend((dep, key) for key in node.partitions_needed(dep, partition, graph))
-        if node.step.sequential_partitions and partition is not None and node.partitioned_by is not None:
-            keys = graph.partition_keys(node.partitioned_by)
-            if partition in keys and keys.index(partition) > 0:
-                deps.append((node, keys[keys.index(partition) - 1]))
+        previous = StepRunner.order_dependency(unit, graph)
+        if previous is not None:
+            deps.append(previous)
+        return deps
+
+    @staticmethod
+    def order_dependency(unit: Unit, graph: StepGraph) -> Unit | None:
+        """The previous partition (sorted keys) of a ``sequential_partitions`` step, else None.
+
+        An order dependency, not an input: ``unit`` runs after it has *finished*, whatever the
+        outcome. A failed earlier partition (FAILED, DEP_FAILED, or never run because one of its
+        own inputs failed) is skipped -- the unit runs against the partitions that succeeded -- so
+        one failed drop never stops the later drops' chain (:meth:`effective_predecessor`).
+        """
+        node, partition = unit
+        if not node.step.sequential_partitions or partition is None or node.partitioned_by is None:
+            return None
+        keys = graph.partition_keys(node.partitioned_by)
+        if partition not in keys or keys.index(partition) == 0:
+            return None
+        return node, keys[keys.index(partition) - 1]
+
+    @staticmethod
+    def failed_input(unit: Unit, graph: StepGraph) -> str | None:
+        """The label of a FAILED / DEP_FAILED unit that ``unit`` is or transitively needs as an
+        input (order dependencies aside; SUCCESS units end the walk), or None."""
+        seen: set[tuple[int, str | None]] = set()
+        stack = [unit]
+        while stack:
+            current = stack.pop()
+            node, partition = current
+            status = read_status(node.partition_output_path(partition))
+            if status is not None and status.status in (STATUS_FAILED, STATUS_DEP_FAILED):
+                return node.name if partition is None else f"{node.name}[{partition}]"
+            if status is not None and status.status == STATUS_SUCCESS:
+                continue
+            previous = StepRunner.order_dependency(current, graph)
+            for dep in StepRunner.unit_dependencies(current, graph):
+                key = (id(dep[0]), dep[1])
+                if dep != previous and key not in seen:
+                    seen.add(key)
+                    stack.append(dep)
+        return None
+
+    @staticmethod
+    def effective_predecessor(unit: Unit, graph: StepGraph) -> tuple[Unit | None, list[str]]:
+        """The earlier partition ``unit`` waits for, skipping failed ones; and the skipped keys.
+
+        Walks back from :meth:`order_dependency` over partitions that failed (their own status, or
+        an input's: :meth:`failed_input`) to the first one that did not (SUCCESS, running, or not
+        started yet), or None when every earlier partition failed.
+        """
+        skipped: list[str] = []
+        previous = StepRunner.order_dependency(unit, graph)
+        while previous is not None and StepRunner.failed_input(previous, graph) is not None:
+            skipped.append(str(previous[1]))
+            previous = StepRunner.order_dependency(previous, graph)
+        return previous, skipped
+
+    @staticmethod
+    def input_units(unit: Unit, graph: StepGraph) -> list[Unit]:
+        """What ``unit`` needs before it runs, as the engine decides it now: its inputs, and the
+        earlier partition it waits for (:meth:`effective_predecessor`; failed ones skipped)."""
+        previous = StepRunner.order_dependency(unit, graph)
+        deps = [d for d in StepRunner.unit_dependencies(unit, graph) if d != previous]
+        if previous is not None:
+            waited, _ = StepRunner.effective_predecessor(unit, graph)
+            if waited is not None:
+                deps.append(waited)
         return deps
 
     # ----------------------------------------------------------------- one unit
@@ -328,8 +394,12 @@ class StepRunner:
         if status is not None and status.status == STATUS_SUCCESS:
             return StepOutcome(node.name, output_path, partition, "cached")
         self._check_not_failed(label, output_path, status)
+        previous = self.order_dependency(unit, graph)
         for dep_node, dep_partition in self.unit_dependencies(unit, graph):
-            self._await_dependency(label, dep_node, dep_partition)
+            if (dep_node, dep_partition) != previous:
+                self._await_dependency(label, dep_node, dep_partition)
+        if previous is not None:
+            self._await_predecessor(label, unit, graph)
 
         lease = self._lease(output_path)
         announced = False
@@ -381,6 +451,40 @@ class StepRunner:
             raise StepFailedError(
                 f"{label}: dependency {dep_label} at {dep_path} is "
                 f"{dep_status.status if dep_status else 'not started'}, not SUCCESS; materialize it first"
+            )
+
+    def _await_predecessor(self, label: str, unit: Unit, graph: StepGraph) -> None:
+        """Return once the earlier partition ``unit`` waits for is SUCCESS (failed ones skipped,
+        with a warning naming them); wait while another runner computes it.
+
+        Raises StepFailedError when it was never started (or its runner died), as for an input.
+        """
+        lease: StepLease | None = None
+        while True:
+            waited, skipped = self.effective_predecessor(unit, graph)
+            if skipped:
+                logger.warning(
+                    "%s: earlier partition(s) %s failed; running against the partitions that succeeded "
+                    "(they stay failed until fixed and re-run)",
+                    label,
+                    ", ".join(skipped),
+                )
+            if waited is None:
+                return
+            dep_node, dep_partition = waited
+            dep_path = dep_node.partition_output_path(dep_partition)
+            dep_status = read_status(dep_path)
+            if dep_status is not None and dep_status.status == STATUS_SUCCESS:
+                return
+            if dep_status is not None and dep_status.status == STATUS_RUNNING:
+                lease = lease or self._lease(dep_path)
+                if lease.is_held_by_other():
+                    time.sleep(self.options.poll_s)
+                    continue
+            raise StepFailedError(
+                f"{label}: dependency {dep_node.name}[{dep_partition}] at {dep_path} is "
+                f"{dep_status.status if dep_status else 'not started'}, not SUCCESS (partitions of "
+                f"{dep_node.name} run in key order); materialize it first"
             )
 
     def _check_not_failed(self, label: str, output_path: str, status: Any) -> None:
@@ -580,6 +684,17 @@ class StepRunner:
         by_key = {key(u): u for u in units}
         pending = dict(by_key)
         deps = {k: [key(d) for d in self.unit_dependencies(u, graph)] for k, u in by_key.items()}
+        # Order dependencies (sequential_partitions): waited for, but their failure does not propagate.
+        order = {k: key(p) for k, u in by_key.items() if (p := self.order_dependency(u, graph)) is not None}
+        positions: dict[str, dict[str, int]] = {}
+        sequential_index: dict[tuple[int, str | None], int] = {}
+        for k, (node, partition) in by_key.items():
+            if node.step.sequential_partitions and node.partitioned_by is not None:
+                if node.partitioned_by not in positions:
+                    keys = graph.partition_keys(node.partitioned_by)
+                    positions[node.partitioned_by] = {p: i for i, p in enumerate(keys)}
+                if partition in positions[node.partitioned_by]:
+                    sequential_index[k] = positions[node.partitioned_by][partition]
         failed: set[tuple[int, str | None]] = set()
         fenced: set[tuple[int, str | None]] = set()  # lease lost: another runner owns them now
         failures: list[tuple[str, str, str]] = []
@@ -590,9 +705,19 @@ class StepRunner:
                 while progressed:
                     progressed = False
                     in_flight = set(running.values())
+                    # A sequential unit starts once every earlier partition of its step in this run has
+                    # finished, whatever the outcome (one failed early fast must not let it overtake
+                    # the partitions before that one).
+                    first_unfinished: dict[int, int] = {}
+                    for k in (*pending, *in_flight):
+                        if k in sequential_index:
+                            index = sequential_index[k]
+                            first_unfinished[k[0]] = min(first_unfinished.get(k[0], index), index)
                     for k, unit in list(pending.items()):
                         # Units outside this run (e.g. excluded by run_only) only need their status.
                         blocking = [d for d in deps[k] if d in pending or d in in_flight]
+                        if k in sequential_index and first_unfinished[k[0]] < sequential_index[k]:
+                            blocking.append(order[k])
                         if any(d in fenced for d in deps[k]):
                             # The runner that took over computes them; writing DEP_FAILED would
                             # flip statuses under its feet.
@@ -602,7 +727,7 @@ class StepRunner:
                             progressed = True
                             fenced.add(k)
                             report.outcomes.append(StepOutcome(node.name, out, partition, "abandoned"))
-                        elif any(d in failed for d in deps[k]):
+                        elif any(d in failed for d in deps[k] if d != order.get(k)):
                             node, partition = unit
                             out = node.partition_output_path(partition)
                             del pending[k]

@@ -38,7 +38,13 @@ from marin_assets.core.shard_stage import (
 )
 from marin_assets.execution.storage import filesystem, join_path
 from marin_assets.landing.zone import STATUS_VALID, validate_drop
-from marin_assets.transform.raw.readers import format_from_name, hf_dataset_folders, read_file, read_hf_dataset
+from marin_assets.transform.raw.readers import (
+    finite_or_text,
+    format_from_name,
+    hf_dataset_folders,
+    read_file,
+    read_hf_dataset,
+)
 
 HF_INPUT = "hf-dataset:"  # marks a saved HF dataset folder among the stage's inputs
 
@@ -83,6 +89,9 @@ _DOLMA_FIELDS = ("id", "text", "source", "added", "created", "metadata")
 _DATE_FIELDS = ("created", "date", "timestamp", "crawl_date")
 
 
+# A character that shows: neither white space nor a zero-width / invisible format character
+# (ZWSP, ZWNJ, ZWJ, LRM/RLM, word joiner and friends, BOM, soft hyphen, Mongolian vowel separator).
+_VISIBLE = re.compile(r"[^\s\u200b-\u200f\u202a-\u202e\u2060-\u2064\u206a-\u206f\ufeff\u00ad\u180e]")
 # An HTML element a page has and plain text almost never does: a known tag, opening or closing.
 _HTML_TAG = re.compile(
     r"<\s*/?\s*(?:!doctype\s+html|html|head|body|title|meta|p|div|span|br|a|li|ul|ol|table|tr|td|h[1-6]|"
@@ -107,8 +116,11 @@ def looks_like_html(text: str) -> bool:
 
 
 def json_safe(value: Any) -> Any:
-    """``value`` as plain JSON: dates/times as ISO text, bytes and other objects as text."""
-    if value is None or isinstance(value, (str, bool, int, float)):
+    """``value`` as plain JSON: dates/times as ISO text, bytes and other objects as text, NaN and
+    infinities as ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"`` (never bare tokens: not JSON)."""
+    if isinstance(value, float):
+        return finite_or_text(value)
+    if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
@@ -150,8 +162,8 @@ def to_dolma(
         reason = "missing_text" if text is None else "text_not_string"
         q.add(reason, f"record {doc_id!r}: 'text' is {type(text).__name__}", line=line, doc_id=doc_id)
         return None
-    if not text.strip():
-        q.add("empty_text", f"record {doc_id!r} has empty text", line=line, doc_id=doc_id)
+    if _VISIBLE.search(text) is None:  # empty, whitespace or zero-width characters only: no document
+        q.add("empty_text", f"record {doc_id!r} has no visible text", line=line, doc_id=doc_id, sample=text)
         return None
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > max_doc_bytes:
