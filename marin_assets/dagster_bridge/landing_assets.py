@@ -21,7 +21,6 @@ import dagster as dg
 
 from marin_assets.dagster_bridge.cursors import compact_ids, dump_cursor, expand_ids, load_cursor, mapping
 from marin_assets.dagster_bridge.landing_sensor import RUN_TAG
-from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.storage import join_path, read_many
 from marin_assets.landing.zone import (
     MANIFEST,
@@ -30,20 +29,31 @@ from marin_assets.landing.zone import (
     content_fingerprint,
     drop_sort_key,
     list_drop_folders,
+    manifest_fingerprint,
+    read_manifest,
     scan_source,
     validate_drop,
 )
+from marin_resources.dagster_resources import MarinStorageResource
 
 SENSOR_NAME = "landing_status"
 STATUS_PROCESSED = "processed"
 STATUS_FAILED = "failed"
+STATUS_CHANGED = "changed after processing"
+CHANGED_CHECK = "drops_unchanged_after_processing"
+RECHECK_PER_TICK = 100
+"""Processed drops whose content the ``landing_status`` sensor checks again per tick (round robin)."""
 PROCESSED_ROWS_SHOWN = 500
 """The table shows every drop not processed, and the latest processed ones up to this many."""
 _SCHEMA = dg.TableSchema(
     columns=[
         dg.TableColumn("drop", "string"),
-        dg.TableColumn("status", "string", description="valid | incomplete | rejected | failed | processed"),
-        dg.TableColumn("reason", "string", description="why a drop is rejected"),
+        dg.TableColumn(
+            "status",
+            "string",
+            description="valid | incomplete | rejected | failed | processed | changed after processing",
+        ),
+        dg.TableColumn("reason", "string", description="why a drop is rejected, failed or flagged"),
         dg.TableColumn("files", "int"),
         dg.TableColumn("path", "string"),
     ]
@@ -161,19 +171,20 @@ def zone_rows(
             return status, reason, files_n, None
         fingerprint = content_fingerprint(path, manifest)
         cached = checked.get(drop_id)
-        if isinstance(cached, list) and len(cached) == 3 and cached[0] == fingerprint:
+        if isinstance(cached, list) and len(cached) >= 3 and cached[0] == fingerprint:
             status, reason = str(cached[1]), str(cached[2])
         else:
             status, reason, _ = validate_drop(path, drop_id, verify_checksums=True)
-        return status, reason, files_n, [fingerprint, status, reason]
+        return status, reason, files_n, [fingerprint, status, reason, manifest_fingerprint(manifest)]
 
     unsettled = [(d, p) for d, p in listed if not (d in done and d in settled)]
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(unsettled)))) as pool:
         examined = dict(zip([d for d, _ in unsettled], pool.map(lambda dp: examine(*dp), unsettled), strict=True))
+    fingerprints = mapping(state, "fingerprints")  # processed drop -> [content fp, manifest fp] as processed
+    changed = mapping(state, "changed")  # processed drop -> why its landing content is not what was processed
     for drop_id, path in listed:
         if drop_id not in examined:
             new_settled[drop_id] = settled[drop_id]
-            rows.append(_row(drop_id, STATUS_PROCESSED, "", settled[drop_id], path))
             continue
         status, reason, files_n, check = examined[drop_id]
         if check is not None:
@@ -181,9 +192,34 @@ def zone_rows(
         status = settle(drop_id, status, reason, files_n, path)
         if status == STATUS_PROCESSED:
             new_settled[drop_id] = files_n
+            # What was validated before the drop was processed (the content its run read).
+            before = checked.get(drop_id)
+            if drop_id not in fingerprints and isinstance(before, list) and len(before) == 4:
+                fingerprints[drop_id] = [before[0], before[3]]
         elif status == STATUS_FAILED:
             reason = f"run {failed[drop_id]} failed"
-        rows.append(_row(drop_id, status, reason, files_n, path))
+        if status != STATUS_PROCESSED:
+            rows.append(_row(drop_id, status, reason, files_n, path))
+    paths = dict(listed)
+    fingerprints = {d: fp for d, fp in fingerprints.items() if d in new_settled}
+    changed = {d: why for d, why in changed.items() if d in new_settled}
+    flagged_before = set(changed)
+    recheck = _recheck_order(sorted(new_settled, key=drop_sort_key), state.get("recheck_from"), flagged_before)
+    verdicts = pool_map(lambda d: processed_change(d, paths[d], fingerprints), recheck)
+    for drop_id, why in zip(recheck, verdicts, strict=True):
+        if why:
+            changed[drop_id] = why
+        else:
+            changed.pop(drop_id, None)
+    round_robin = [d for d in recheck if d not in flagged_before]
+    if round_robin:
+        state["recheck_from"] = round_robin[-1]
+    for drop_id in new_settled:
+        why = changed.get(drop_id)
+        status = STATUS_CHANGED if why else STATUS_PROCESSED
+        rows.append(_row(drop_id, status, why or "", new_settled[drop_id], paths[drop_id]))
+    state["fingerprints"] = fingerprints
+    state["changed"] = changed
     if new_settled != stored or not isinstance(state.get("processed"), dict):  # else: stored form kept
         by_count: dict[int, list[str]] = {}
         for drop_id, files_n in new_settled.items():
@@ -191,6 +227,53 @@ def zone_rows(
         state["processed"] = {str(n): compact_ids(ids) for n, ids in sorted(by_count.items())}
     state["checked"] = new_checked
     return sorted(rows, key=lambda r: drop_sort_key(str(r["drop"])))
+
+
+def pool_map(fn: Any, items: list[str]) -> list[Any]:
+    """``[fn(i) for i in items]`` on a few threads (each item is a few object-store requests)."""
+    if not items:
+        return []
+    with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+def _recheck_order(processed: list[str], start: Any, flagged: set[str]) -> list[str]:
+    """The processed drops a tick checks again: every flagged one, then up to :data:`RECHECK_PER_TICK`
+    others round robin after ``start`` (so 10,000 processed drops cost 100 a tick, each checked
+    every 100 ticks)."""
+    others = [d for d in processed if d not in flagged]
+    if isinstance(start, str) and start in others:
+        at = others.index(start) + 1
+        others = others[at:] + others[:at]
+    return sorted(flagged, key=drop_sort_key) + others[:RECHECK_PER_TICK]
+
+
+def processed_change(drop_id: str, path: str, fingerprints: dict[str, Any]) -> str:
+    """Why the landing content of a processed drop is no longer what was processed ("" when it is).
+
+    ``fingerprints[drop_id]`` is ``[content fingerprint, manifest fingerprint]`` as processed (set on
+    the first check when missing). Cheap when nothing changed (the manifest and a stat per file);
+    when the stats moved, the checksums decide, so a file merely touched is not flagged.
+    """
+    manifest, reason = read_manifest(path)
+    if manifest is None:
+        return f"changed after processing: {reason}; its outputs stay as processed"
+    now = content_fingerprint(path, manifest)
+    recorded = fingerprints.get(drop_id)
+    if not (isinstance(recorded, list) and len(recorded) == 2):
+        fingerprints[drop_id] = [now, manifest_fingerprint(manifest)]
+        return ""
+    if now == recorded[0]:
+        return ""
+    status, reason, verified = validate_drop(path, drop_id, verify_checksums=True)
+    if status == STATUS_VALID and manifest_fingerprint(verified) == recorded[1]:
+        fingerprints[drop_id] = [now, recorded[1]]  # touched, same bytes
+        return ""
+    what = f"now {status}: {reason}" if status != STATUS_VALID else "its manifest lists other files or checksums"
+    return (
+        f"changed after processing ({what}); its outputs stay as processed -- land the new content as a new "
+        "drop id (see docs/curation.md)"
+    )
 
 
 def rows_metadata(rows: list[dict[str, object]]) -> dict[str, dg.MetadataValue]:
@@ -211,12 +294,27 @@ def rows_metadata(rows: list[dict[str, object]]) -> dict[str, dg.MetadataValue]:
     }
     if hidden:
         meta["hidden_processed_rows"] = dg.MetadataValue.int(len(hidden))
-    for status in ("rejected", "incomplete", "valid", STATUS_FAILED, STATUS_PROCESSED):
+    for status in ("rejected", "incomplete", "valid", STATUS_FAILED, STATUS_PROCESSED, STATUS_CHANGED):
         meta[f"count/{status}"] = dg.MetadataValue.int(counts.get(status, 0))
-    rejected = [f"{row['drop']}: {row['reason']}" for row in rows if row["status"] == "rejected"]
-    if rejected:
-        meta["rejected"] = dg.MetadataValue.md("\n".join(f"- {line}" for line in rejected))
+    for status, name in (("rejected", "rejected"), (STATUS_CHANGED, "changed_after_processing")):
+        flagged = [f"{row['drop']}: {row['reason']}" for row in rows if row["status"] == status]
+        if flagged:
+            meta[name] = dg.MetadataValue.md("\n".join(f"- {line}" for line in flagged))
     return meta
+
+
+def changed_check(source: str, rows: list[dict[str, object]]) -> dg.AssetCheckEvaluation:
+    """The landing check: fails while a processed drop's files differ from what was processed."""
+    flagged = [f"{row['drop']}: {row['reason']}" for row in rows if row["status"] == STATUS_CHANGED]
+    return dg.AssetCheckEvaluation(
+        asset_key=landing_key(source),
+        check_name=CHANGED_CHECK,
+        passed=not flagged,
+        metadata={
+            "changed_drops": dg.MetadataValue.int(len(flagged)),
+            "drops": dg.MetadataValue.md("\n".join(f"- {line}" for line in flagged) or "none"),
+        },
+    )
 
 
 def _version(rows: list[dict[str, object]]) -> str:
@@ -233,11 +331,41 @@ def landing_zone_asset(drops: LandingDrops, set_name: str, local_keys: Sequence[
         description=f"The drops of <prefix>/landing/{source}/ (partition set '{set_name}') with their status: "
         "valid, incomplete, rejected (and why) or processed. The landing_status sensor records every change.",
     )
-    def _observe(context: dg.AssetExecutionContext) -> dg.ObserveResult:
-        rows = drop_rows(context.instance, default_prefix(), drops, local_keys, verify=True)
+    def _observe(context: dg.AssetExecutionContext, marin_storage: MarinStorageResource) -> dg.ObserveResult:
+        rows = drop_rows(context.instance, marin_storage.root(), drops, local_keys, verify=True)
         return dg.ObserveResult(data_version=dg.DataVersion(_version(rows)), metadata=rows_metadata(rows))
 
     return _observe
+
+
+def landing_zone_check(drops: LandingDrops) -> dg.AssetChecksDefinition:
+    """The landing check of a declared landing zone: fails while a processed drop's files differ
+    from what was processed. The ``landing_status`` sensor records it with each changed drop table;
+    executing it reads the latest recorded table."""
+    key = landing_key(drops.source)
+
+    @dg.asset_check(
+        asset=key,
+        name=CHANGED_CHECK,
+        description="Fails while the files of a processed drop differ from what was processed (its outputs "
+        "stay as processed; land new content as a new drop id).",
+    )
+    def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        records = context.instance.fetch_observations(key, limit=1).records
+        observation = records[0].asset_observation if records else None
+        metadata = observation.metadata if observation is not None else {}
+        count = metadata.get(f"count/{STATUS_CHANGED}")
+        changed = int(count.value) if count is not None else 0
+        listed = metadata.get("changed_after_processing")
+        return dg.AssetCheckResult(
+            passed=changed == 0,
+            metadata={
+                "changed_drops": changed,
+                "drops": dg.MetadataValue.md(str(listed.value) if listed is not None else "none"),
+            },
+        )
+
+    return _check
 
 
 def build_landing_status_sensor(
@@ -256,25 +384,39 @@ def build_landing_status_sensor(
         description="Records the drops of each watched landing zone, with their status, as observations "
         "of landing/<source> (see the asset's metadata table).",
     )
-    def _landing_status(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+    def _landing_status(
+        context: dg.SensorEvaluationContext, marin_storage: MarinStorageResource
+    ) -> dg.SensorResult | dg.SkipReason:
         state = load_cursor(context.cursor)
+        prefix = marin_storage.root()
+        failures: list[str] = []
         events = []
         changed_state = False
         for drops, _, local_keys in zones:
             source = drops.source
             entry = mapping(state, source)
             zone = mapping(entry, "zone")
+            flagged_before = mapping(zone, "changed")
             try:
-                rows = drop_rows(context.instance, default_prefix(), drops, local_keys, verify=False, state=zone)
-            except Exception as exc:  # noqa: BLE001 - a storage hiccup must not kill the sensor
-                context.log.warning(f"landing/{source}: listing failed: {type(exc).__name__}: {exc}")
+                rows = drop_rows(context.instance, prefix, drops, local_keys, verify=False, state=zone)
+            except Exception as exc:  # noqa: BLE001 - the other zones go on; the tick fails below, naming it
+                failures.append(f"landing/{source}: {type(exc).__name__}: {exc}")
+                context.log.error(f"landing/{source}: reading the zone failed: {type(exc).__name__}: {exc}")
                 continue
+            for drop_id, why in sorted(mapping(zone, "changed").items()):
+                if flagged_before.get(drop_id) != why:
+                    context.log.warning(f"drop {drop_id!r} of {source!r}: {why}")
             version = _version(rows)
             if entry.get("version") != version:
                 events.append(dg.AssetObservation(asset_key=landing_key(source), metadata=rows_metadata(rows)))
+                events.append(changed_check(source, rows))
             if entry.get("version") != version or entry.get("zone") != zone:
                 state[source] = {"version": version, "zone": zone}
                 changed_state = True
+        if failures:
+            # Not a property of any drop (a storage error, or a bug): the tick fails -- visible in the
+            # tick history -- and the next one retries from the same cursor.
+            raise RuntimeError("landing status could not read " + "; ".join(failures))
         if not changed_state:
             return dg.SkipReason("no landing zone changed")
         return dg.SensorResult(asset_events=events, cursor=dump_cursor(state))

@@ -58,6 +58,7 @@ from marin_assets.landing.zone import (
     list_drop_folders,
     validate_drop,
 )
+from marin_resources.dagster_resources import MarinStorageResource
 
 RUN_TAG = "marin/curation"
 
@@ -223,7 +224,7 @@ def materialized_everywhere(instance: dg.DagsterInstance, keys: Sequence[dg.Asse
 def build_landing_sensor(
     target: Any,
     partitions_def: dg.DynamicPartitionsDefinition,
-    prefix_resolver: Callable[[], str],
+    prefix_resolver: Callable[[], str] | None = None,
     *,
     source: str,
     landing_dir: str | None = None,
@@ -237,8 +238,10 @@ def build_landing_sensor(
     Args:
         target: what each run materializes -- a job, an asset selection, or assets.
         partitions_def: the source's ``DynamicPartitionsDefinition`` (named after the source).
-        prefix_resolver: returns the storage prefix holding ``landing/`` (called every tick, so
-            it can read a resource/env var at run time rather than at import time).
+        prefix_resolver: returns the storage prefix holding ``landing/``. None (the code
+            location's sensors): the sensor receives the storage resource as a typed parameter
+            (``marin_storage: MarinStorageResource``) and reads the prefix from it on every tick,
+            so a deployment sets it in the resource, never through the sensor's environment.
         source: landing source to watch.
         landing_dir: its folder, relative to the prefix or absolute (default ``landing/<source>``).
         processed_keys: the assets a drop's run materializes (the drop job's); a drop all of them
@@ -249,15 +252,7 @@ def build_landing_sensor(
         raise ValueError("partitions_def must be a named DynamicPartitionsDefinition")
     sensor_name = name or f"landing_sensor_{source.replace('-', '_').replace('.', '_')}"
 
-    @dg.sensor(
-        name=sensor_name,
-        target=target,
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
-        description=f"Adds a '{partitions_def.name}' partition and requests a run for each new complete "
-        f"drop in <prefix>/landing/{source}/.",
-    )
-    def _landing_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+    def _landing_sensor(context: dg.SensorEvaluationContext, prefix: str) -> dg.SensorResult | dg.SkipReason:
         known: set[str] = set()
 
         def has_partition(key: str) -> bool:
@@ -268,7 +263,6 @@ def build_landing_sensor(
             return key in known
 
         try:
-            prefix = prefix_resolver()
             new, cursor, _ = evaluate_landing(
                 prefix,
                 source,
@@ -307,4 +301,32 @@ def build_landing_sensor(
             cursor=cursor,
         )
 
-    return _landing_sensor
+    decorate = dg.sensor(
+        name=sensor_name,
+        target=target,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=f"Adds a '{partitions_def.name}' partition and requests a run for each new complete "
+        f"drop in <prefix>/landing/{source}/.",
+    )
+    if prefix_resolver is not None:
+        resolve = prefix_resolver
+
+        @decorate
+        def _with_resolver(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+            try:
+                prefix = resolve()
+            except Exception as exc:
+                context.log.error(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}")
+                raise LandingScanError(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}") from exc
+            return _landing_sensor(context, prefix)
+
+        return _with_resolver
+
+    @decorate
+    def _with_storage(
+        context: dg.SensorEvaluationContext, marin_storage: MarinStorageResource
+    ) -> dg.SensorResult | dg.SkipReason:
+        return _landing_sensor(context, marin_storage.root())
+
+    return _with_storage
