@@ -350,7 +350,7 @@ def landing_zone_check(drops: LandingDrops) -> dg.AssetChecksDefinition:
         description="Fails while the files of a processed drop differ from what was processed (its outputs "
         "stay as processed; land new content as a new drop id).",
     )
-    def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+    def _check(context) -> dg.AssetCheckResult:  # noqa: ANN001 - Dagster refuses a postponed (text) annotation here
         records = context.instance.fetch_observations(key, limit=1).records
         observation = records[0].asset_observation if records else None
         metadata = observation.metadata if observation is not None else {}
