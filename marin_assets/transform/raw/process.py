@@ -68,6 +68,9 @@ class RawConfig:
         content_type: ``metadata.content_type`` of records that carry none: ``text/html`` (the
             text stage extracts the main content) or ``text/plain`` (already text, passed
             through). None: decided per record by :func:`looks_like_html`.
+        revision: an explicit reprocess of the source's drops. Versioned when set (the pipeline
+            passes ``versioned(revision)`` only when it is not 0, so existing hashes stay): every
+            drop is read again into new output folders, the old outputs stay under the old hash.
     """
 
     landing_dir: str
@@ -81,6 +84,7 @@ class RawConfig:
     text_key: str = "text"
     id_key: str = "id"
     content_type: str | None = None
+    revision: int = 0
 
 
 # Top-level fields of an input record that are Dolma fields, not metadata.
