@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,6 +24,7 @@ from marin_assets.dagster_bridge.landing_sensor import RUN_TAG
 from marin_assets.execution.storage import join_path, read_many
 from marin_assets.landing.zone import (
     MANIFEST,
+    REJECTED_FILES,
     STATUS_VALID,
     LandingDrops,
     content_fingerprint,
@@ -82,7 +83,23 @@ def drop_rows(
         done = set(instance.get_materialized_partitions(key))
         processed = done if processed is None else processed & done
     failed = failed_runs(instance, drops.source)
-    return zone_rows(drops.folder(prefix), drops.source, processed, verify, state, failed)
+    notes = lambda drop: rejected_files_note(instance, local_keys, drop)  # noqa: E731
+    return zone_rows(drops.folder(prefix), drops.source, processed, verify, state, failed, notes)
+
+
+def rejected_files_note(instance: dg.DagsterInstance, keys: Sequence[dg.AssetKey], drop: str) -> str:
+    """The one-line reasons of the files of a processed drop that its raw step rejected whole ("" when
+    none), from the ``rejected_files`` metadata of the drop's latest materialization."""
+    for key in keys:
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, asset_partitions=[drop]), limit=1
+        ).records
+        materialization = records[0].asset_materialization if records else None
+        value = materialization.metadata.get(REJECTED_FILES) if materialization is not None else None
+        if value is not None:
+            files = value.value if isinstance(value.value, list) else []
+            return "; ".join(f"file rejected: {line}" for line in files)
+    return ""
 
 
 def failed_runs(instance: dg.DagsterInstance, source: str) -> dict[str, str]:
@@ -109,8 +126,12 @@ def zone_rows(
     verify: bool,
     state: dict[str, Any] | None = None,
     failed: dict[str, str] | None = None,
+    notes: Callable[[str], str] | None = None,
 ) -> list[dict[str, object]]:
     """The drop table of one source's folder.
+
+    ``notes(drop)``: the reason column of a processed drop (the files its raw step rejected whole);
+    asked once per drop when it becomes processed (every processed drop without ``state``).
 
     Without ``state`` every drop is read (*Observe*; ``verify``: every drop's checksums). With
     ``state`` -- the ``landing_status`` sensor's memory of the zone, updated in place -- a tick
@@ -140,6 +161,8 @@ def zone_rows(
             status = settle(drop.drop_id, status, reason, files_n, drop.path)
             if status == STATUS_FAILED:
                 reason = f"run {failed[drop.drop_id]} failed"
+            elif status == STATUS_PROCESSED and notes is not None:
+                reason = notes(drop.drop_id)
             rows.append(_row(drop.drop_id, status, reason, files_n, drop.path))
         return sorted(rows, key=lambda r: drop_sort_key(str(r["drop"])))
 
@@ -214,12 +237,18 @@ def zone_rows(
     round_robin = [d for d in recheck if d not in flagged_before]
     if round_robin:
         state["recheck_from"] = round_robin[-1]
+    noted = {d: n for d, n in mapping(state, "notes").items() if d in new_settled}
     for drop_id in new_settled:
+        if drop_id not in stored and notes is not None:  # processed since the last tick: asked once
+            note = notes(drop_id)
+            if note:
+                noted[drop_id] = note
         why = changed.get(drop_id)
         status = STATUS_CHANGED if why else STATUS_PROCESSED
-        rows.append(_row(drop_id, status, why or "", new_settled[drop_id], paths[drop_id]))
+        rows.append(_row(drop_id, status, why or noted.get(drop_id, ""), new_settled[drop_id], paths[drop_id]))
     state["fingerprints"] = fingerprints
     state["changed"] = changed
+    state["notes"] = noted
     if new_settled != stored or not isinstance(state.get("processed"), dict):  # else: stored form kept
         by_count: dict[int, list[str]] = {}
         for drop_id, files_n in new_settled.items():

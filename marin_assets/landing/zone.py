@@ -38,6 +38,9 @@ _DIGITS = re.compile(r"(\d+)")
 STATUS_VALID = "valid"
 STATUS_INCOMPLETE = "incomplete"
 STATUS_REJECTED = "rejected"
+REJECTED_FILES = "rejected_files"
+"""The raw step's metadata key: ``["<file>: <one-line reason>", ...]``, the files of a drop nothing could
+be read of (the drops table shows them beside the processed drop)."""
 
 
 @dataclass(frozen=True)

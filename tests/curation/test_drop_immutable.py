@@ -16,6 +16,7 @@ from marin_assets.dagster_bridge.landing_assets import (
     CHANGED_CHECK,
     STATUS_CHANGED,
     build_landing_status_sensor,
+    drop_rows,
     landing_key,
     landing_zone_asset,
     landing_zone_check,
@@ -25,7 +26,8 @@ from marin_assets.execution.step import ExecutorStep, this_output_path, versione
 from marin_assets.execution.versioning import StepGraph
 from marin_assets.experiments.sample_data import SampleConfig, write_drop
 from marin_assets.landing import zone
-from marin_assets.landing.zone import STATUS_VALID, LandingDrops, validate_drop
+from marin_assets.landing.zone import STATUS_VALID, LandingDrops, validate_drop, write_manifest
+from marin_assets.transform.raw.process import RawConfig, run_raw
 from marin_resources.dagster_resources import MarinStorageResource
 from tests.execution.sample_steps import WriteConfig, write_value
 
@@ -159,3 +161,21 @@ def test_steps_merged_for_the_same_version_are_reported_as_marin_does(prefix, ca
     assert warnings == [
         "Multiple `ExecutorStep`s (named filters/q) have the same version; try to instantiate only once."
     ]
+
+
+def test_a_file_nothing_can_be_read_of_is_rejected_with_a_one_line_reason_in_the_drops_table(prefix, instance):
+    drop = _drop(prefix, "drop-001")
+    with open(os.path.join(drop, "junk.bin"), "wb") as handle:
+        handle.write(bytes(range(256)) * 4)  # no supported format
+    write_manifest(drop, SOURCE)
+    meta = run_raw(RawConfig(DROPS.folder(prefix), "drop-001", os.path.join(prefix, "raw-out")))
+    assert meta["documents_out"] == 5 and meta["rejected_files_count"] == 1
+    (line,) = meta["rejected_files"]
+    assert line.startswith("junk.bin: content is none of") and "\n" not in line
+    # The drop's run reports it; the drops table shows it beside the processed drop.
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(KEY, partition="drop-001", metadata={"rejected_files": dg.MetadataValue.json([line])})
+    )
+    for state in (None, {}):
+        rows = drop_rows(instance, prefix, DROPS, [KEY], verify=False, state=state)
+        assert [(r["status"], r["reason"]) for r in rows] == [("processed", f"file rejected: {line}")]

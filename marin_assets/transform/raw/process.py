@@ -37,7 +37,7 @@ from marin_assets.core.shard_stage import (
     write_shard,
 )
 from marin_assets.execution.storage import filesystem, join_path
-from marin_assets.landing.zone import STATUS_VALID, validate_drop
+from marin_assets.landing.zone import REJECTED_FILES, STATUS_VALID, validate_drop
 from marin_assets.transform.raw.readers import (
     finite_or_text,
     format_from_name,
@@ -287,12 +287,17 @@ class RawStage(ShardStage):
         flush()
         counters.add("output_shards", shard_count)
         claimed = None if shard.startswith(HF_INPUT) else format_from_name(name)
+        # A file nothing of which could be read (no format, no text column, not parquet at all, ...)
+        # is rejected whole: its one-line reason goes to the metadata and the drops table.
+        whole = [r for r in q.records if r["line"] is None and r["offset"] is None]
+        rejected = whole[0]["detail"].splitlines()[0][:300] if whole and not seen_ids else None
         return {
             "file": name,
             "format": fmt,
             "format_from_name": claimed,
             "ids": sorted(seen_ids) if len(seen_ids) < 2_000_000 else [],
             "samples": samples,
+            "rejected": rejected,
         }
 
     def summarize(self, results: list[ShardResult]) -> dict[str, Any]:
@@ -306,6 +311,7 @@ class RawStage(ShardStage):
             files.append({**extra, **r.counts, "quarantine_reasons": r.quarantine})
         duplicate_ids = sorted(i for i, c in id_counts.items() if c > 1)
         mismatched = [f["file"] for f in files if f.get("format_from_name") and f["format"] != f["format_from_name"]]
+        rejected = [f"{f['file']}: {f['rejected']}" for f in files if f.get("rejected")]
         provenance = {
             "drop_id": self.config.drop_id,
             "source": self.source,
@@ -325,6 +331,8 @@ class RawStage(ShardStage):
             "shards": len(list_files(join_path(self.output_path, "docs"), SHARD_SUFFIX)),
             "duplicate_ids": len(duplicate_ids),
             "empty_files": sum(r.counts.get("empty_files", 0) for r in results),
+            REJECTED_FILES: rejected[:20],
+            "rejected_files_count": len(rejected),
         }
 
 
