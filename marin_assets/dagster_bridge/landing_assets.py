@@ -1,8 +1,11 @@
 """A watched landing zone as an observable asset: its drops and their status, without opening a tick.
 
 ``landing/<source>`` (group ``landing``) is an observable source asset whose observations carry a
-table with one row per drop folder: ``valid``, ``incomplete``, ``rejected`` (with the reason), or
-``processed`` (valid, and every asset of its drop job is materialized for it). Observations come
+table with one row per drop folder: ``valid``, ``incomplete``, ``rejected`` (with the reason),
+``failed`` (its latest run failed), ``processed`` (valid, and every asset of its drop job is
+materialized for it; the reason names files its raw step rejected whole) or ``changed after
+processing`` (a processed drop whose files changed since: flagged by a warning and the failing
+landing check ``drops_unchanged_after_processing``, never processed again). Observations come
 from the ``landing_status`` sensor (running by default; it records a zone only when its table
 changed, hashing only drops not processed yet, so a drop whose checksums fail reads "rejected"
 as it does for the landing sensor) and from *Observe* in the UI (every drop's checksums). The

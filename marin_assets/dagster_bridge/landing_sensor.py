@@ -6,7 +6,8 @@ O(new drops), not O(all drops), on local folders and gs:// alike. Each tick:
 1. lists the source's folder once (``<prefix>/landing/<source>/``; a fresh listing, never a cached
    one) -- the only request whose cost grows with the number of drops;
 2. skips every drop the cursor holds as processed without reading anything of it (drops are
-   immutable: a processed drop is never read again);
+   immutable once processed: this sensor never reads one again; the ``landing_status`` sensor flags
+   one whose files changed, see ``landing_assets.py``);
 3. for the drops left, asks the Dagster instance once which of them already have every asset of
    the drop job materialized (``already_processed``) -- a freshly enabled sensor marks those
    processed (adding a missing partition) instead of launching catch-up runs;
@@ -29,8 +30,11 @@ ids], "rejected": {drop: reason}, "checksum_rejected": {drop: {"manifest": conte
 stays small with thousands of drops. Older cursors (``"seen": {drop: fingerprint}``) load fine.
 
 Run requests come in drop-id order. Dedup of drop N needs the indices of drops < N, so limit
-concurrent curation runs (e.g. a run-queue tag concurrency limit of 1 on ``marin/curation``) or
-rely on the dedup step failing loudly and retrying.
+concurrent curation runs (e.g. a run-queue tag concurrency limit of 1 on ``marin/curation``); a drop
+whose run failed does not block the later drops' dedup (see docs/curation.md, "A failed drop").
+
+The storage prefix comes from the ``marin_storage`` resource, a typed parameter of the sensor, read
+on every tick (``prefix_resolver`` replaces it for tests and custom locations).
 
 Nothing a drop contains can crash the sensor: validation returns reasons instead of raising. What
 is no property of a drop -- a storage error, a bug in the validation -- fails the tick (an error in
