@@ -25,7 +25,7 @@ from marin_assets.dagster_bridge.landing_assets import (
     build_landing_status_sensor,
     landing_key,
     landing_zone_asset,
-    landing_zone_check,
+    landing_zone_checks,
 )
 from marin_assets.dagster_bridge.landing_sensor import build_landing_sensor
 from marin_assets.dagster_bridge.location_graph import (
@@ -257,7 +257,9 @@ def build_definitions(
     if landing:
         # The drops of each watched landing zone, with their status, as an observable asset.
         assets.extend(landing_zone_asset(drops, set_name, local) for drops, set_name, local in landing)
-        assets.extend(landing_zone_check(drops) for drops, _, _ in landing)  # changed after processing
+        assets.extend(
+            check for drops, _, _ in landing for check in landing_zone_checks(drops)
+        )  # changed / failed drops
         sensors.append(build_landing_status_sensor(landing))
     return dg.Definitions(
         assets=[*assets, *partition_set_assets(set_names)],

@@ -45,6 +45,7 @@ STATUS_PROCESSED = "processed"
 STATUS_FAILED = "failed"
 STATUS_CHANGED = "changed after processing"
 CHANGED_CHECK = "drops_unchanged_after_processing"
+FAILED_CHECK = "no_failed_drops"
 RECHECK_PER_TICK = 100
 """Processed drops whose content the ``landing_status`` sensor checks again per tick (round robin)."""
 PROCESSED_ROWS_SHOWN = 500
@@ -328,25 +329,50 @@ def rows_metadata(rows: list[dict[str, object]]) -> dict[str, dg.MetadataValue]:
         meta["hidden_processed_rows"] = dg.MetadataValue.int(len(hidden))
     for status in ("rejected", "incomplete", "valid", STATUS_FAILED, STATUS_PROCESSED, STATUS_CHANGED):
         meta[f"count/{status}"] = dg.MetadataValue.int(counts.get(status, 0))
-    for status, name in (("rejected", "rejected"), (STATUS_CHANGED, "changed_after_processing")):
+    for status, name in (
+        ("rejected", "rejected"),
+        (STATUS_CHANGED, "changed_after_processing"),
+        (STATUS_FAILED, STATUS_FAILED),
+    ):
         flagged = [f"{row['drop']}: {row['reason']}" for row in rows if row["status"] == status]
         if flagged:
             meta[name] = dg.MetadataValue.md("\n".join(f"- {line}" for line in flagged))
     return meta
 
 
-def changed_check(source: str, rows: list[dict[str, object]]) -> dg.AssetCheckEvaluation:
-    """The landing check: fails while a processed drop's files differ from what was processed."""
-    flagged = [f"{row['drop']}: {row['reason']}" for row in rows if row["status"] == STATUS_CHANGED]
-    return dg.AssetCheckEvaluation(
-        asset_key=landing_key(source),
-        check_name=CHANGED_CHECK,
-        passed=not flagged,
-        metadata={
-            "changed_drops": dg.MetadataValue.int(len(flagged)),
-            "drops": dg.MetadataValue.md("\n".join(f"- {line}" for line in flagged) or "none"),
-        },
-    )
+# The landing checks of ``landing/<source>``: (check name, drop status it watches, description).
+LANDING_CHECKS = (
+    (
+        CHANGED_CHECK,
+        STATUS_CHANGED,
+        "Fails while the files of a processed drop differ from what was processed (its outputs stay as processed; "
+        "land new content as a new drop id).",
+    ),
+    (
+        FAILED_CHECK,
+        STATUS_FAILED,
+        "Fails while a drop's latest run failed (later drops go on without it; fix it and re-run it).",
+    ),
+)
+
+
+def landing_checks(source: str, rows: list[dict[str, object]]) -> list[dg.AssetCheckEvaluation]:
+    """The landing checks' evaluations for a drop table (what the ``landing_status`` sensor records)."""
+    out = []
+    for name, status, _ in LANDING_CHECKS:
+        flagged = [f"{row['drop']}: {row['reason']}" for row in rows if row["status"] == status]
+        out.append(
+            dg.AssetCheckEvaluation(
+                asset_key=landing_key(source),
+                check_name=name,
+                passed=not flagged,
+                metadata={
+                    "drops_flagged": dg.MetadataValue.int(len(flagged)),
+                    "drops": dg.MetadataValue.md("\n".join(f"- {line}" for line in flagged) or "none"),
+                },
+            )
+        )
+    return out
 
 
 def _version(rows: list[dict[str, object]]) -> str:
@@ -370,29 +396,25 @@ def landing_zone_asset(drops: LandingDrops, set_name: str, local_keys: Sequence[
     return _observe
 
 
-def landing_zone_check(drops: LandingDrops) -> dg.AssetChecksDefinition:
-    """The landing check of a declared landing zone: fails while a processed drop's files differ
-    from what was processed. The ``landing_status`` sensor records it with each changed drop table;
-    executing it reads the latest recorded table."""
-    key = landing_key(drops.source)
+def landing_zone_checks(drops: LandingDrops) -> list[dg.AssetChecksDefinition]:
+    """The landing checks of a declared landing zone (:data:`LANDING_CHECKS`). The ``landing_status``
+    sensor records them with each changed drop table; executing one reads the latest recorded table."""
+    return [_table_check(landing_key(drops.source), *spec) for spec in LANDING_CHECKS]
 
-    @dg.asset_check(
-        asset=key,
-        name=CHANGED_CHECK,
-        description="Fails while the files of a processed drop differ from what was processed (its outputs "
-        "stay as processed; land new content as a new drop id).",
-    )
+
+def _table_check(key: dg.AssetKey, name: str, status: str, description: str) -> dg.AssetChecksDefinition:
+    @dg.asset_check(asset=key, name=name, description=description)
     def _check(context) -> dg.AssetCheckResult:  # noqa: ANN001 - Dagster refuses a postponed (text) annotation here
         records = context.instance.fetch_observations(key, limit=1).records
         observation = records[0].asset_observation if records else None
         metadata = observation.metadata if observation is not None else {}
-        count = metadata.get(f"count/{STATUS_CHANGED}")
-        changed = int(count.value) if count is not None else 0
-        listed = metadata.get("changed_after_processing")
+        count = metadata.get(f"count/{status}")
+        flagged = int(count.value) if count is not None else 0
+        listed = metadata.get(status.replace(" ", "_"))
         return dg.AssetCheckResult(
-            passed=changed == 0,
+            passed=flagged == 0,
             metadata={
-                "changed_drops": changed,
+                "drops_flagged": flagged,
                 "drops": dg.MetadataValue.md(str(listed.value) if listed is not None else "none"),
             },
         )
@@ -441,7 +463,7 @@ def build_landing_status_sensor(
             version = _version(rows)
             if entry.get("version") != version:
                 events.append(dg.AssetObservation(asset_key=landing_key(source), metadata=rows_metadata(rows)))
-                events.append(changed_check(source, rows))
+                events.extend(landing_checks(source, rows))
             if entry.get("version") != version or entry.get("zone") != zone:
                 state[source] = {"version": version, "zone": zone}
                 changed_state = True

@@ -17,9 +17,10 @@ from marin_assets.dagster_bridge.landing_assets import (
     STATUS_CHANGED,
     build_landing_status_sensor,
     drop_rows,
+    landing_checks,
     landing_key,
     landing_zone_asset,
-    landing_zone_check,
+    landing_zone_checks,
 )
 from marin_assets.dagster_bridge.landing_sensor import LandingScanError, build_landing_sensor
 from marin_assets.execution.step import ExecutorStep, this_output_path, versioned
@@ -80,7 +81,7 @@ def test_processed_drop_whose_files_change_is_flagged(prefix, instance, caplog):
     sensor = build_landing_status_sensor([(DROPS, SOURCE, [KEY])])
     first = _status_tick(sensor, instance, prefix)
     check = [e for e in first.asset_events if isinstance(e, dg.AssetCheckEvaluation)]
-    assert [(c.check_name, c.passed) for c in check] == [(CHANGED_CHECK, True)]
+    assert [(c.check_name, c.passed) for c in check] == [(CHANGED_CHECK, True), ("no_failed_drops", True)]
     for key in ("drop-001", "drop-002"):  # both drops' runs succeeded
         instance.report_runless_asset_event(dg.AssetMaterialization(KEY, partition=key))
     processed = _status_tick(sensor, instance, prefix, first.cursor)
@@ -99,8 +100,8 @@ def test_processed_drop_whose_files_change_is_flagged(prefix, instance, caplog):
     assert rows["drop-001"]["status"] == STATUS_CHANGED and "new drop id" in rows["drop-001"]["reason"]
     assert rows["drop-002"]["status"] == "processed"
     assert observation.metadata[f"count/{STATUS_CHANGED}"].value == 1
-    failing = next(e for e in flagged.asset_events if isinstance(e, dg.AssetCheckEvaluation))
-    assert failing.check_name == CHANGED_CHECK and not failing.passed
+    checks = {e.check_name: e.passed for e in flagged.asset_events if isinstance(e, dg.AssetCheckEvaluation)}
+    assert checks == {CHANGED_CHECK: False, "no_failed_drops": True}
     assert any("drop-001" in r.getMessage() and "changed after processing" in r.getMessage() for r in caplog.records)
 
     # The run-requesting sensor launches nothing for it: its outputs stay as they were processed.
@@ -114,14 +115,14 @@ def test_processed_drop_whose_files_change_is_flagged(prefix, instance, caplog):
     # The landing check, executed on its own, reads the latest recorded table and fails.
     instance.report_runless_asset_event(dg.AssetObservation(landing_key(SOURCE), metadata=dict(observation.metadata)))
     executed = dg.materialize(
-        [consolidated, landing_zone_asset(DROPS, SOURCE, [KEY]), landing_zone_check(DROPS)],
+        [consolidated, landing_zone_asset(DROPS, SOURCE, [KEY]), *landing_zone_checks(DROPS)],
         instance=instance,
         resources={"marin_storage": MarinStorageResource(prefix=prefix)},
         selection=dg.AssetSelection.all_asset_checks(),
         raise_on_error=False,
     )
     evaluations = executed.get_asset_check_evaluations()
-    assert [(e.check_name, e.passed) for e in evaluations] == [(CHANGED_CHECK, False)]
+    assert sorted((e.check_name, e.passed) for e in evaluations) == [(CHANGED_CHECK, False), ("no_failed_drops", True)]
 
 
 def test_a_bug_while_validating_is_a_tick_error_never_a_rejected_drop(prefix, instance, monkeypatch):
@@ -179,3 +180,13 @@ def test_a_file_nothing_can_be_read_of_is_rejected_with_a_one_line_reason_in_the
     for state in (None, {}):
         rows = drop_rows(instance, prefix, DROPS, [KEY], verify=False, state=state)
         assert [(r["status"], r["reason"]) for r in rows] == [("processed", f"file rejected: {line}")]
+
+
+def test_a_failed_drop_fails_the_no_failed_drops_landing_check():
+    rows = [
+        {"drop": "drop-001", "status": "processed", "reason": "", "files": 1, "path": "p"},
+        {"drop": "drop-002", "status": "failed", "reason": "run abc failed", "files": 1, "path": "p"},
+    ]
+    checks = {e.check_name: e for e in landing_checks(SOURCE, rows)}
+    assert checks["no_failed_drops"].passed is False and checks[CHANGED_CHECK].passed is True
+    assert "drop-002: run abc failed" in checks["no_failed_drops"].metadata["drops"].value
