@@ -168,3 +168,13 @@ def test_raw_output_has_no_bare_nan_from_parquet(tmp_path):
     meta, docs, quarantine = _run(tmp_path, {"s.parquet": sink.getvalue().to_pybytes()})
     assert [d["metadata"]["score"] for d in docs] == ["NaN", "Infinity"]
     assert os.path.exists(tmp_path / "out" / "provenance.json") and not quarantine
+
+
+def test_lone_cr_lines_across_read_chunks(tmp_path):
+    """A file bigger than one read chunk, lone CR line ends only, then CRLF and LF mixed in."""
+    lines = [json.dumps({"id": f"c{i}", "text": f"line {i} " + "x" * 500}) for i in range(3000)]
+    data = "\r".join(lines[:2500]).encode() + b"\r" + "\r\n".join(lines[2500:2800]).encode() + b"\r\n"
+    data += "\n".join(lines[2800:]).encode() + b"\n"
+    meta, docs, quarantine = _run(tmp_path, {"mac.jsonl": data})
+    assert len(docs) == 3000 and not quarantine
+    assert sorted(d["metadata"]["landing_line"] for d in docs) == list(range(1, 3001))

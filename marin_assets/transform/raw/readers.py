@@ -172,17 +172,21 @@ def iter_lines(
     buf = bytearray()
     line_no = 0
     skipping = False  # inside an over-long line: drop bytes until the next newline
+    # A raw CR is never inside a JSON line (JSON escapes control characters), so a lone CR ends a
+    # line as LF and CRLF do (old Mac line ends must not join records). Lines are split at LF (fast;
+    # a CRLF's CR is stripped with the line) until a lone CR shows -- a CR inside a line, or a chunk
+    # without any LF -- then at LF, CRLF and lone CR for the rest of the stream.
+    lone_cr = False
 
     def split(final: bool) -> Iterator[tuple[int, bytes]]:
-        nonlocal buf, line_no, skipping
+        nonlocal buf, line_no, skipping, lone_cr
         start = 0
         if line_no == 0 and buf[:3] == UTF8_BOM:  # a UTF-8 byte order mark is no part of line 1
             start = 3
-        # A raw CR is never inside a JSON line (JSON escapes control characters), so a lone CR
-        # ends a line as LF and CRLF do (old Mac line ends must not join records).
-        has_cr = b"\r" in buf
+        if not lone_cr and b"\n" not in buf and b"\r" in buf[:-1]:
+            lone_cr = True
         while True:
-            if has_cr:
+            if lone_cr:
                 match = _LINE_END.search(buf, start)
                 if match is None:
                     break
@@ -193,6 +197,10 @@ def iter_lines(
                 nl = buf.find(b"\n", start)
                 if nl < 0:
                     break
+                cr = buf.find(b"\r", start, nl)
+                if 0 <= cr < nl - 1:  # a CR inside the line: lone CRs end lines from here on
+                    lone_cr = True
+                    continue
                 after = nl + 1
             line = bytes(buf[start:nl])
             start = after
