@@ -13,8 +13,11 @@ Otherwise the length lies (a 4x length would swallow the next records, a half le
 the payload): the damaged record is quarantined alone (``corrupt_warc``), the reader
 resynchronises on the next ``WARC/1.x`` header line after the damaged record's header, and every
 later good record is kept. A payload that holds a ``WARC/1.`` line is read whole when its length
-is right (the boundary after it checks out). Each good record is then parsed by FastWARC (HTTP
-headers, charset) from its own bytes.
+is right (the boundary after it checks out). A record whose header lines end in a bare LF (not WARC)
+is quarantined alone with its id and byte offset. Each good record is then parsed by FastWARC (HTTP
+headers, charset) from its own bytes; a payload its HTTP headers lie about (a ``Content-Encoding`` or
+``Transfer-Encoding`` the body does not have, an unknown one) or without an HTTP status line is
+quarantined alone (``bad_http_payload``), never a reason to fail the file.
 """
 
 from __future__ import annotations
