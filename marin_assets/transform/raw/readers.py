@@ -73,7 +73,7 @@ def open_input(path: str) -> BinaryIO:
 def _decompress_head(codec: Codec, head: bytes) -> bytes:
     try:
         return new_decompressor(codec).decompress(head)[:64]
-    except Exception:  # corrupt from the start: the line reader reports it with its position
+    except Exception:  # noqa: BLE001 - corrupt from the start: safe, the line reader quarantines it with its offset
         return b""
 
 
@@ -480,7 +480,7 @@ def read_hf_dataset(
 
     try:
         loaded = datasets.load_from_disk(path)
-    except Exception as exc:  # corrupt arrow / json: one whole-folder problem
+    except Exception as exc:  # noqa: BLE001 - any failure to load is the folder's problem: quarantined with its reason
         q.add("bad_hf_dataset", f"datasets.load_from_disk failed: {type(exc).__name__}: {exc}"[:300])
         return
     splits = loaded.items() if isinstance(loaded, datasets.DatasetDict) else [("", loaded)]
