@@ -459,10 +459,12 @@ class StepRunner:
 
         Raises StepFailedError when it was never started (or its runner died), as for an input.
         """
-        lease: StepLease | None = None
+        leases: dict[str, StepLease] = {}
+        warned: list[str] = []
         while True:
             waited, skipped = self.effective_predecessor(unit, graph)
-            if skipped:
+            if skipped and skipped != warned:
+                warned = skipped
                 logger.warning(
                     "%s: earlier partition(s) %s failed; running against the partitions that succeeded "
                     "(they stay failed until fixed and re-run)",
@@ -477,7 +479,9 @@ class StepRunner:
             if dep_status is not None and dep_status.status == STATUS_SUCCESS:
                 return
             if dep_status is not None and dep_status.status == STATUS_RUNNING:
-                lease = lease or self._lease(dep_path)
+                if dep_path not in leases:
+                    leases[dep_path] = self._lease(dep_path)
+                lease = leases[dep_path]
                 if lease.is_held_by_other():
                     time.sleep(self.options.poll_s)
                     continue
