@@ -178,3 +178,18 @@ def test_lone_cr_lines_across_read_chunks(tmp_path):
     meta, docs, quarantine = _run(tmp_path, {"mac.jsonl": data})
     assert len(docs) == 3000 and not quarantine
     assert sorted(d["metadata"]["landing_line"] for d in docs) == list(range(1, 3001))
+
+
+def test_nan_text_or_id_is_no_document_and_real_encodings_still_decode(tmp_path):
+    files = {
+        "a.jsonl": b'{"id": "t1", "text": NaN}\n{"id": Infinity, "text": "has no id"}\n{"id": "ok", "text": "fine"}\n'
+    }
+    buf = io.BytesIO()
+    writer = WARCWriter(buf, gzip=False)
+    _response(writer, "gzipped", [("Content-Encoding", "gzip")], gzip.compress(PAGE))
+    files["b.warc"] = buf.getvalue()
+    meta, docs, quarantine = _run(tmp_path, files)
+    assert sorted(d["id"] for d in docs if d["metadata"]["landing_file"] == "a.jsonl") == ["ok"]
+    assert sorted(q["reason"] for q in quarantine) == ["missing_id", "text_not_string"]
+    (page,) = [d for d in docs if d["metadata"]["landing_file"] == "b.warc"]
+    assert "A plain page body" in page["text"]

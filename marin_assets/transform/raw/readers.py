@@ -251,14 +251,9 @@ def iter_lines(
 _SKIP = object()
 
 
-def _non_finite(token: str) -> str:
-    """``NaN`` / ``Infinity`` / ``-Infinity`` (Python's JSON extension, not JSON) read as text, so
-    that no output shard ever holds them as bare tokens."""
-    return token
-
-
 def finite_or_text(value: float) -> float | str:
-    """A float as JSON can hold it: NaN and infinities become ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"``."""
+    """A float as JSON can hold it: NaN and infinities (Python's JSON extension reads them; JSON has
+    none) become ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"``, so no output shard holds a bare token."""
     if math.isfinite(value):
         return value
     return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
@@ -291,7 +286,7 @@ def parse_json_line(raw: bytes, line: int, quarantine: Quarantine) -> Any:
         quarantine.add("invalid_utf8", f"invalid UTF-8 at byte {exc.start}", line=line, sample=raw)
         return _SKIP
     try:
-        value = json.loads(text, parse_constant=_non_finite)
+        value = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         quarantine.add("not_json", f"not JSON: {str(exc)[:120]}", line=line, sample=text)
         return _SKIP
