@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -47,6 +48,7 @@ STATUS_CHANGED = "changed after processing"
 CHANGED_CHECK = "drops_unchanged_after_processing"
 FAILED_CHECK = "no_failed_drops"
 RECHECK_PER_TICK = 100
+FP = 10  # hex characters of a fingerprint kept per processed drop in the sensor's cursor
 """Processed drops whose content the ``landing_status`` sensor checks again per tick (round robin)."""
 PROCESSED_ROWS_SHOWN = 500
 """The table shows every drop not processed, and the latest processed ones up to this many."""
@@ -222,7 +224,7 @@ def zone_rows(
             # What was validated before the drop was processed (the content its run read).
             before = checked.get(drop_id)
             if drop_id not in fingerprints and isinstance(before, list) and len(before) == 4:
-                fingerprints[drop_id] = [before[0], before[3]]
+                fingerprints[drop_id] = [before[0][:FP], before[3][:FP]]
         elif status == STATUS_FAILED:
             reason = f"run {failed[drop_id]} failed"
         if status != STATUS_PROCESSED:
@@ -231,16 +233,13 @@ def zone_rows(
     fingerprints = {d: fp for d, fp in fingerprints.items() if d in new_settled}
     changed = {d: why for d, why in changed.items() if d in new_settled}
     flagged_before = set(changed)
-    recheck = _recheck_order(sorted(new_settled, key=drop_sort_key), state.get("recheck_from"), flagged_before)
+    recheck = _recheck_order(sorted(new_settled, key=drop_sort_key), int(time.time() // 30), flagged_before)
     verdicts = pool_map(lambda d: processed_change(d, paths[d], fingerprints), recheck)
     for drop_id, why in zip(recheck, verdicts, strict=True):
         if why:
             changed[drop_id] = why
         else:
             changed.pop(drop_id, None)
-    round_robin = [d for d in recheck if d not in flagged_before]
-    if round_robin:
-        state["recheck_from"] = round_robin[-1]
     noted = {d: n for d, n in mapping(state, "notes").items() if d in new_settled}
     for drop_id in new_settled:
         if drop_id not in stored and notes is not None:  # processed since the last tick: asked once
@@ -270,15 +269,16 @@ def pool_map(fn: Any, items: list[str]) -> list[Any]:
         return list(pool.map(fn, items))
 
 
-def _recheck_order(processed: list[str], start: Any, flagged: set[str]) -> list[str]:
-    """The processed drops a tick checks again: every flagged one, then up to :data:`RECHECK_PER_TICK`
-    others round robin after ``start`` (so 10,000 processed drops cost 100 a tick, each checked
-    every 100 ticks)."""
+def _recheck_order(processed: list[str], turn: int, flagged: set[str]) -> list[str]:
+    """The processed drops a tick checks again: every flagged one, then the ``turn``-th window of
+    :data:`RECHECK_PER_TICK` others (the turn comes from the clock, so the cursor does not change
+    when nothing did: 10,000 processed drops cost 100 a tick, each checked every 100 turns)."""
     others = [d for d in processed if d not in flagged]
-    if isinstance(start, str) and start in others:
-        at = others.index(start) + 1
-        others = others[at:] + others[:at]
-    return sorted(flagged, key=drop_sort_key) + others[:RECHECK_PER_TICK]
+    if len(others) > RECHECK_PER_TICK:
+        windows = -(-len(others) // RECHECK_PER_TICK)
+        at = (turn % windows) * RECHECK_PER_TICK
+        others = others[at : at + RECHECK_PER_TICK]
+    return sorted(flagged, key=drop_sort_key) + others
 
 
 def processed_change(drop_id: str, path: str, fingerprints: dict[str, Any]) -> str:
@@ -291,15 +291,15 @@ def processed_change(drop_id: str, path: str, fingerprints: dict[str, Any]) -> s
     manifest, reason = read_manifest(path)
     if manifest is None:
         return f"changed after processing: {reason}; its outputs stay as processed"
-    now = content_fingerprint(path, manifest)
+    now = content_fingerprint(path, manifest)[:FP]
     recorded = fingerprints.get(drop_id)
     if not (isinstance(recorded, list) and len(recorded) == 2):
-        fingerprints[drop_id] = [now, manifest_fingerprint(manifest)]
+        fingerprints[drop_id] = [now, manifest_fingerprint(manifest)[:FP]]
         return ""
     if now == recorded[0]:
         return ""
     status, reason, verified = validate_drop(path, drop_id, verify_checksums=True)
-    if status == STATUS_VALID and manifest_fingerprint(verified) == recorded[1]:
+    if status == STATUS_VALID and manifest_fingerprint(verified)[:FP] == recorded[1]:
         fingerprints[drop_id] = [now, recorded[1]]  # touched, same bytes
         return ""
     what = f"now {status}: {reason}" if status != STATUS_VALID else "its manifest lists other files or checksums"
