@@ -231,7 +231,8 @@ class StepGraph:
     """All steps reachable from a list of steps, with versions and output paths.
 
     Steps whose versions are identical are merged: the first one seen is canonical and every
-    dependency on a duplicate points at it, so it runs once.
+    dependency on a duplicate points at it, so it runs once. As in Marin, a merge is logged as a
+    warning (once per step name), so steps meant to differ that hash alike are noticed.
     """
 
     def __init__(
