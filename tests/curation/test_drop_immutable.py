@@ -190,3 +190,17 @@ def test_a_failed_drop_fails_the_no_failed_drops_landing_check():
     checks = {e.check_name: e for e in landing_checks(SOURCE, rows)}
     assert checks["no_failed_drops"].passed is False and checks[CHANGED_CHECK].passed is True
     assert "drop-002: run abc failed" in checks["no_failed_drops"].metadata["drops"].value
+
+
+def test_an_explicit_reprocess_changes_the_version_and_the_default_does_not(prefix):
+    from marin_assets.experiments.curation_pipeline import curation_steps
+
+    def hashes(**kwargs):
+        steps = curation_steps(f"landing/{SOURCE}", **kwargs)
+        graph = StepGraph(list(steps.values()), prefix)
+        return {role: graph.resolved(step).hash for role, step in steps.items()}
+
+    default, again, reprocess = hashes(), hashes(revision=0), hashes(revision=1)
+    assert default == again
+    changed = {role for role in default if default[role] != reprocess[role]}
+    assert changed == {"raw", "text", "quality", "dedup", "consolidated"}  # every per-drop step; not the classifier
