@@ -142,8 +142,10 @@ def test_utf16_with_bom_is_detected(tmp_path, encoding):
     text = "".join(
         json.dumps({"id": f"u{i}", "text": f"héllo wörld {i} ✓"}, ensure_ascii=False) + "\n" for i in range(3)
     )
-    meta, docs, quarantine = _run(tmp_path, {"utf16.jsonl": bom + text.encode(encoding)})
-    assert [d["text"] for d in docs] == [f"héllo wörld {i} ✓" for i in range(3)] and not quarantine
+    data = bom + text.encode(encoding)
+    meta, docs, quarantine = _run(tmp_path, {"utf16.jsonl": data, "utf16.jsonl.gz": gzip.compress(data)})
+    assert sorted(d["text"] for d in docs) == sorted([f"héllo wörld {i} ✓" for i in range(3)] * 2)
+    assert not quarantine
 
 
 def test_parquet_damage_inside_one_row_group_keeps_the_others(tmp_path):

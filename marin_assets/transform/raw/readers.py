@@ -225,15 +225,27 @@ def iter_lines(
                 yield line_no, bytes(buf)
             buf.clear()
 
+    utf16: Any = None  # a compressed stream of UTF-16 text (a BOM first): transcoded to UTF-8
+    seen_data = False
     while True:
         chunk = handle.read(READ_BYTES)
         if not chunk:
             break
-        buf += chunk if decoder is None else decoder.decode(chunk)
+        data = chunk if decoder is None else decoder.decode(chunk)
+        if decoder is not None and not seen_data and data:
+            seen_data = True
+            if data[:2] in UTF16_BOMS:
+                utf16 = codecs.getincrementaldecoder("utf-16-le" if data[:2] == b"\xff\xfe" else "utf-16-be")("replace")
+                data = data[2:]
+        if utf16 is not None:
+            data = utf16.decode(data).encode("utf-8")
+        buf += data
         yield from split(final=False)
         if decoder is not None and decoder.damage is not None:
             break
     damage = decoder.finish() if decoder is not None else None
+    if utf16 is not None:
+        buf += utf16.decode(b"", final=True).encode("utf-8")
     if damage is None or damage.kind == "trailing":  # the stream's own content is whole
         yield from split(final=True)
     if damage is not None:
