@@ -26,7 +26,12 @@ from collections.abc import Sequence
 import dagster as dg
 
 from marin_assets.dagster_bridge.assets import SOURCE_TAG, StepAssetMember, assemble_step_ops, step_asset_members
-from marin_assets.dagster_bridge.landing_assets import build_landing_status_sensor, landing_key, landing_zone_asset
+from marin_assets.dagster_bridge.landing_assets import (
+    build_landing_status_sensor,
+    landing_key,
+    landing_zone_asset,
+    landing_zone_checks,
+)
 from marin_assets.dagster_bridge.landing_sensor import build_landing_sensor
 from marin_assets.dagster_bridge.location_graph import (
     AssetKeys,
@@ -224,7 +229,6 @@ def _experiment_definitions(
             build_landing_sensor(
                 drop_job,
                 definition,
-                default_prefix,
                 source=source,
                 landing_dir=drops.landing_dir,
                 processed_keys=local_keys,
@@ -332,6 +336,9 @@ def build_definitions(
     if landing:
         # The drops of each watched landing zone, with their status, as an observable asset.
         assets.extend(landing_zone_asset(drops, set_name, local) for drops, set_name, local in landing)
+        assets.extend(
+            check for drops, _, _ in landing for check in landing_zone_checks(drops)
+        )  # changed / failed drops
         sensors.append(build_landing_status_sensor(landing))
     return dg.Definitions(
         assets=[*assets, *partition_set_assets(set_names)],

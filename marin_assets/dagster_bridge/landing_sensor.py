@@ -6,7 +6,8 @@ O(new drops), not O(all drops), on local folders and gs:// alike. Each tick:
 1. lists the source's folder once (``<prefix>/landing/<source>/``; a fresh listing, never a cached
    one) -- the only request whose cost grows with the number of drops;
 2. skips every drop the cursor holds as processed without reading anything of it (drops are
-   immutable: a processed drop is never read again);
+   immutable once processed: this sensor never reads one again; the ``landing_status`` sensor flags
+   one whose files changed, see ``landing_assets.py``);
 3. for the drops left, asks the Dagster instance once which of them already have every asset of
    the drop job materialized (``already_processed``) -- a freshly enabled sensor marks those
    processed (adding a missing partition) instead of launching catch-up runs;
@@ -29,11 +30,16 @@ ids], "rejected": {drop: reason}, "checksum_rejected": {drop: {"manifest": conte
 stays small with thousands of drops. Older cursors (``"seen": {drop: fingerprint}``) load fine.
 
 Run requests come in drop-id order. Dedup of drop N needs the indices of drops < N, so limit
-concurrent curation runs (e.g. a run-queue tag concurrency limit of 1 on ``marin/curation``) or
-rely on the dedup step failing loudly and retrying.
+concurrent curation runs (e.g. a run-queue tag concurrency limit of 1 on ``marin/curation``); a drop
+whose run failed does not block the later drops' dedup (see docs/curation.md, "A failed drop").
 
-Nothing a drop contains can crash the sensor: validation returns reasons instead of raising, and
-a storage error during listing becomes a ``SkipReason``.
+The storage prefix comes from the ``marin_storage`` resource, a typed parameter of the sensor, read
+on every tick (``prefix_resolver`` replaces it for tests and custom locations).
+
+Nothing a drop contains can crash the sensor: validation returns reasons instead of raising. What
+is no property of a drop -- a storage error, a bug in the validation -- fails the tick (an error in
+the tick history naming the source and the exception; the cursor is not advanced, so the next tick
+retries): never a drop marked rejected for it.
 """
 
 from __future__ import annotations
@@ -56,8 +62,13 @@ from marin_assets.landing.zone import (
     list_drop_folders,
     validate_drop,
 )
+from marin_resources.dagster_resources import MarinStorageResource
 
 RUN_TAG = "marin/curation"
+
+
+class LandingScanError(RuntimeError):
+    """A tick could not examine the landing zone (storage error or bug); the next tick retries."""
 
 
 def _load_cursor(raw: str | None) -> dict[str, Any]:
@@ -217,7 +228,7 @@ def materialized_everywhere(instance: dg.DagsterInstance, keys: Sequence[dg.Asse
 def build_landing_sensor(
     target: Any,
     partitions_def: dg.DynamicPartitionsDefinition,
-    prefix_resolver: Callable[[], str],
+    prefix_resolver: Callable[[], str] | None = None,
     *,
     source: str,
     landing_dir: str | None = None,
@@ -231,8 +242,10 @@ def build_landing_sensor(
     Args:
         target: what each run materializes -- a job, an asset selection, or assets.
         partitions_def: the source's ``DynamicPartitionsDefinition`` (named after the source).
-        prefix_resolver: returns the storage prefix holding ``landing/`` (called every tick, so
-            it can read a resource/env var at run time rather than at import time).
+        prefix_resolver: returns the storage prefix holding ``landing/``. None (the code
+            location's sensors): the sensor receives the storage resource as a typed parameter
+            (``marin_storage: MarinStorageResource``) and reads the prefix from it on every tick,
+            so a deployment sets it in the resource, never through the sensor's environment.
         source: landing source to watch.
         landing_dir: its folder, relative to the prefix or absolute (default ``landing/<source>``).
         processed_keys: the assets a drop's run materializes (the drop job's); a drop all of them
@@ -243,15 +256,7 @@ def build_landing_sensor(
         raise ValueError("partitions_def must be a named DynamicPartitionsDefinition")
     sensor_name = name or f"landing_sensor_{source.replace('-', '_').replace('.', '_')}"
 
-    @dg.sensor(
-        name=sensor_name,
-        target=target,
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
-        description=f"Adds a '{partitions_def.name}' partition and requests a run for each new complete "
-        f"drop in <prefix>/landing/{source}/.",
-    )
-    def _landing_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+    def _landing_sensor(context: dg.SensorEvaluationContext, prefix: str) -> dg.SensorResult | dg.SkipReason:
         known: set[str] = set()
 
         def has_partition(key: str) -> bool:
@@ -262,7 +267,6 @@ def build_landing_sensor(
             return key in known
 
         try:
-            prefix = prefix_resolver()
             new, cursor, _ = evaluate_landing(
                 prefix,
                 source,
@@ -272,9 +276,12 @@ def build_landing_sensor(
                 landing_dir,
                 (lambda: materialized_everywhere(context.instance, processed_keys)) if processed_keys else None,
             )
-        except Exception as exc:  # storage hiccups must not kill the sensor
-            context.log.error(f"landing scan failed: {type(exc).__name__}: {exc}")
-            return dg.SkipReason(f"landing scan failed: {type(exc).__name__}: {exc}")
+        except Exception as exc:
+            # Not a property of any drop (a storage error, or a bug): the tick fails -- visible in the
+            # sensor's tick history with this message -- and the next tick retries from the same
+            # cursor. No drop is ever marked rejected for it.
+            context.log.error(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}")
+            raise LandingScanError(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}") from exc
         to_add = [key for key, _, needs in new if needs]
         run_requests = [
             dg.RunRequest(
@@ -298,4 +305,32 @@ def build_landing_sensor(
             cursor=cursor,
         )
 
-    return _landing_sensor
+    decorate = dg.sensor(
+        name=sensor_name,
+        target=target,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=f"Adds a '{partitions_def.name}' partition and requests a run for each new complete "
+        f"drop in <prefix>/landing/{source}/.",
+    )
+    if prefix_resolver is not None:
+        resolve = prefix_resolver
+
+        @decorate
+        def _with_resolver(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+            try:
+                prefix = resolve()
+            except Exception as exc:
+                context.log.error(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}")
+                raise LandingScanError(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}") from exc
+            return _landing_sensor(context, prefix)
+
+        return _with_resolver
+
+    @decorate
+    def _with_storage(
+        context: dg.SensorEvaluationContext, marin_storage: MarinStorageResource
+    ) -> dg.SensorResult | dg.SkipReason:
+        return _landing_sensor(context, marin_storage.root())
+
+    return _with_storage

@@ -84,7 +84,8 @@ def missing_inputs(unit: Unit, graph: StepGraph) -> list[Unit]:
     seen: set[tuple[int, str | None]] = set()
 
     def visit(current: Unit) -> None:
-        for dep in StepRunner.unit_dependencies(current, graph):
+        # input_units: an earlier drop of a sequential step that failed is skipped, never brought along.
+        for dep in StepRunner.input_units(current, graph):
             key = (id(dep[0]), dep[1])
             if key in seen:
                 continue

@@ -36,6 +36,7 @@ import dataclasses
 import datetime
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,8 @@ from marin_assets.execution.step import (
 from marin_assets.execution.storage import join_path, local_prefix
 
 HASH_LENGTH = 6
+
+logger = logging.getLogger(__name__)
 
 
 def _json_default(obj: Any) -> Any:
@@ -228,7 +231,8 @@ class StepGraph:
     """All steps reachable from a list of steps, with versions and output paths.
 
     Steps whose versions are identical are merged: the first one seen is canonical and every
-    dependency on a duplicate points at it, so it runs once.
+    dependency on a duplicate points at it, so it runs once. As in Marin, a merge is logged as a
+    warning (once per step name), so steps meant to differ that hash alike are noticed.
     """
 
     def __init__(
@@ -247,6 +251,7 @@ class StepGraph:
         # The canonical JSON of each node's version while resolving: a dependent's text embeds its
         # dependencies' texts as they are instead of encoding the whole nested ancestry again.
         self._texts: dict[int, str] = {}
+        self._warned_same_version: set[str] = set()
         self.roots: list[ResolvedStep] = []
         root_ids: set[int] = set()
         for step in steps:
@@ -303,8 +308,15 @@ class StepGraph:
             texts["consumed_partitions"] = version_json(version["consumed_partitions"])
         key = "{" + ", ".join(f'"{k}": {texts[k]}' for k in sorted(texts)) + "}"
         if key in self._by_version:
-            # Identical version (same name, config and dependencies): merge into the first one.
+            # Identical version (same name, config and dependencies): merge into the first one,
+            # and say so as Marin does (a second step that was meant to differ silently runs once).
             merged = self._by_version[key]
+            if step.name not in self._warned_same_version:
+                self._warned_same_version.add(step.name)
+                logger.warning(
+                    "Multiple `ExecutorStep`s (named %s) have the same version; try to instantiate only once.",
+                    step.name,
+                )
             self._by_step[step] = merged
             return merged
         digest = _hash_text(key)

@@ -104,6 +104,7 @@ def curation_steps(
     docs_per_shard: int = 1000,
     text_key: str = "text",
     id_key: str = "id",
+    revision: int = 0,
 ) -> dict[str, ExecutorStep]:
     """The curation steps for one landing source.
 
@@ -121,6 +122,9 @@ def curation_steps(
             set -- re-training on drops is this explicit change, never a side effect of a new drop.
         text_key / id_key: the field or column holding a record's text / id in the source's files
             (``RawConfig``); versioned when they differ from ``text`` / ``id``.
+        revision: an explicit reprocess of every drop (e.g. after a processed drop's files were
+            replaced, which is otherwise never read again): versioned when not 0, so every step of
+            the source gets a new hash and new output folders; the old outputs stay as they were.
         Other arguments: versioned parameters of the stages (see each stage's config).
     """
     landing = InputName.hardcoded(landing_dir)
@@ -140,6 +144,7 @@ def curation_steps(
             # The defaults stay out of the version, so sources that use them keep their versions.
             text_key=text_key if text_key == "text" else versioned(text_key),
             id_key=id_key if id_key == "id" else versioned(id_key),
+            revision=versioned(revision) if revision else 0,
         ),
         description="Raw documents of a data drop as Dolma jsonl.gz shards; bad input quarantined.",
         partitioned_by=partition_set,

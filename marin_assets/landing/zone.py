@@ -11,7 +11,10 @@ it lists is a plain relative name that exists with the listed size and sha256, a
 the drop -- the drop folder itself, ``manifest.json``, any data file or sub-folder -- is a symlink
 (a link could make the stages read outside the landing zone; links are rejected, never followed,
 and a symlinked drop folder is reported, not skipped). Everything here reports problems as
-values and never raises on a malformed drop, so one bad drop cannot block the others.
+values and never raises on a malformed drop, so one bad drop cannot block the others. What is not
+a property of the drop -- a storage error while reading it, a bug in this code -- is raised, never
+reported as ``rejected``: the sensor tick that met it fails visibly and the next tick retries, so a
+bug or a brief outage never looks like bad data.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ _DIGITS = re.compile(r"(\d+)")
 STATUS_VALID = "valid"
 STATUS_INCOMPLETE = "incomplete"
 STATUS_REJECTED = "rejected"
+REJECTED_FILES = "rejected_files"
+"""The raw step's metadata key: ``["<file>: <one-line reason>", ...]``, the files of a drop nothing could
+be read of (the drops table shows them beside the processed drop)."""
 
 
 @dataclass(frozen=True)
@@ -146,7 +152,10 @@ def content_fingerprint(drop_path: str, manifest: dict[str, Any] | None) -> str:
 
 
 def read_manifest(drop_path: str) -> tuple[dict[str, Any] | None, str]:
-    """The parsed manifest of a drop folder and "" -- or (None, reason)."""
+    """The parsed manifest of a drop folder and "" -- or (None, reason).
+
+    A storage error (``OSError``) is raised: it says nothing about the drop.
+    """
     fs, p = filesystem(drop_path)
     mpath = f"{p.rstrip('/')}/{MANIFEST}"
     try:
@@ -159,63 +168,65 @@ def read_manifest(drop_path: str) -> tuple[dict[str, Any] | None, str]:
         manifest = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return None, f"manifest.json is not valid UTF-8 JSON: {exc}"
-    except OSError as exc:
-        return None, f"cannot read manifest.json: {exc}"
+    except IsADirectoryError:
+        return None, "manifest.json is a folder, not a file"
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
         return None, "manifest.json must be an object with a 'files' list"
     return manifest, ""
 
 
 def validate_drop(drop_path: str, drop_id: str, verify_checksums: bool = True) -> tuple[str, str, dict[str, Any]]:
-    """``(status, reason, manifest)`` of the drop folder ``drop_path`` named ``drop_id``."""
-    try:
-        reason = safe_drop_id(drop_id)
-        if reason:
-            return STATUS_REJECTED, reason, {}
-        link = find_symlink(drop_path)
-        if link:
-            return STATUS_REJECTED, f"{link}; symlinks in a drop are never followed", {}
-        manifest, reason = read_manifest(drop_path)
-        if manifest is None:
-            status = STATUS_INCOMPLETE if reason.startswith("no manifest") else STATUS_REJECTED
-            return status, reason, {}
-        if manifest.get("drop_id", drop_id) != drop_id:
-            return STATUS_REJECTED, f"manifest drop_id {manifest.get('drop_id')!r} != folder {drop_id!r}", manifest
-        if not manifest["files"]:
-            return STATUS_REJECTED, "manifest lists no files", manifest
-        fs, p = filesystem(drop_path)
-        seen: set[str] = set()
-        for i, entry in enumerate(manifest["files"]):
-            if not isinstance(entry, dict):
-                return STATUS_REJECTED, f"manifest files[{i}] is not an object", manifest
-            name = entry.get("path")
-            if not _safe_file_name(name) or name == MANIFEST:
-                return STATUS_REJECTED, f"manifest files[{i}] has an unsafe path {name!r}", manifest
-            if name in seen:
-                return STATUS_REJECTED, f"manifest lists {name!r} twice", manifest
-            seen.add(name)
-            fpath = f"{p.rstrip('/')}/{name}"
-            if not fs.exists(fpath):
-                return STATUS_REJECTED, f"{name}: listed in manifest but missing", manifest
-            expected_size = entry.get("bytes")
-            if expected_size is not None:
-                actual = fs.size(fpath)
-                if actual != expected_size:
-                    return STATUS_REJECTED, f"{name}: size {actual} != manifest {expected_size}", manifest
-            expected_sha = entry.get("sha256")
-            if verify_checksums:
-                if not isinstance(expected_sha, str):
-                    return STATUS_REJECTED, f"{name}: manifest has no sha256", manifest
-                actual_sha = _sha256_of(fs, fpath)
-                if actual_sha != expected_sha.lower():
-                    return (
-                        STATUS_REJECTED,
-                        f"{name}: sha256 {actual_sha[:12]}... != manifest {expected_sha[:12]}...",
-                        manifest,
-                    )
-        return STATUS_VALID, "", manifest
-    except Exception as exc:  # never raise on a malformed drop: report it
-        return STATUS_REJECTED, f"unexpected error validating drop: {type(exc).__name__}: {exc}", {}
+    """``(status, reason, manifest)`` of the drop folder ``drop_path`` named ``drop_id``.
+
+    Raises:
+        OSError: the storage failed while the drop was read (not a property of the drop: the
+            caller retries; a drop is never rejected for it). Any other exception is a bug.
+    """
+    reason = safe_drop_id(drop_id)
+    if reason:
+        return STATUS_REJECTED, reason, {}
+    link = find_symlink(drop_path)
+    if link:
+        return STATUS_REJECTED, f"{link}; symlinks in a drop are never followed", {}
+    manifest, reason = read_manifest(drop_path)
+    if manifest is None:
+        status = STATUS_INCOMPLETE if reason.startswith("no manifest") else STATUS_REJECTED
+        return status, reason, {}
+    if manifest.get("drop_id", drop_id) != drop_id:
+        return STATUS_REJECTED, f"manifest drop_id {manifest.get('drop_id')!r} != folder {drop_id!r}", manifest
+    if not manifest["files"]:
+        return STATUS_REJECTED, "manifest lists no files", manifest
+    fs, p = filesystem(drop_path)
+    seen: set[str] = set()
+    for i, entry in enumerate(manifest["files"]):
+        if not isinstance(entry, dict):
+            return STATUS_REJECTED, f"manifest files[{i}] is not an object", manifest
+        name = entry.get("path")
+        if not _safe_file_name(name) or name == MANIFEST:
+            return STATUS_REJECTED, f"manifest files[{i}] has an unsafe path {name!r}", manifest
+        if name in seen:
+            return STATUS_REJECTED, f"manifest lists {name!r} twice", manifest
+        seen.add(name)
+        fpath = f"{p.rstrip('/')}/{name}"
+        if not fs.exists(fpath):
+            return STATUS_REJECTED, f"{name}: listed in manifest but missing", manifest
+        expected_size = entry.get("bytes")
+        if expected_size is not None:
+            actual = fs.size(fpath)
+            if actual != expected_size:
+                return STATUS_REJECTED, f"{name}: size {actual} != manifest {expected_size}", manifest
+        expected_sha = entry.get("sha256")
+        if verify_checksums:
+            if not isinstance(expected_sha, str):
+                return STATUS_REJECTED, f"{name}: manifest has no sha256", manifest
+            actual_sha = _sha256_of(fs, fpath)
+            if actual_sha != expected_sha.lower():
+                return (
+                    STATUS_REJECTED,
+                    f"{name}: sha256 {actual_sha[:12]}... != manifest {expected_sha[:12]}...",
+                    manifest,
+                )
+    return STATUS_VALID, "", manifest
 
 
 def list_drop_folders(path: str) -> list[tuple[str, str]]:

@@ -41,7 +41,7 @@ def test_sensor_launched_curation_run_explains_a_spam_documents_removal(prefix, 
 
     # What the daemon does for the landing sensor: add the drop's partition, launch the drop job.
     result = defs.resolve_sensor_def("landing_sensor_sample_html")(
-        dg.build_sensor_context(instance=instance, definitions=defs)
+        dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources)
     )
     (request,) = result.run_requests
     (add_request,) = result.dynamic_partitions_requests

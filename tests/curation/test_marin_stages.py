@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -16,6 +17,7 @@ from marin_assets.processing.classification.consolidate import (
     ConsolidateConfig,
     FilterConfig,
     FilterType,
+    MissingAttributeError,
     consolidate,
 )
 from marin_assets.processing.classification.dedupe import DedupeConfig, NGramConfig, dedupe
@@ -168,9 +170,15 @@ def test_consolidate_filters(tmp_path):
     consolidate(ConsolidateConfig(docs, str(tmp_path / "half"), half))
     assert [d["id"] for d in _read(tmp_path / "half/sub/a.jsonl.gz")] == ["d0", "d2"]
 
+    # A missing attribute file fails the step (never an unfiltered output published as SUCCESS) ...
     missing = [FilterConfig("classify", str(tmp_path / "nowhere"), "q", label="__label__hq", threshold=0.5)]
-    meta = consolidate(ConsolidateConfig(docs, str(tmp_path / "miss"), missing))
-    assert meta["missing_attribute_files"] == 1 and meta["documents_out"] == 4  # skipped, as in Marin
+    with pytest.raises(MissingAttributeError, match=r"no attribute file .*nowhere.*filter 'q'"):
+        consolidate(ConsolidateConfig(docs, str(tmp_path / "miss"), missing))
+    assert not (tmp_path / "miss/sub/a.jsonl.gz").exists()
+    # ... unless the filter opts in explicitly: then skipped and counted, as Marin does.
+    optional = [dataclasses.replace(missing[0], missing_ok=True)]
+    meta = consolidate(ConsolidateConfig(docs, str(tmp_path / "miss_ok"), optional))
+    assert meta["missing_attribute_files"] == 1 and meta["documents_out"] == 4
     for bad, message in (
         (FilterConfig("keep", quality, "q"), "expected one of"),
         (FilterConfig("classify", quality, "q"), "needs threshold"),

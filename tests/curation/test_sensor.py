@@ -11,7 +11,7 @@ import pytest
 
 from marin_assets.dagster_bridge import landing_sensor
 from marin_assets.dagster_bridge.cursors import expand_ids
-from marin_assets.dagster_bridge.landing_sensor import build_landing_sensor, evaluate_landing
+from marin_assets.dagster_bridge.landing_sensor import LandingScanError, build_landing_sensor, evaluate_landing
 from marin_assets.experiments.sample_data import SampleConfig, write_drop
 
 SOURCE = "sample-html"
@@ -145,8 +145,9 @@ def test_missing_landing_zone_and_bad_cursor(zone, instance):
     result = _tick(sensor, instance, cursor="{not json")
     assert not result.run_requests
     broken = build_landing_sensor(dg.AssetSelection.assets(curated), drops_def, lambda: 1 / 0, source=SOURCE)
-    skipped = broken(dg.build_sensor_context(instance=instance))
-    assert isinstance(skipped, dg.SkipReason) and "ZeroDivisionError" in skipped.skip_message
+    # Not a property of any drop: the tick fails (visible, retried by the next tick), nothing is rejected.
+    with pytest.raises(LandingScanError, match="ZeroDivisionError"):
+        broken(dg.build_sensor_context(instance=instance))
 
 
 def test_sensor_loads_in_definitions(zone):

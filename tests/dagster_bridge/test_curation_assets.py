@@ -33,12 +33,14 @@ def test_two_drops_sensor_to_checks_through_dagster(drops_prefix, dagster_home):
     instance = dg.DagsterInstance.get()
     sensor = defs.resolve_sensor_def("landing_sensor_sample_html")
 
-    result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+    result = sensor(dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources))
     assert [r.partition_key for r in result.run_requests] == ["drop-001", "drop-002"]
     (add_request,) = result.dynamic_partitions_requests
     instance.add_dynamic_partitions(add_request.partitions_def_name, list(add_request.partition_keys))
     # The same drops seen again start nothing new.
-    again = sensor(dg.build_sensor_context(instance=instance, definitions=defs, cursor=result.cursor))
+    again = sensor(
+        dg.build_sensor_context(instance=instance, definitions=defs, cursor=result.cursor, resources=defs.resources)
+    )
     assert not getattr(again, "run_requests", None)
 
     drop_job = defs.resolve_job_def("curation_drop_job")

@@ -100,7 +100,9 @@ def _tick_partition_set_sensor(defs: dg.Definitions, instance: dg.DagsterInstanc
     """One tick of the ``partition_sets`` sensor, its observations stored as the daemon would."""
     sensor = defs.resolve_sensor_def(SENSOR_NAME)
     cursor = _SENSOR_CURSORS.get(id(instance))
-    result = sensor(dg.build_sensor_context(instance=instance, definitions=defs, cursor=cursor))
+    result = sensor(
+        dg.build_sensor_context(instance=instance, definitions=defs, cursor=cursor, resources=defs.resources)
+    )
     if not isinstance(result, dg.SensorResult):
         return 0
     for event in result.asset_events:

@@ -69,7 +69,8 @@ def test_a_status_tick_reads_only_drops_not_processed_yet(prefix, monkeypatch):
     first = zone_rows(folder, SOURCE, processed, False, state)
     assert [r["status"] for r in first] == ["processed"] * 3 + ["valid"]
     assert state["processed"] == {"2": ["drop-{001..003}"]}  # compact: file count -> drops
-    # A processed drop is never read again: garbage in its manifest goes unnoticed.
+    # A processed drop is checked again cheaply (manifest + a stat per file, round robin): garbage
+    # in its manifest flags it "changed after processing"; the others are not hashed again.
     with open(os.path.join(folder, "drop-002", "manifest.json"), "w") as handle:
         handle.write("garbage")
     validated: list[str] = []
@@ -80,7 +81,9 @@ def test_a_status_tick_reads_only_drops_not_processed_yet(prefix, monkeypatch):
         lambda p, d, verify_checksums=True: validated.append(d) or real(p, d, verify_checksums),
     )
     again = zone_rows(folder, SOURCE, processed, False, state)
-    assert again == first
+    assert [r["status"] for r in again] == ["processed", "changed after processing", "processed", "valid"]
+    assert "manifest.json is not valid" in again[1]["reason"] and "new drop id" not in again[0]["reason"]
+    assert [r for i, r in enumerate(again) if i != 1] == [r for i, r in enumerate(first) if i != 1]
     assert validated == ["drop-004"]  # the unprocessed drop: cheap checks only, its checksums are cached
     # A drop whose checksums fail reads rejected (hashed once, then cached).
     bad = _drop(prefix, "drop-005")

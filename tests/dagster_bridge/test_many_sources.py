@@ -41,7 +41,9 @@ def location(prefix, dagster_home, monkeypatch):
 
 def _tick(defs, instance, source, cursor):
     sensor = defs.resolve_sensor_def(f"landing_sensor_{source}")
-    result = sensor(dg.build_sensor_context(instance=instance, definitions=defs, cursor=cursor))
+    result = sensor(
+        dg.build_sensor_context(instance=instance, definitions=defs, cursor=cursor, resources=defs.resources)
+    )
     if not isinstance(result, dg.SensorResult):
         return [], cursor
     for request in result.dynamic_partitions_requests or []:  # what the daemon does with them

@@ -18,9 +18,13 @@ file at the same relative path below the filter's ``attribute_path`` (what ``run
 
 Surviving documents keep every field and go to the same relative path below ``output_path``
 (Marin's layout, jsonl.gz), so in the curation pipeline ``docs/<shard>`` stays ``docs/<shard>``.
-As in Marin, a filter whose attribute file is missing is skipped for that file (a warning, counted
-as ``missing_attribute_files``); a document absent from an existing attribute file is an error
-naming the document and the file (an upstream step is broken).
+Unlike Marin (which skips such a filter with a warning), a filter whose attribute file is
+missing **fails the step**, naming the filter and the file: publishing every document unfiltered as
+SUCCESS would be a wrong output that looks finished. A filter that may legitimately lack attributes
+says so explicitly with ``missing_ok=versioned(True)`` (versioned, so the choice is in the step's
+hash); it is then skipped for that file with a warning and counted as ``missing_attribute_files``.
+A document absent from an existing attribute file is an error naming the document and the file (an
+upstream step is broken).
 """
 
 from __future__ import annotations
@@ -65,6 +69,9 @@ class FilterConfig:
         keep_fraction: keep this share of documents (instead of a threshold).
         upper_threshold: keep when the value is ``<=`` this.
         reverse: invert a ``classify`` decision.
+        missing_ok: skip this filter for a document file whose attribute file is missing (a
+            warning, counted) instead of failing the step. An explicit opt-in: pass it as
+            ``versioned(True)`` so that the output's version says the filter may be skipped.
     """
 
     type: str
@@ -76,6 +83,7 @@ class FilterConfig:
     upper_threshold: float | None = None
     reverse: bool = False
     lower_threshold: float | None = None
+    missing_ok: bool = False
 
     @property
     def lower(self) -> float | None:
@@ -104,6 +112,10 @@ class ConsolidateConfig:
     max_tasks_in_flight: int = 1000
     ray_memory_limit_gb: float = 0.5
     min_chars: int = 1
+
+
+class MissingAttributeError(FileNotFoundError):
+    """A filter's attribute file is missing and the filter did not opt in to being skipped."""
 
 
 def remove_spans(text: str, spans: list[list[float]]) -> str:
@@ -167,6 +179,12 @@ class ConsolidateStage(DocumentStage):
         for filt in self.config.filters:
             path = self.attribute_file(shard, filt)
             if not exists(path):
+                if not filt.missing_ok:
+                    raise MissingAttributeError(
+                        f"no attribute file {path} for filter {filt.name!r} ({filt.type}) of {shard}: the filter "
+                        "cannot run, and publishing the documents unfiltered would be a wrong output; materialize "
+                        f"the step writing {filt.attribute_path}, or opt in with FilterConfig(missing_ok=versioned(True))"
+                    )
                 logger.warning("no attribute file %s for filter %r: filter skipped for %s", path, filt.name, shard)
                 tables.append((filt, None, path))
                 continue
@@ -253,6 +271,7 @@ def consolidate(config: ConsolidateConfig) -> dict[str, Any]:
 
     Raises:
         ValueError: a filter of an unknown type or without bounds.
+        MissingAttributeError: a filter's attribute file is missing (without ``missing_ok``).
     """
     for filt in config.filters:
         _check(filt)

@@ -249,6 +249,10 @@ class _DedupStage(ShardStage):
             for r in shard_results
         ]
         meta = DropDedup(self.config, shards, self.done).run()
+        # What this drop was deduplicated against: the earlier drops with a complete index. A failed
+        # earlier drop has none (listed below); see docs/curation.md, "A failed drop".
+        meta["deduplicated_against"] = [name for name, _ in self.done][-50:]
+        meta["deduplicated_against_count"] = len(self.done)
         meta["earlier_drops_without_index"] = self.pending
         meta["seconds"] = round(time.monotonic() - self.start, 3)
         return meta

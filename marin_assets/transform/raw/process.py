@@ -37,8 +37,14 @@ from marin_assets.core.shard_stage import (
     write_shard,
 )
 from marin_assets.execution.storage import filesystem, join_path
-from marin_assets.landing.zone import STATUS_VALID, validate_drop
-from marin_assets.transform.raw.readers import format_from_name, hf_dataset_folders, read_file, read_hf_dataset
+from marin_assets.landing.zone import REJECTED_FILES, STATUS_VALID, validate_drop
+from marin_assets.transform.raw.readers import (
+    finite_or_text,
+    format_from_name,
+    hf_dataset_folders,
+    read_file,
+    read_hf_dataset,
+)
 
 HF_INPUT = "hf-dataset:"  # marks a saved HF dataset folder among the stage's inputs
 
@@ -62,6 +68,9 @@ class RawConfig:
         content_type: ``metadata.content_type`` of records that carry none: ``text/html`` (the
             text stage extracts the main content) or ``text/plain`` (already text, passed
             through). None: decided per record by :func:`looks_like_html`.
+        revision: an explicit reprocess of the source's drops. Versioned when set (the pipeline
+            passes ``versioned(revision)`` only when it is not 0, so existing hashes stay): every
+            drop is read again into new output folders, the old outputs stay under the old hash.
     """
 
     landing_dir: str
@@ -75,6 +84,7 @@ class RawConfig:
     text_key: str = "text"
     id_key: str = "id"
     content_type: str | None = None
+    revision: int = 0
 
 
 # Top-level fields of an input record that are Dolma fields, not metadata.
@@ -83,6 +93,9 @@ _DOLMA_FIELDS = ("id", "text", "source", "added", "created", "metadata")
 _DATE_FIELDS = ("created", "date", "timestamp", "crawl_date")
 
 
+# A character that shows: neither white space nor a zero-width / invisible format character
+# (ZWSP, ZWNJ, ZWJ, LRM/RLM, word joiner and friends, BOM, soft hyphen, Mongolian vowel separator).
+_VISIBLE = re.compile(r"[^\s\u200b-\u200f\u202a-\u202e\u2060-\u2064\u206a-\u206f\ufeff\u00ad\u180e]")
 # An HTML element a page has and plain text almost never does: a known tag, opening or closing.
 _HTML_TAG = re.compile(
     r"<\s*/?\s*(?:!doctype\s+html|html|head|body|title|meta|p|div|span|br|a|li|ul|ol|table|tr|td|h[1-6]|"
@@ -107,8 +120,11 @@ def looks_like_html(text: str) -> bool:
 
 
 def json_safe(value: Any) -> Any:
-    """``value`` as plain JSON: dates/times as ISO text, bytes and other objects as text."""
-    if value is None or isinstance(value, (str, bool, int, float)):
+    """``value`` as plain JSON: dates/times as ISO text, bytes and other objects as text, NaN and
+    infinities as ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"`` (never bare tokens: not JSON)."""
+    if isinstance(value, float):
+        return finite_or_text(value)
+    if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
@@ -150,8 +166,8 @@ def to_dolma(
         reason = "missing_text" if text is None else "text_not_string"
         q.add(reason, f"record {doc_id!r}: 'text' is {type(text).__name__}", line=line, doc_id=doc_id)
         return None
-    if not text.strip():
-        q.add("empty_text", f"record {doc_id!r} has empty text", line=line, doc_id=doc_id)
+    if _VISIBLE.search(text) is None:  # empty, whitespace or zero-width characters only: no document
+        q.add("empty_text", f"record {doc_id!r} has no visible text", line=line, doc_id=doc_id, sample=text)
         return None
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > max_doc_bytes:
@@ -271,12 +287,17 @@ class RawStage(ShardStage):
         flush()
         counters.add("output_shards", shard_count)
         claimed = None if shard.startswith(HF_INPUT) else format_from_name(name)
+        # A file nothing of which could be read (no format, no text column, not parquet at all, ...)
+        # is rejected whole: its one-line reason goes to the metadata and the drops table.
+        whole = [r for r in q.records if r["line"] is None and r["offset"] is None]
+        rejected = whole[0]["detail"].splitlines()[0][:300] if whole and not seen_ids else None
         return {
             "file": name,
             "format": fmt,
             "format_from_name": claimed,
             "ids": sorted(seen_ids) if len(seen_ids) < 2_000_000 else [],
             "samples": samples,
+            "rejected": rejected,
         }
 
     def summarize(self, results: list[ShardResult]) -> dict[str, Any]:
@@ -290,6 +311,7 @@ class RawStage(ShardStage):
             files.append({**extra, **r.counts, "quarantine_reasons": r.quarantine})
         duplicate_ids = sorted(i for i, c in id_counts.items() if c > 1)
         mismatched = [f["file"] for f in files if f.get("format_from_name") and f["format"] != f["format_from_name"]]
+        rejected = [f"{f['file']}: {f['rejected']}" for f in files if f.get("rejected")]
         provenance = {
             "drop_id": self.config.drop_id,
             "source": self.source,
@@ -309,6 +331,8 @@ class RawStage(ShardStage):
             "shards": len(list_files(join_path(self.output_path, "docs"), SHARD_SUFFIX)),
             "duplicate_ids": len(duplicate_ids),
             "empty_files": sum(r.counts.get("empty_files", 0) for r in results),
+            REJECTED_FILES: rejected[:20],
+            "rejected_files_count": len(rejected),
         }
 
 

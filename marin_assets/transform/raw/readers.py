@@ -20,8 +20,12 @@ rejects drops holding one; this closes the window between that check and the rea
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
+import math
 import os
+import re
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
@@ -54,6 +58,8 @@ JSONL_CODECS: dict[str, Codec | None] = {
 }
 _JSON_NAMES = (".jsonl", ".json", ".ndjson")
 READ_BYTES = 1 << 20
+_LINE_END = re.compile(rb"\r\n?|\n")
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def open_input(path: str) -> BinaryIO:
@@ -67,7 +73,7 @@ def open_input(path: str) -> BinaryIO:
 def _decompress_head(codec: Codec, head: bytes) -> bytes:
     try:
         return new_decompressor(codec).decompress(head)[:64]
-    except Exception:  # corrupt from the start: the line reader reports it with its position
+    except Exception:  # noqa: BLE001 - corrupt from the start: safe, the line reader quarantines it with its offset
         return b""
 
 
@@ -107,6 +113,45 @@ def format_from_name(name: str) -> str | None:
     return "jsonl.gz" if lower.endswith((".json.gz", ".ndjson.gz")) else None
 
 
+class Utf16AsUtf8(io.RawIOBase):
+    """A UTF-16 byte stream with a byte order mark, read as UTF-8 bytes (the BOM dropped).
+
+    Decoded incrementally; a byte sequence that is no UTF-16 becomes U+FFFD (the JSON-lines reader
+    then quarantines that line as it would any damaged one, the others kept).
+    """
+
+    def __init__(self, handle: BinaryIO) -> None:
+        super().__init__()
+        self._handle = handle
+        bom = handle.read(2)
+        self._decoder = codecs.getincrementaldecoder("utf-16-le" if bom == b"\xff\xfe" else "utf-16-be")("replace")
+        self._pending = b""
+        self._eof = False
+
+    def readable(self) -> bool:
+        return True
+
+    def _fill(self, size: int) -> None:
+        while not self._eof and len(self._pending) < size:
+            chunk = self._handle.read(READ_BYTES)
+            self._eof = not chunk
+            self._pending += self._decoder.decode(chunk, final=self._eof).encode("utf-8")
+
+    def peek(self, size: int) -> bytes:
+        self._fill(size)
+        return self._pending[:size]
+
+    def read(self, size: int = -1) -> bytes:
+        self._fill(size if size >= 0 else 1 << 62)
+        size = len(self._pending) if size < 0 else size
+        out, self._pending = self._pending[:size], self._pending[size:]
+        return out
+
+    def close(self) -> None:
+        self._handle.close()
+        super().close()
+
+
 # ------------------------------------------------------------------------------------------
 # JSON lines
 
@@ -127,18 +172,38 @@ def iter_lines(
     buf = bytearray()
     line_no = 0
     skipping = False  # inside an over-long line: drop bytes until the next newline
+    # A raw CR is never inside a JSON line (JSON escapes control characters), so a lone CR ends a
+    # line as LF and CRLF do (old Mac line ends must not join records). Lines are split at LF (fast;
+    # a CRLF's CR is stripped with the line) until a lone CR shows -- a CR inside a line, or a chunk
+    # without any LF -- then at LF, CRLF and lone CR for the rest of the stream.
+    lone_cr = False
 
     def split(final: bool) -> Iterator[tuple[int, bytes]]:
-        nonlocal buf, line_no, skipping
+        nonlocal buf, line_no, skipping, lone_cr
         start = 0
         if line_no == 0 and buf[:3] == UTF8_BOM:  # a UTF-8 byte order mark is no part of line 1
             start = 3
+        if not lone_cr and b"\n" not in buf and b"\r" in buf[:-1]:
+            lone_cr = True
         while True:
-            nl = buf.find(b"\n", start)
-            if nl < 0:
-                break
+            if lone_cr:
+                match = _LINE_END.search(buf, start)
+                if match is None:
+                    break
+                if match.group() == b"\r" and match.end() == len(buf) and not final:
+                    break  # a CR at the end of the buffer: its LF may come with the next chunk
+                nl, after = match.start(), match.end()
+            else:
+                nl = buf.find(b"\n", start)
+                if nl < 0:
+                    break
+                cr = buf.find(b"\r", start, nl)
+                if 0 <= cr < nl - 1:  # a CR inside the line: lone CRs end lines from here on
+                    lone_cr = True
+                    continue
+                after = nl + 1
             line = bytes(buf[start:nl])
-            start = nl + 1
+            start = after
             line_no += 1
             if skipping:
                 skipping = False
@@ -160,15 +225,27 @@ def iter_lines(
                 yield line_no, bytes(buf)
             buf.clear()
 
+    utf16: Any = None  # a compressed stream of UTF-16 text (a BOM first): transcoded to UTF-8
+    seen_data = False
     while True:
         chunk = handle.read(READ_BYTES)
         if not chunk:
             break
-        buf += chunk if decoder is None else decoder.decode(chunk)
+        data = chunk if decoder is None else decoder.decode(chunk)
+        if decoder is not None and not seen_data and data:
+            seen_data = True
+            if data[:2] in UTF16_BOMS:
+                utf16 = codecs.getincrementaldecoder("utf-16-le" if data[:2] == b"\xff\xfe" else "utf-16-be")("replace")
+                data = data[2:]
+        if utf16 is not None:
+            data = utf16.decode(data).encode("utf-8")
+        buf += data
         yield from split(final=False)
         if decoder is not None and decoder.damage is not None:
             break
     damage = decoder.finish() if decoder is not None else None
+    if utf16 is not None:
+        buf += utf16.decode(b"", final=True).encode("utf-8")
     if damage is None or damage.kind == "trailing":  # the stream's own content is whole
         yield from split(final=True)
     if damage is not None:
@@ -184,6 +261,14 @@ def iter_lines(
 
 
 _SKIP = object()
+
+
+def finite_or_text(value: float) -> float | str:
+    """A float as JSON can hold it: NaN and infinities (Python's JSON extension reads them; JSON has
+    none) become ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"``, so no output shard holds a bare token."""
+    if math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -203,6 +288,8 @@ def _has_lone_surrogate(value: Any) -> bool:
 def parse_json_line(raw: bytes, line: int, quarantine: Quarantine) -> Any:
     """The JSON value of one line, or ``_SKIP`` (blank, or quarantined with the reason)."""
     raw = raw.rstrip(b"\r")
+    if raw.startswith(UTF8_BOM):  # concatenated files: a byte order mark at the start of a middle line
+        raw = raw[3:]
     if not raw.strip():
         return _SKIP
     try:
@@ -342,17 +429,30 @@ def read_parquet(
     # A writer may store text as binary (bytes): decoded as UTF-8 row by row, a row that is not
     # valid UTF-8 quarantined alone.
     binary = [key for key in (text_key, id_key) if key in names and _is_binary(pf.schema_arrow.field(key).type)]
-    row = 0
-    try:
-        for row, rec in _rows_of_batches(pf.iter_batches(batch_size=1000), q):
-            if binary and not _decode_binary(rec, binary, row, q):
-                continue
-            rec = rename_fields(rec, text_key, id_key)
-            if not has_id:
-                rec["id"] = f"{id_prefix}/{row}"
-            yield row, rec
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        q.add("bad_parquet", f"parquet read failed after row {row}: {exc}")
+    # Row group by row group: damage inside one (a corrupt page, a bad column chunk) quarantines
+    # that group's rows alone, with their range; the other groups are read.
+    first = 1
+    for group in range(pf.num_row_groups):
+        rows_in_group = pf.metadata.row_group(group).num_rows
+        row = first - 1
+        try:
+            for row, rec in _rows_of_batches(pf.iter_batches(batch_size=1000, row_groups=[group]), q, first):
+                if binary and not _decode_binary(rec, binary, row, q):
+                    continue
+                rec = rename_fields(rec, text_key, id_key)
+                if not has_id:
+                    rec["id"] = f"{id_prefix}/{row}"
+                yield row, rec
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            lost = first + rows_in_group - 1 - row
+            q.add(
+                "bad_parquet",
+                f"{q.file} row group {group} (rows {first}-{first + rows_in_group - 1}): read failed after row "
+                f"{row}: {exc}; its {lost} row(s) left quarantined, the other row groups read",
+                line=row + 1,
+                count=max(1, lost),
+            )
+        first += rows_in_group
 
 
 # ------------------------------------------------------------------------------------------
@@ -383,10 +483,11 @@ def read_hf_dataset(
     the metadata as provenance, every other column stays in the record.
     """
     import datasets
+    import pyarrow as pa
 
     try:
         loaded = datasets.load_from_disk(path)
-    except Exception as exc:  # corrupt arrow / json: one whole-folder problem
+    except Exception as exc:  # noqa: BLE001 - any failure to load is the folder's problem: quarantined with its reason
         q.add("bad_hf_dataset", f"datasets.load_from_disk failed: {type(exc).__name__}: {exc}"[:300])
         return
     splits = loaded.items() if isinstance(loaded, datasets.DatasetDict) else [("", loaded)]
@@ -400,13 +501,23 @@ def read_hf_dataset(
             )
             continue
         batches = ds.with_format("arrow").iter(batch_size=1000)
-        for row, rec in _rows_of_batches(batches, q):
-            rec = rename_fields(rec, text_key, id_key)
-            if rec.get("id") is None:
-                rec["id"] = f"{id_prefix}/{split or 'data'}/{row}"
-            metadata = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
-            rec["metadata"] = {**metadata, "hf_split": split, "hf_row": row}
-            yield row, rec
+        row = 0
+        try:
+            for row, rec in _rows_of_batches(batches, q):
+                rec = rename_fields(rec, text_key, id_key)
+                if rec.get("id") is None:
+                    rec["id"] = f"{id_prefix}/{split or 'data'}/{row}"
+                metadata = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+                rec["metadata"] = {**metadata, "hf_split": split, "hf_row": row}
+                yield row, rec
+        except (pa.ArrowException, OSError, ValueError) as exc:  # damage inside the split's arrow files
+            q.add(
+                "bad_hf_dataset",
+                f"split {split!r}: read failed after row {row}: {type(exc).__name__}: {exc}"[:300]
+                + "; the split's later rows quarantined, the other splits read",
+                line=row + 1,
+                count=max(1, ds.num_rows - row),
+            )
 
 
 # ------------------------------------------------------------------------------------------
@@ -428,9 +539,12 @@ def read_file(
     and the id; a parquet file without an id column gets ``<id_prefix>/<row>``. An unsupported
     file is quarantined whole (``unsupported_format``, counted per line).
     """
-    handle = open_input(path)
+    handle: BinaryIO = open_input(path)
     head, skippable = skip_zstd_skippable(handle, handle.read(4096))
     handle.seek(0)
+    if head.startswith(UTF16_BOMS):  # UTF-16 text (a BOM says which byte order): read as UTF-8
+        handle = Utf16AsUtf8(handle)
+        head = handle.peek(4096)
     fmt = sniff_format(head, name)
     if skippable:  # leading skippable frames make it zstd whatever follows (the reader reports damage)
         fmt = "warc.zst" if fmt == "warc.zst" else "jsonl.zst"

@@ -13,8 +13,11 @@ Otherwise the length lies (a 4x length would swallow the next records, a half le
 the payload): the damaged record is quarantined alone (``corrupt_warc``), the reader
 resynchronises on the next ``WARC/1.x`` header line after the damaged record's header, and every
 later good record is kept. A payload that holds a ``WARC/1.`` line is read whole when its length
-is right (the boundary after it checks out). Each good record is then parsed by FastWARC (HTTP
-headers, charset) from its own bytes.
+is right (the boundary after it checks out). A record whose header lines end in a bare LF (not WARC)
+is quarantined alone with its id and byte offset. Each good record is then parsed by FastWARC (HTTP
+headers, charset) from its own bytes; a payload its HTTP headers lie about (a ``Content-Encoding`` or
+``Transfer-Encoding`` the body does not have, an unknown one) or without an HTTP status line is
+quarantined alone (``bad_http_payload``), never a reason to fail the file.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ _MAX_WARC_HEADER = 1 << 20
 _READ = 64 << 10
 # A line that starts a WARC record header (``WARC/1.0`` or ``WARC/1.1``), preceded by a newline.
 _HEADER_LINE = re.compile(rb"\nWARC/1\.\d\r?\n")
+SAMPLE_BYTES = 200
 
 
 def _decode_payload(body: bytes, charset: str | None) -> str:
@@ -136,10 +140,40 @@ class _Header:
     length: int
     record_type: str
     record_id: str
+    lf_only: bool = False  # the header's lines end in LF alone (not WARC: the record is quarantined)
+
+
+_LF_HEADER_START = re.compile(rb"WARC/1\.\d\n")
+
+
+def _parse_lf_header(stream: _Stream, start: int) -> _Header | None | str:
+    """A header whose lines end in a bare LF (a writer that is not WARC's): parsed only far enough
+    to quarantine its record with id, type and length."""
+    while True:
+        end = stream.buf.find(b"\n\n", start)
+        if end >= 0:
+            break
+        if len(stream.buf) - start > _MAX_WARC_HEADER:
+            return "no WARC record header"
+        if not stream.fill():
+            return None
+    text = bytes(stream.buf[start:end]).decode("latin-1").replace("\n", "\r\n")
+    length = _header_value(text, "Content-Length")
+    return _Header(
+        text,
+        end + 2,
+        int(length) if length.isdigit() else 0,
+        _header_value(text, "WARC-Type").lower(),
+        _header_value(text, "WARC-Record-ID"),
+        lf_only=True,
+    )
 
 
 def _parse_header(stream: _Stream, start: int) -> _Header | None | str:
     """The WARC header at ``buf[start]``, None when the data ends inside it, or why it is no header."""
+    stream.need(start + 9)
+    if _LF_HEADER_START.match(stream.buf, start):
+        return _parse_lf_header(stream, start)
     while True:
         end = stream.buf.find(b"\r\n\r\n", start)
         if end >= 0:
@@ -231,6 +265,23 @@ def read_warc(
         is_page = header.record_type in _PAGE_TYPES
         if is_page:
             number += 1
+        if header.lf_only:
+            q.add(
+                "corrupt_warc",
+                f"{q.file} record {number if is_page else '-'} ({header.record_type or 'no WARC-Type'}) at byte "
+                f"{stream.offset(0)}: its header lines end in LF, not CRLF (not WARC); quarantined, "
+                "reading on at the next WARC header",
+                line=number if is_page else None,
+                doc_id=header.record_id or None,
+                offset=stream.offset(0),
+            )
+            nxt = _next_header(stream, header.end, max_record_bytes + header.end)
+            if nxt is None:
+                if stream.problem:
+                    _stream_problem(stream, q, number)
+                return
+            stream.drop(nxt)
+            continue
         end = header.end + header.length
         if end > max_record_bytes:
             yield from _oversize(stream, q, header, number, is_page, max_record_bytes)
@@ -248,7 +299,9 @@ def read_warc(
         if ok is not None and ok is not False:
             if is_page:
                 data = bytes(stream.buf[:end]) + b"\r\n\r\n"
-                yield number, _parse_record(data, stream.offset(0))
+                document = _parse_record(data, stream.offset(0), q, number, header.record_id)
+                if document is not _QUARANTINED:
+                    yield number, document
             stream.drop(ok)
             continue
         # The Content-Length does not end this record: resynchronise on the next header line.
@@ -324,14 +377,46 @@ def _oversize(
     yield from ()
 
 
-def _parse_record(data: bytes, offset: int) -> dict[str, Any] | None:
-    """The document of one whole WARC record's bytes (FastWARC parses HTTP and charset)."""
+_QUARANTINED = object()
+_ENCODING_HEADER = re.compile(rb"(?im)^(content-encoding|transfer-encoding):([^\r\n]*)")
+
+
+class _BadPayload(Exception):
+    """A record whose HTTP payload cannot be read as it declares itself (quarantined alone)."""
+
+
+def _parse_record(data: bytes, offset: int, q: Quarantine, number: int, record_id: str) -> Any:
+    """The document of one whole WARC record's bytes (FastWARC parses HTTP and charset); None
+    when it is no page, ``_QUARANTINED`` when it was quarantined.
+
+    A payload its HTTP headers lie about -- ``Content-Encoding`` gzip / deflate / br over a plain
+    body, an unknown ``Content-Encoding``, ``Transfer-Encoding: chunked`` over an unchunked body or
+    with a bad hex size -- or a response without an HTTP status line is quarantined alone
+    (``bad_http_payload``, with the record's number, id and byte offset), never read as something
+    it is not; the next record is read as usual.
+    """
     from fastwarc.warc import ArchiveIterator, WarcRecordType
 
     wanted = WarcRecordType.response | WarcRecordType.conversion | WarcRecordType.resource
-    for record in ArchiveIterator(io.BytesIO(data), record_types=wanted, parse_http=True, auto_decode="all"):
-        return _warc_document(record, offset)
-    return None
+    try:
+        for record in ArchiveIterator(io.BytesIO(data), record_types=wanted, parse_http=True, auto_decode="all"):
+            return _warc_document(record, offset)
+    except (OSError, _BadPayload) as exc:  # FastWARC raises OSError for an undecodable payload
+        declared = "; ".join(
+            f"{m.group(1).decode('latin-1')}: {m.group(2).decode('latin-1').strip()}"
+            for m in _ENCODING_HEADER.finditer(data, 0, 64 << 10)
+        )
+        q.add(
+            "bad_http_payload",
+            f"{q.file} record {number} at byte {offset}: {exc}"
+            + (f" (the HTTP headers declare {declared})" if declared else "")
+            + "; quarantined",
+            line=number,
+            doc_id=record_id or None,
+            offset=offset,
+            sample=data[:SAMPLE_BYTES],
+        )
+    return _QUARANTINED
 
 
 def _warc_document(record: Any, offset: int) -> dict[str, Any] | None:
@@ -347,8 +432,12 @@ def _warc_document(record: Any, offset: int) -> dict[str, Any] | None:
         text = _decode_payload(body, "utf-8")
     else:
         content_type = (record.http_content_type or headers.get("Content-Type") or "").lower()
-        if record.is_http and record.http_headers is not None and record.http_headers.status_code != 200:
-            return None  # not a page (redirect, error): counted, not quarantined
+        if record.is_http and record.http_headers is not None:
+            status_line = record.http_headers.status_line or ""
+            if record.record_type == WarcRecordType.response and not status_line.startswith("HTTP/"):
+                raise _BadPayload(f"the HTTP payload has no status line (starts {status_line[:60]!r})")
+            if record.http_headers.status_code != 200:
+                return None  # not a page (redirect, error): counted, not quarantined
         if "html" not in content_type and content_type != "text/plain":
             return None
         body = record.reader.read()
