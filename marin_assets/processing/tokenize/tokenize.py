@@ -137,25 +137,21 @@ class HfTokenizeConfig(TokenizeConfigBase):
 
 def resolve_tokenizer(tokenizer: str) -> str:
     """A directory ``AutoTokenizer`` can load for ``tokenizer``: a local or remote (``gs://``)
-    directory as is, else a name from the local Hugging Face cache.
+    directory as is; a hub name (``gpt2``, ``meta-llama/...``) from the hub mirror of the prefix,
+    fetched from the hub (``$HF_ENDPOINT``) when it is not there yet -- or, with ``HF_HUB_OFFLINE=1``
+    or an unreachable hub, from the local Hugging Face cache
+    (:func:`marin_assets.download.huggingface.hub_names.resolve_hub_tokenizer`).
 
-    Raises FileNotFoundError naming the tokenizer and how to make it available offline.
+    Raises FileNotFoundError naming the tokenizer and how to make it available.
     """
     name = str(unwrap_versioned_value(tokenizer))
     if not is_local(name):
         return name
     if os.path.isdir(name):
         return os.path.abspath(name)
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
+    from marin_assets.download.huggingface.hub_names import resolve_hub_tokenizer
 
-    try:
-        return snapshot_download(name, local_files_only=True)
-    except (LocalEntryNotFoundError, OSError, ValueError) as exc:
-        hint = OFFLINE_HINT.format(kind="", name=name)
-        raise FileNotFoundError(
-            f"tokenizer {name!r} is neither a local directory nor in the local Hugging Face cache ({exc}); {hint}"
-        ) from exc
+    return resolve_hub_tokenizer(name, OFFLINE_HINT.format(kind="", name=name))
 
 
 def hf_dataset_records(spec: HfDatasetSpec, split: str = "train") -> Iterator[dict[str, Any]]:
