@@ -402,14 +402,14 @@ def mirror_root() -> str:
 
 
 def _repo_folder(repo_id: str, repo_type: str) -> str:
-    return join_path(mirror_root(), f"{repo_type}s", repo_id)
+    return join_path(mirror_root(), f"{repo_type}s/{repo_id}")
 
 
 def mirrored(repo_id: str, repo_type: str, revision: str) -> str | None:
     """The mirror's complete copy of ``repo_id@revision`` (a folder), or None."""
     folder = _repo_folder(repo_id, repo_type)
     fs, _ = filesystem(folder)
-    ref = join_path(folder, "refs", revision)
+    ref = join_path(folder, f"refs/{revision}")
     if not fs.exists(ref):
         return None
     with fs.open(ref, "r") as handle:
@@ -447,7 +447,7 @@ def hub_snapshot(
     fetch_files(repo_id, repo_type, commit, wanted, join_path(folder, commit), label=f"{repo_id}@{revision}")
     fs, _ = filesystem(folder)
     for ref in {revision, commit}:  # written last: the copy is complete
-        path = join_path(folder, "refs", ref)
+        path = join_path(folder, f"refs/{ref}")
         fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         with fs.open(path, "w") as handle:
             handle.write(commit)
