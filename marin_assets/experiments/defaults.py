@@ -200,8 +200,16 @@ def _component(value: Any) -> SourceSpec:
         # A partitioned cache's documents are per partition: the caches alone carry the version.
         return SourceSpec(cache_dir=cache_dir)
     return SourceSpec(
-        cache_dir=cache_dir, train_urls=list(config.train_paths), validation_urls=list(config.validation_paths)
+        cache_dir=cache_dir, train_urls=_urls(config.train_paths), validation_urls=_urls(config.validation_paths)
     )
+
+
+def _urls(paths: Any) -> Any:
+    """A tokenize config's paths as a component's urls: a ``versioned([...])`` list stays versioned
+    (Marin's train step carries it into its version as it is), anything else becomes a list."""
+    if isinstance(paths, VersionedValue):
+        return paths
+    return _items(paths)
 
 
 def _mixture(tokenized: Any, validation_sets: Mapping[str, Any]) -> Any:
@@ -358,3 +366,20 @@ def default_train(
         # CPU-only training runs Levanter in a local subprocess; accelerators go through Ray.
         resources=None if accelerator_of(resources) == "cpu" else resources,
     )
+
+
+# Names older Marin scripts import from ``experiments.defaults`` (Marin's module imported them from
+# ``experiments.llama``); resolved on first use, as the Levanter configs take seconds to import.
+_LLAMA_NAMES = ("llama_1_4b", "llama_nano", "llama_150m", "llama_300m", "llama_8b", "compute_num_parameters")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "llama3_tokenizer":
+        from marin_assets.experiments.marin_models import llama3_tokenizer
+
+        return llama3_tokenizer
+    if name in _LLAMA_NAMES:
+        from marin_assets.experiments import llama
+
+        return getattr(llama, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

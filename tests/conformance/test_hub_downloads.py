@@ -27,8 +27,9 @@ from tests.conformance.marin_import import SCRIPTS, alias_env, recorded_paths, r
 
 
 def _content(seed: int, size: int) -> bytes:
+    """About ``size`` bytes of whole JSON lines."""
     line = json.dumps({"id": f"doc-{seed}", "text": f"document {seed} " + "lorem ipsum " * 40}).encode() + b"\n"
-    return (line * (size // len(line) + 1))[:size]
+    return line * max(1, size // len(line))
 
 
 @pytest.fixture

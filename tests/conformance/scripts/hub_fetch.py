@@ -13,7 +13,7 @@ DATASET = os.environ.get("TINY_DATASET", "tiny-org/tiny-web")
 
 raw = default_download(f"raw/{DATASET.split('/')[-1]}", DATASET, "main", hf_urls_glob=["data/*.jsonl"])
 tokenized = default_tokenize(
-    "tokenized/tiny-web",
+    "tiny-web",
     raw,
     tokenizer="tiny-org/tiny-tok",
     sample_count=int(os.environ.get("TINY_SAMPLES", "0")) or None,
