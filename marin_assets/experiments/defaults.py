@@ -245,6 +245,22 @@ def _mixture(tokenized: Any, validation_sets: Mapping[str, Any]) -> Any:
     )
 
 
+def _simple_train_config(train_config: Any) -> SimpleTrainConfig:
+    """``train_config`` as this project's :class:`SimpleTrainConfig`: a team's own copy of Marin's class
+    (an older or newer ``experiments/simple_train_config.py``) is read field by field, its values --
+    versioned ones included -- kept as they are; fields it lacks take the defaults."""
+    if isinstance(train_config, SimpleTrainConfig):
+        return train_config
+    import dataclasses
+
+    ours = {f.name for f in dataclasses.fields(SimpleTrainConfig)}
+    given = {f.name: getattr(train_config, f.name) for f in dataclasses.fields(train_config)}
+    ignored = sorted(k for k, v in given.items() if k not in ours and unwrap_versioned_value(v) not in (None, False))
+    if ignored:
+        logger.warning("train config fields with no counterpart here, not applied: %s", ", ".join(ignored))
+    return SimpleTrainConfig(**{k: v for k, v in given.items() if k in ours})
+
+
 def default_train(
     name: str,
     tokenized: InputName | ExecutorStep | Any,
@@ -285,12 +301,15 @@ def default_train(
     """
     if use_default_validation:
         logger.debug("no default validation sets offline (Marin's are Paloma downloads); using the caches' own")
-    tc = train_config
-    if tc.pad_tokenizer_to_match_model:
+    tc = _simple_train_config(train_config)
+    if unwrap_versioned_value(tc.pad_tokenizer_to_match_model):
         raise ValueError(
             "SimpleTrainConfig.pad_tokenizer_to_match_model cannot apply: this Levanter has no such option"
         )
-    if tc.initialize_from_hf is not None and tc.initialize_from_checkpoint_path is not None:
+    if (
+        unwrap_versioned_value(tc.initialize_from_hf) is not None
+        and unwrap_versioned_value(tc.initialize_from_checkpoint_path) is not None
+    ):
         raise ValueError("Cannot specify both initialize_from_checkpoint_path and initialize_from_hf")
     model = unwrap_versioned_value(model_config)
     train_length = unwrap_versioned_value(tc.train_seq_len) or model.seq_len

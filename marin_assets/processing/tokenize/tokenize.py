@@ -83,6 +83,8 @@ class TokenizeConfig(TokenizeConfigBase):
             (few groups on small clusters avoid the builder's deadlock on 2 cores).
         batch_size: levanter writer: documents per tokenizer call.
         timeout_s: levanter writer: fail instead of hanging when a build takes longer than this.
+        cache_options: Marin's Levanter ``CacheOptions`` (accepted so Marin's registries construct;
+            the writers here choose their own batching).
     """
 
     train_paths: Sequence[Any]
@@ -98,6 +100,7 @@ class TokenizeConfig(TokenizeConfigBase):
     num_shard_groups: int | None = None
     batch_size: int = 128
     timeout_s: float = 3600.0
+    cache_options: Any = None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -32,7 +33,7 @@ from typing import Any
 
 from marin_assets.core.io import iter_records, write_jsonl_shard
 from marin_assets.execution.step import THIS_OUTPUT_PATH
-from marin_assets.execution.storage import filesystem, join_path
+from marin_assets.execution.storage import filesystem, is_local, join_path
 from marin_assets.utils import fsspec_glob, rebase_file_path
 
 logger = logging.getLogger(__name__)
@@ -81,8 +82,17 @@ def extension_of(path: str) -> str:
     raise ValueError(f"{path}: not one of the supported extensions {EXTENSIONS}")
 
 
+def absolute_inputs(input_path: str | list[str]) -> str | list[str]:
+    """Local input paths made absolute (the listings name files absolutely); URLs as they are."""
+    if isinstance(input_path, list):
+        return [str(absolute_inputs(p)) for p in input_path]
+    path = str(input_path)
+    return os.path.abspath(path) if is_local(path) else path
+
+
 def collect_input_files(input_path: str | list[str]) -> list[str]:
     """The input files below each path (sorted), or the path itself when it is a file."""
+    input_path = absolute_inputs(input_path)
     paths = input_path if isinstance(input_path, list) else [input_path]
     files: list[str] = []
     for path in paths:
@@ -99,6 +109,7 @@ def collect_input_files(input_path: str | list[str]) -> list[str]:
 
 
 def base_path_of(input_path: str | list[str], files: list[str]) -> str:
+    input_path = absolute_inputs(input_path)
     base = input_path[0] if isinstance(input_path, list) else input_path
     return base.rsplit("/", 1)[0] if base in files else base
 
