@@ -105,6 +105,7 @@ def default_download(
 
 def _is_hf_dataset_id(dataset: Any) -> bool:
     """Marin's test: ``org/name`` that is not an existing path."""
+    dataset = unwrap_versioned_value(dataset)
     return isinstance(dataset, str) and dataset.count("/") == 1 and not os.path.exists(dataset)
 
 

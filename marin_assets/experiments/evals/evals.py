@@ -22,6 +22,7 @@ from marin_assets.evaluation.task_data import task_label
 from marin_assets.execution.step import (
     ExecutorStep,
     InputName,
+    ensure_versioned,
     output_path_of,
     this_output_path,
     unwrap_versioned_value,
@@ -89,11 +90,11 @@ def _eval_step(
             evaluation_path=this_output_path(),
             evals=versioned(list(tasks)),
             discover_latest_checkpoint=discover_latest_checkpoint,
-            max_eval_instances=versioned(max_eval_instances),
+            max_eval_instances=ensure_versioned(max_eval_instances),
             resource_config=resource_config,
             apply_chat_template=apply_chat_template,
             validation_caches=caches,
-            max_eval_batches=versioned(max_eval_batches) if max_eval_batches is not None else None,
+            max_eval_batches=ensure_versioned(max_eval_batches) if max_eval_batches is not None else None,
             include_path=include_path,
         ),
         description=f"lm-eval tasks {', '.join(task_label(t) for t in tasks) or '(none)'}"
@@ -187,7 +188,7 @@ def default_eval(
     return evaluate_levanter_lm_evaluation_harness(
         model_name,
         model_path,
-        list(CORE_TASKS if evals is None else evals),
+        list(CORE_TASKS if unwrap_versioned_value(evals) is None else unwrap_versioned_value(evals)),
         resource_config,
         max_eval_instances=max_eval_instances,
         apply_chat_template=apply_chat_template,
