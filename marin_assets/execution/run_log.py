@@ -43,6 +43,14 @@ class ConsoleFilter(logging.Filter):
         return not self.quiet and record.levelno >= logging.WARNING
 
 
+VERBOSE_ENV = "MARIN_VERBOSE"
+
+
+def verbose_requested() -> bool:
+    """Whether third-party INFO lines should reach the console (``$MARIN_VERBOSE``, set by ``-v``)."""
+    return os.environ.get(VERBOSE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def log_path(info_base: str, script: str, run_id: str) -> str:
     """Where the run's log goes (a local file; see the module docstring)."""
     name = f"{script or 'experiment'}-{run_id}.log"
@@ -81,9 +89,18 @@ class RunLog:
     @contextlib.contextmanager
     def quiet(self) -> Iterator[None]:
         """Send what runs inside (the Dagster recording) to the file only: its printed output and
-        every non-engine log record."""
+        every non-engine log record -- also when the script configured logging itself
+        (``logging.basicConfig(level=INFO)``: its handlers get no alembic / SQLAlchemy / Dagster
+        INFO lines), unless ``$MARIN_VERBOSE`` asks for them (``-v``)."""
         if self._console is not None:
             self._console.quiet = True
+        foreign: list[logging.Handler] = []
+        muted = ConsoleFilter()
+        muted.quiet = True
+        if self._console is None and not verbose_requested():
+            foreign = [h for h in logging.getLogger().handlers if h is not self._handler]
+            for handler in foreign:
+                handler.addFilter(muted)
         self._stream.flush()
         try:
             with contextlib.redirect_stdout(self._stream), contextlib.redirect_stderr(self._stream):
@@ -92,6 +109,8 @@ class RunLog:
             self._stream.flush()
             if self._console is not None:
                 self._console.quiet = False
+            for handler in foreign:
+                handler.removeFilter(muted)
 
     def write_failures(self, failed: Sequence[tuple[str, str, str]]) -> None:
         """The full traceback of each failed step (as its status file keeps it, secrets scrubbed),
