@@ -11,7 +11,8 @@ tokenizer by name (``resolve_tokenizer``), the data of an lm-eval task (``task_d
 * **Unreachable**: :func:`check_reachable` opens a TCP connection to the hub first (seconds, not the
   client's minute of retries) and raises :class:`HubUnreachableError`, one line naming the host.
 * **Transfers** (:func:`fetch_files`): parallel streams (one file each), straight into the
-  destination (local folder or ``gs://``) through a temporary name, sha256 computed while copying and
+  destination (local folder or ``gs://``) through a temporary name (an upload committed only when complete),
+  sha256 computed while copying and
   checked against the hub's LFS sha256 (git sha1 for small files); a dropped connection resumes with
   a ``Range`` request; a file finished by an earlier attempt is kept (its marker in ``.download/``),
   a local partial file resumes where it stopped. A progress line every few seconds (files, MB, MB/s).
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from marin_assets.execution.storage import filesystem, is_local, join_path
+from marin_assets.execution.storage import filesystem, is_local, join_path, open_for_write
 
 logger = logging.getLogger(__name__)
 
@@ -344,11 +345,11 @@ def _fetch_one(
         sha = _verify(remote, hashes, label)
         os.replace(partial, target)
     else:
-        tmp = f"{parent}/.tmp-{os.getpid()}-{threading.get_ident()}-{remote.path.rsplit('/', 1)[-1]}"
-        with fs.open(tmp, "wb") as out:
+        # An object store commits an upload when it closes: a failed or corrupt transfer is
+        # discarded, never visible (no temporary object to copy and delete).
+        with open_for_write(join_path(dest, remote.path)) as out:
             _pump(url, out.write, hashes, progress, f"{label}: {remote.path}")
-        sha = _verify(remote, hashes, label)
-        fs.mv(tmp, target)
+            sha = _verify(remote, hashes, label)
     entry = {"path": remote.path, "bytes": hashes.count, "sha256": sha}
     fs.makedirs(marker.rsplit("/", 1)[0], exist_ok=True)
     with fs.open(marker, "w") as handle:
