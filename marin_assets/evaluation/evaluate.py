@@ -190,8 +190,6 @@ def lm_eval_job(config: EvaluationConfig, hf_dir: str, work: str) -> tuple[list[
     env = training_env()
     env.pop("JAX_PLATFORMS", None)
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if spec["hub"]:  # the hub client may fetch task data; datasets itself stays offline
-        env.update({"HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0"})
     return [sys.executable, "-m", "marin_assets.evaluation.lm_eval_main", spec_path], env, out_dir
 
 

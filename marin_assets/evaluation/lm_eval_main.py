@@ -94,7 +94,9 @@ def _fetch_from_hub(dataset: str) -> str:
     from marin_assets.download.huggingface import hub
     from marin_assets.download.huggingface.hub_names import local_folder
 
-    return local_folder(hub.hub_snapshot(dataset, "dataset", "main", None, what=f"lm-eval dataset {dataset!r}"))
+    with hub.online():  # only the fetch: the model and tokenizer load offline
+        folder = hub.hub_snapshot(dataset, "dataset", "main", None, what=f"lm-eval dataset {dataset!r}")
+    return local_folder(folder)
 
 
 def _build(manager: Any, name: str, overrides: dict[str, Any]) -> Any:
@@ -166,10 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     (spec_path,) = sys.argv[1:] if argv is None else argv
     with open(spec_path) as handle:
         spec = json.load(handle)
-    # datasets only ever reads local folders and its cache here; the hub client may fetch (below).
+    # Offline throughout; with spec["hub"], only the fetch of missing task data goes online (hub.online).
     os.environ["HF_DATASETS_OFFLINE"] = "1"
-    if not spec.get("hub"):
-        os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["HF_HUB_OFFLINE"] = "1"
     if spec.get("mirror"):
         os.environ["MARIN_HF_MIRROR"] = spec["mirror"]
     import lm_eval

@@ -143,3 +143,27 @@ def test_default_lm_log_probs_scores_a_validation_cache(tmp_path, prefix):
     results = json.loads(Path(prefix, paths["analysis/log_probs/local-model"][0], "results.json").read_text())
     bpb = results["results"]["levanter/held-out"]["bpb,none"]
     assert math.isfinite(bpb) and bpb > 0
+
+
+def test_builtin_models_and_prebuilt_caches_are_marins_steps(prefix, capsys):
+    from experiments.models import ModelConfig, download_model_step, get_model_local_path
+    from experiments.speedrun.prebuilt_caches import fineweb_edu_subcache_10M
+
+    from marin_assets.execution.executor_main import executor_main
+
+    qwen = download_model_step(ModelConfig(hf_repo_id="Qwen/Qwen3-0.6B", hf_revision="c1899de"))
+    assert qwen.name == "gcsfuse_mount/models/Qwen--Qwen3-0-6B--c1899de"
+    assert get_model_local_path(qwen) == "/opt/gcsfuse_mount/models/Qwen--Qwen3-0-6B--c1899de"
+    executor_main(steps=[qwen, fineweb_edu_subcache_10M], argv=["--dry_run", "true", "--prefix", prefix])
+    plan = capsys.readouterr().out
+    subcache = {
+        "name": "tokenized/subcache/fineweb-edu-10M",
+        "config": {
+            "tokenizer": "stanford-crfm/marin-tokenizer",
+            "hf_repo_id": "marin-community/fineweb-edu-pretokenized-10M",
+            "hf_revision": None,
+        },
+        "dependencies": [],
+    }
+    assert f"/tokenized/subcache/fineweb-edu-10M-{marin_hash(subcache)}" in plan
+    assert f"{prefix}/gcsfuse_mount/models/Qwen--Qwen3-0-6B--c1899de " in plan

@@ -25,6 +25,7 @@ tokenizer by name (``resolve_tokenizer``), the data of an lm-eval task (``task_d
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import logging
@@ -32,7 +33,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -132,6 +133,29 @@ def repo_type_of(prefix: str | None) -> str:
     if value in ("spaces", "space"):
         return "space"
     return "model"
+
+
+@contextlib.contextmanager
+def online() -> Iterator[None]:
+    """Let this process's hub client reach the hub inside the block, in a process that runs offline
+    otherwise (the lm-eval subprocess: its model and tokenizer load with ``HF_HUB_OFFLINE=1``)."""
+    from huggingface_hub import constants
+    from huggingface_hub.utils import reset_sessions
+
+    saved = {name: os.environ.get(name) for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    was_offline = constants.HF_HUB_OFFLINE
+    os.environ.update({"HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0"})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if was_offline != constants.HF_HUB_OFFLINE:
+            constants.HF_HUB_OFFLINE = was_offline
+            reset_sessions()
 
 
 def _api():
