@@ -180,6 +180,17 @@ def test_a_tokenizer_name_is_fetched_into_the_mirror_and_served_from_it(hub, tmp
     assert len(hub.requests) == served
 
 
+def test_a_dataset_id_is_read_through_the_mirror(hub, tmp_path, monkeypatch):
+    from marin_assets.processing.tokenize.tokenize import HfDatasetSpec, hf_dataset_records
+
+    rows = "".join(json.dumps({"text": f"row {i}"}) + "\n" for i in range(5)).encode()
+    hub.add_repo("tiny-org/rows", {"data/train.jsonl": rows})
+    monkeypatch.setenv("MARIN_HF_MIRROR", str(tmp_path / "mirror"))
+    assert [r["text"] for r in hf_dataset_records(HfDatasetSpec("tiny-org/rows"))] == [f"row {i}" for i in range(5)]
+    hub.stop()
+    assert len(list(hf_dataset_records(HfDatasetSpec("tiny-org/rows")))) == 5  # the mirror, no hub
+
+
 def test_a_task_missing_an_optional_package_names_it(tmp_path):
     from marin_assets.evaluation.lm_eval_main import load_tasks, task_manager
     from marin_assets.evaluation.task_data import missing_message

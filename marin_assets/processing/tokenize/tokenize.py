@@ -12,9 +12,10 @@ Levanter ``TreeCache`` with ``train/`` and ``validation/`` splits, the layout Le
 * ``"levanter"``: Levanter's own builder on Ray, kept for comparison. If resuming fails (e.g. the
   options changed) the split is deleted and rebuilt. The only writer for non-text formats.
 
-Everything resolves offline. A dataset is a path (folder or file of records, local or ``gs://``),
-a step output, or a Hugging Face dataset already in the local Hugging Face cache (``HfDatasetSpec``);
-a tokenizer is a tokenizer directory (local or ``gs://``) or a tokenizer name in that cache. What is
+A dataset is a path (folder or file of records, local or ``gs://``), a step output, or a Hugging Face
+dataset id (``HfDatasetSpec``); a tokenizer is a tokenizer directory (local or ``gs://``) or a hub name.
+Hub names come from the prefix's hub mirror or the hub (``$HF_ENDPOINT``), or with ``HF_HUB_OFFLINE=1``
+from the local Hugging Face cache only (:mod:`marin_assets.download.huggingface.hub_names`). What is
 missing is named in the error together with how to make it available. Levanter is imported only
 inside functions (it takes seconds), so defining an experiment stays fast.
 """
@@ -158,20 +159,26 @@ def resolve_tokenizer(tokenizer: str) -> str:
 
 
 def hf_dataset_records(spec: HfDatasetSpec, split: str = "train") -> Iterator[dict[str, Any]]:
-    """Rows of a Hugging Face dataset from the local cache only; FileNotFoundError when absent.
+    """Rows of a Hugging Face dataset by id; FileNotFoundError when it cannot be had.
 
-    A hub snapshot in the cache (what ``huggingface-cli download --repo-type dataset`` writes) is
-    read with ``datasets`` from its folder; otherwise a dataset ``datasets`` prepared earlier.
+    The repository comes from the hub mirror of the prefix, the hub (``$HF_ENDPOINT``, into the
+    mirror) or, with ``HF_HUB_OFFLINE=1``, the local cache
+    (:func:`marin_assets.download.huggingface.hub_names.resolve_hub_repo`), and is read with
+    ``datasets`` from that folder; failing that, a dataset ``datasets`` prepared earlier in its own
+    cache. ``datasets`` itself never downloads (``HF_DATASETS_OFFLINE``).
     """
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     import datasets
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
 
+    from marin_assets.download.huggingface.hub import HubNotFoundError
+    from marin_assets.download.huggingface.hub_names import local_folder, resolve_hub_repo
+
+    hint = OFFLINE_HINT.format(kind="--repo-type dataset ", name=spec.id)
     try:
-        source = snapshot_download(spec.id, repo_type="dataset", local_files_only=True)
-    except (LocalEntryNotFoundError, OSError, ValueError):
+        source = local_folder(resolve_hub_repo(spec.id, "dataset", None, f"Hugging Face dataset {spec.id!r}", hint))
+    except HubNotFoundError:
+        raise
+    except FileNotFoundError:
         source = spec.id  # maybe prepared by datasets itself (its own cache)
     try:
         dataset = datasets.load_dataset(source, spec.name, split=split)
