@@ -145,6 +145,15 @@ def test_an_unreachable_hub_fails_within_seconds_naming_the_host(tmp_path, monke
     assert "\n" not in message
     assert f"127.0.0.1:{port}" in message and "tiny-org/nowhere" in message and "HF_HUB_OFFLINE=1" in message
 
+    from marin_assets.processing.tokenize.tokenize import resolve_tokenizer
+
+    monkeypatch.setenv("MARIN_HF_MIRROR", str(tmp_path / "mirror"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    start = time.monotonic()
+    with pytest.raises(HubUnreachableError, match=f"127.0.0.1:{port}.*tokenizer 'tiny-org/no-tok'"):
+        resolve_tokenizer("tiny-org/no-tok")
+    assert time.monotonic() - start < 10
+
 
 def _write_tokenizer(path: Path):
     from marin_assets.processing.tokenize.train_tokenizer import build_fast_tokenizer

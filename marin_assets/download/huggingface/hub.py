@@ -33,6 +33,7 @@ import os
 import socket
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -113,6 +114,11 @@ def check_reachable(what: str = "", endpoint: str | None = None, timeout_s: floa
     parsed = urlparse(endpoint)
     host = parsed.hostname or ""
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    proxy = urllib.request.getproxies().get(parsed.scheme)
+    if proxy and not urllib.request.proxy_bypass(host):
+        # Requests go through the proxy: a direct connection says nothing; check the proxy instead.
+        proxied = urlparse(proxy if "://" in proxy else f"http://{proxy}")
+        host, port = proxied.hostname or "", proxied.port or 80
     try:
         with socket.create_connection((host, port), timeout=timeout_s):
             return
