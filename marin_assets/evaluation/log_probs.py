@@ -4,7 +4,7 @@ probabilities (loss, bits per byte) on the validation sets of a data mixture wit
 Same name, arguments, step name (``analysis/log_probs/<name>``) and config (``EvalLmConfig``) as
 Marin's. Here the step runs Levanter's ``eval_lm`` in a subprocess on CPU through the evaluation step
 (:mod:`marin_assets.evaluation.evaluate`, the ``levanter_perplexity`` evaluator) and writes
-``results.json`` with ``levanter/<component>`` loss and bits per byte; per-token entropies
+``results.json`` with ``levanter_validation/<component>`` loss and bits per byte; per-token entropies
 (``log_entropy``) and W&B logging are Marin's TPU-side extras and not written. The checkpoint must
 be an HF export (``checkpoint_is_hf=True``: a folder with ``config.json``, or a training run whose
 ``hf/step-N`` is used); a Levanter checkpoint fails when the step runs, saying so. Only components

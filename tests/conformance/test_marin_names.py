@@ -140,7 +140,7 @@ def test_default_lm_log_probs_scores_a_validation_cache(tmp_path, prefix):
     (out,) = paths["analysis/log_probs/local-model"]  # Marin's step name
     assert out.startswith("analysis/log_probs/local-model-")
     results = json.loads(Path(prefix, paths["analysis/log_probs/local-model"][0], "results.json").read_text())
-    bpb = results["results"]["levanter/held-out"]["bpb,none"]
+    bpb = results["results"]["levanter_validation/held-out"]["bpb,none"]
     assert math.isfinite(bpb) and bpb > 0
 
 
