@@ -124,3 +124,8 @@ def rebase_file_path(
             name = name.split(".", 1)[0] + new_extension
             rel = f"{head}/{name}" if head else name
     return join_path(base_out_path, rel)
+
+
+def get_directory_friendly_name(name: str) -> str:
+    """A Hugging Face repo name as a folder name (Marin's rule: ``/`` -> ``--``, ``.`` and ``#`` -> ``-``)."""
+    return name.replace("/", "--").replace(".", "-").replace("#", "-")

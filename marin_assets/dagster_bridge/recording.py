@@ -120,6 +120,10 @@ def observe_partition_sets(instance: dg.DagsterInstance, nodes: Sequence[Resolve
         instance.report_runless_asset_event(observation(name, keys))
 
 
+def _outside_project(caller: str) -> bool:
+    return os.path.relpath(os.path.abspath(caller), project_root()).startswith("..")
+
+
 def how_to_list(caller: str | None) -> str:
     """How to make the code location show the script ``caller`` (a hint for the "not listed" warning)."""
     root = project_root()
@@ -133,8 +137,8 @@ def how_to_list(caller: str | None) -> str:
                 f"[tool.marin] experiments in {pyproject}, or set {ENV_VAR}={rel}"
             )
         return (
-            f"to show it with lineage, set {ENV_VAR}={path} for the code location, or move it into the project "
-            f"({root}) and list it in [tool.marin] experiments of {pyproject}"
+            f"to show it with lineage, set {ENV_VAR}={path} for the code location "
+            f"(or list it in [tool.marin] experiments of {pyproject})"
         )
     return f"to show it with lineage, list the script in [tool.marin] experiments of {pyproject} or in {ENV_VAR}"
 
@@ -374,7 +378,11 @@ def record_cli_run(
         where = (
             f"script {script.name}" if script is not None else f"{caller or 'this script'} (not listed in [tool.marin])"
         )
-        logger.warning(
+        # A script inside the project that its pyproject does not list is worth a warning; one kept
+        # elsewhere (a scratch script, another checkout) is a normal way to run: say how, quietly.
+        outside = script is None and caller is not None and _outside_project(caller)
+        logger.log(
+            logging.INFO if outside else logging.WARNING,
             "%d step(s) of %s are not defined in the code location, recorded as external assets without lineage: %s%s%s",
             len(undefined),
             where,

@@ -30,6 +30,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from marin_assets.download.huggingface import hub
 from marin_assets.evaluation.evaluation_config import EvaluationConfig
 from marin_assets.evaluation.lm_eval_main import MISSING_EXIT
 from marin_assets.evaluation.task_data import TaskDataMissing, missing_message, prepare_include_path, task_entries
@@ -179,6 +180,9 @@ def lm_eval_job(config: EvaluationConfig, hf_dir: str, work: str) -> tuple[list[
         "limit": unwrap_versioned_value(config.max_eval_instances),
         "output_dir": out_dir,
         "apply_chat_template": config.apply_chat_template,
+        # Task data not on this machine may come from the hub (into the mirror) unless HF_HUB_OFFLINE=1.
+        "hub": not hub.hub_offline(),
+        "mirror": None if hub.hub_offline() else hub.mirror_root(),
     }
     spec_path = os.path.join(work, "lm_eval_spec.json")
     with open(spec_path, "w") as handle:

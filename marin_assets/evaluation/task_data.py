@@ -1,11 +1,13 @@
 """Where lm-eval task data comes from offline, shared by the evaluation step and in-training evals.
 
 A task runs when lm-eval can build it with ``HF_DATASETS_OFFLINE=1``: its data is in the local Hugging
-Face cache, or the task is given as task YAML with local ``data_files`` -- the tasks shipped in
+Face cache or in the hub mirror (the evaluation step fetches a missing task's dataset from the hub
+unless ``HF_HUB_OFFLINE=1``, see :mod:`.lm_eval_main`), or the task is given as task YAML with local ``data_files`` -- the tasks shipped in
 ``eval_tasks/`` (``marin_docstring_*``, :data:`SHIPPED_TASKS`), a folder passed as ``include_path``, or
 the folders named by the environment variable :data:`TASKS_PATH_ENV` (``os.pathsep``-separated; a YAML
 there may define a task under a built-in name, e.g. a local stand-in for ``arc_easy``, and wins over
-lm-eval's own). Nothing is downloaded: a task whose data is missing is reported before anything runs
+lm-eval's own). A task whose data is missing -- or whose code needs an optional package that is not
+installed (the message names it: ``pip install wonderwords``) -- is reported before anything runs
 (:class:`TaskDataMissing`).
 
 Task names are lm-eval's: an ``EvalTaskConfig`` (name, few-shot count, alias) or a plain string, which
@@ -109,10 +111,17 @@ def prepare_include_path(dest: str, extra: str | None = None) -> str:
 
 
 def missing_message(missing: Iterable[Mapping[str, Any]], remedy: str = "") -> str:
-    """One line per missing task: its name, dataset, cause, and how to make it available."""
+    """One line per missing task: its name, dataset, cause, and how to make it available -- for a task
+    whose code imports an optional package that is not installed, the package to install."""
     lines = []
     for item in missing:
         dataset = item.get("dataset") or item["task"]
+        if item.get("package"):
+            lines.append(
+                f"lm-eval task {item['task']!r} needs the Python package {item['package']!r}, which is not "
+                f"installed ({item['cause']}): pip install {item['package']}"
+            )
+            continue
         lines.append(
             f"lm-eval task {item['task']!r} (dataset {dataset}) is not available offline ({item['cause']}); "
             + (f"{remedy}; or " if remedy else "")

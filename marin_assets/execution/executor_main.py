@@ -321,8 +321,18 @@ def executor_main(
     caller = frame.f_back.f_code.co_filename if frame is not None and frame.f_back is not None else sys.argv[0]
     script = os.path.splitext(os.path.basename(caller))[0]
     info_base = args.executor_info_base_path or join_path(prefix, "experiments")
-    with run_log.run_log(run_log.log_path(info_base, script, options.run_id), console) as log:
-        return _run_and_record(graph, args, options, description, caller, log)
+    # Steps that keep shared files under the run's prefix (the hub mirror of tokenizers and eval
+    # data, marin_assets.download.huggingface.hub) read it from $MARIN_PREFIX while the run lasts.
+    previous_prefix = os.environ.get("MARIN_PREFIX")
+    os.environ["MARIN_PREFIX"] = prefix
+    try:
+        with run_log.run_log(run_log.log_path(info_base, script, options.run_id), console) as log:
+            return _run_and_record(graph, args, options, description, caller, log)
+    finally:
+        if previous_prefix is None:
+            os.environ.pop("MARIN_PREFIX", None)
+        else:
+            os.environ["MARIN_PREFIX"] = previous_prefix
 
 
 def _run_and_record(

@@ -105,6 +105,7 @@ def default_download(
 
 def _is_hf_dataset_id(dataset: Any) -> bool:
     """Marin's test: ``org/name`` that is not an existing path."""
+    dataset = unwrap_versioned_value(dataset)
     return isinstance(dataset, str) and dataset.count("/") == 1 and not os.path.exists(dataset)
 
 
@@ -200,8 +201,16 @@ def _component(value: Any) -> SourceSpec:
         # A partitioned cache's documents are per partition: the caches alone carry the version.
         return SourceSpec(cache_dir=cache_dir)
     return SourceSpec(
-        cache_dir=cache_dir, train_urls=list(config.train_paths), validation_urls=list(config.validation_paths)
+        cache_dir=cache_dir, train_urls=_urls(config.train_paths), validation_urls=_urls(config.validation_paths)
     )
+
+
+def _urls(paths: Any) -> Any:
+    """A tokenize config's paths as a component's urls: a ``versioned([...])`` list stays versioned
+    (Marin's train step carries it into its version as it is), anything else becomes a list."""
+    if isinstance(paths, VersionedValue):
+        return paths
+    return _items(paths)
 
 
 def _mixture(tokenized: Any, validation_sets: Mapping[str, Any]) -> Any:
@@ -235,6 +244,22 @@ def _mixture(tokenized: Any, validation_sets: Mapping[str, Any]) -> Any:
         train_weights=weights,
         tokenizer=tokenizer,
     )
+
+
+def _simple_train_config(train_config: Any) -> SimpleTrainConfig:
+    """``train_config`` as this project's :class:`SimpleTrainConfig`: a team's own copy of Marin's class
+    (an older or newer ``experiments/simple_train_config.py``) is read field by field, its values --
+    versioned ones included -- kept as they are; fields it lacks take the defaults."""
+    if isinstance(train_config, SimpleTrainConfig):
+        return train_config
+    import dataclasses
+
+    ours = {f.name for f in dataclasses.fields(SimpleTrainConfig)}
+    given = {f.name: getattr(train_config, f.name) for f in dataclasses.fields(train_config)}
+    ignored = sorted(k for k, v in given.items() if k not in ours and unwrap_versioned_value(v) not in (None, False))
+    if ignored:
+        logger.warning("train config fields with no counterpart here, not applied: %s", ", ".join(ignored))
+    return SimpleTrainConfig(**{k: v for k, v in given.items() if k in ours})
 
 
 def default_train(
@@ -277,12 +302,15 @@ def default_train(
     """
     if use_default_validation:
         logger.debug("no default validation sets offline (Marin's are Paloma downloads); using the caches' own")
-    tc = train_config
-    if tc.pad_tokenizer_to_match_model:
+    tc = _simple_train_config(train_config)
+    if unwrap_versioned_value(tc.pad_tokenizer_to_match_model):
         raise ValueError(
             "SimpleTrainConfig.pad_tokenizer_to_match_model cannot apply: this Levanter has no such option"
         )
-    if tc.initialize_from_hf is not None and tc.initialize_from_checkpoint_path is not None:
+    if (
+        unwrap_versioned_value(tc.initialize_from_hf) is not None
+        and unwrap_versioned_value(tc.initialize_from_checkpoint_path) is not None
+    ):
         raise ValueError("Cannot specify both initialize_from_checkpoint_path and initialize_from_hf")
     model = unwrap_versioned_value(model_config)
     train_length = unwrap_versioned_value(tc.train_seq_len) or model.seq_len
@@ -358,3 +386,20 @@ def default_train(
         # CPU-only training runs Levanter in a local subprocess; accelerators go through Ray.
         resources=None if accelerator_of(resources) == "cpu" else resources,
     )
+
+
+# Names older Marin scripts import from ``experiments.defaults`` (Marin's module imported them from
+# ``experiments.llama``); resolved on first use, as the Levanter configs take seconds to import.
+_LLAMA_NAMES = ("llama_1_4b", "llama_nano", "llama_150m", "llama_300m", "llama_8b", "compute_num_parameters")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "llama3_tokenizer":
+        from marin_assets.experiments.marin_models import llama3_tokenizer
+
+        return llama3_tokenizer
+    if name in _LLAMA_NAMES:
+        from marin_assets.experiments import llama
+
+        return getattr(llama, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,8 @@
 """Marin's ``experiments/llama.py``: Llama model sizes as Levanter ``LlamaConfig`` objects.
 
-Same names and shapes as Marin's (``llama_nano`` ... ``llama_1_4b``). The configs are built on
+Same names and shapes as Marin's (``llama_nano`` ... ``llama_1_4b``, ``llama_1_9b``, ``llama_3_5b``,
+``llama_8b`` ... ``llama_70b``, the 8B and larger with Llama 3 rotary embeddings), and Levanter's
+``LlamaConfig`` under this module's name, as Marin's module has it. The configs are built on
 first access (module ``__getattr__``) because importing Levanter takes seconds; ``from
 marin_assets.experiments.llama import llama_nano`` works as in Marin. Marin's preset training
 configs (``llama_150m_train_config``, ``llama_300m_train_config``, ``llama_1_4b_train_config``,
@@ -26,7 +28,17 @@ _SHAPES: dict[str, tuple[int, int, int, int, int, int]] = {
     "llama_300m": (1024, 768, 2688, 12, 12, 12),
     "llama_600m": (1024, 1024, 3584, 16, 8, 24),
     "llama_1_4b": (4096, 2048, 7168, 16, 8, 16),
+    "llama_1_9b": (4096, 2048, 7168, 16, 8, 24),
+    "llama_3_5b": (4096, 2560, 8960, 20, 10, 32),
+    "llama_8b": (4096, 4096, 14336, 32, 8, 32),
+    "llama_13b": (4096, 5120, 13824, 40, 8, 40),
+    "llama_24b": (4096, 6144, 16384, 48, 16, 56),
+    "llama_32b": (4096, 5120, 27648, 40, 8, 64),
+    "llama_56b": (4096, 8192, 28672, 64, 8, 64),
+    "llama_70b": (4096, 8192, 28672, 64, 8, 80),
 }
+# Marin gives these Llama 3 rotary embeddings (the smaller ones keep Levanter's default).
+_LLAMA3_ROPE = frozenset({"llama_8b", "llama_13b", "llama_24b", "llama_32b", "llama_56b", "llama_70b"})
 
 # Marin's presets (tokens per run in the comments: batch x seq_len x steps).
 llama_150m_train_config = SimpleTrainConfig(
@@ -59,6 +71,7 @@ llama_8b_train_config = SimpleTrainConfig(
 )
 
 __all__ = [
+    "LlamaConfig",  # noqa: F822 - resolved by __getattr__ (Levanter imports on first use)
     "compute_num_parameters",
     "llama3_tokenizer",
     "llama3_tokenizer_vocab_size",
@@ -75,6 +88,11 @@ def _model(name: str) -> Any:
     from levanter.models.llama import LlamaConfig
 
     seq_len, hidden, intermediate, heads, kv_heads, layers = _SHAPES[name]
+    extra: dict[str, Any] = {}
+    if name in _LLAMA3_ROPE:
+        from levanter.layers.rotary import Llama3RotaryEmbeddingsConfig
+
+        extra["rope"] = Llama3RotaryEmbeddingsConfig()
     return LlamaConfig(
         seq_len=seq_len,
         hidden_dim=hidden,
@@ -82,12 +100,17 @@ def _model(name: str) -> Any:
         num_heads=heads,
         num_kv_heads=kv_heads,
         num_layers=layers,
+        **extra,
     )
 
 
 def __getattr__(name: str) -> Any:
     if name in _SHAPES:
         return _model(name)
+    if name == "LlamaConfig":  # Marin's module imports it from Levanter; scripts import it from here
+        from levanter.models.llama import LlamaConfig
+
+        return LlamaConfig
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -3,6 +3,7 @@
 from marin_assets.experiments.evals.evals import (
     default_base_eval,
     default_eval,
+    default_key_evals,
     evaluate_levanter_lm_evaluation_harness,
     evaluate_lm_evaluation_harness,
     extract_model_name_and_path,
@@ -11,6 +12,7 @@ from marin_assets.experiments.evals.evals import (
 __all__ = [
     "default_base_eval",
     "default_eval",
+    "default_key_evals",
     "evaluate_levanter_lm_evaluation_harness",
     "evaluate_lm_evaluation_harness",
     "extract_model_name_and_path",

@@ -22,6 +22,7 @@ from marin_assets.evaluation.task_data import task_label
 from marin_assets.execution.step import (
     ExecutorStep,
     InputName,
+    ensure_versioned,
     output_path_of,
     this_output_path,
     unwrap_versioned_value,
@@ -31,6 +32,8 @@ from marin_assets.experiments.evals.task_configs import (
     BASE_GENERATION_TASKS,
     CORE_TASKS,
     CORE_TASKS_PLUS_LEADERBOARD,
+    KEY_GENERATION_TASKS,
+    KEY_MULTIPLE_CHOICE_TASKS,
     MMLU_0_SHOT,
     MMLU_5_SHOT,
     MMLU_PRO_5_SHOT,
@@ -87,11 +90,11 @@ def _eval_step(
             evaluation_path=this_output_path(),
             evals=versioned(list(tasks)),
             discover_latest_checkpoint=discover_latest_checkpoint,
-            max_eval_instances=versioned(max_eval_instances),
+            max_eval_instances=ensure_versioned(max_eval_instances),
             resource_config=resource_config,
             apply_chat_template=apply_chat_template,
             validation_caches=caches,
-            max_eval_batches=versioned(max_eval_batches) if max_eval_batches is not None else None,
+            max_eval_batches=ensure_versioned(max_eval_batches) if max_eval_batches is not None else None,
             include_path=include_path,
         ),
         description=f"lm-eval tasks {', '.join(task_label(t) for t in tasks) or '(none)'}"
@@ -185,7 +188,7 @@ def default_eval(
     return evaluate_levanter_lm_evaluation_harness(
         model_name,
         model_path,
-        list(CORE_TASKS if evals is None else evals),
+        list(CORE_TASKS if unwrap_versioned_value(evals) is None else unwrap_versioned_value(evals)),
         resource_config,
         max_eval_instances=max_eval_instances,
         apply_chat_template=apply_chat_template,
@@ -238,9 +241,47 @@ def default_base_eval(
     return eval_jobs
 
 
+def default_key_evals(
+    step: ExecutorStep | InputName | str,
+    resource_config: Any = None,
+    model_name: str | None = None,
+    max_eval_instances: int | None = None,
+    engine_kwargs: dict | None = None,
+) -> list[ExecutorStep]:
+    """Marin's key evals: lm-eval on ``KEY_GENERATION_TASKS`` and the Levanter-harness step on
+    ``KEY_MULTIPLE_CHOICE_TASKS`` (``evaluation/lm_evaluation_harness/<model>`` and
+    ``evaluation/lm_evaluation_harness_levanter/lmeval_debug_<model>``), as Marin's signature has it.
+
+    ``resource_config`` (Marin passes a TPU preset, e.g. ``SINGLE_TPU_V5p_8_FULL``) is the steps'
+    resources: a TPU request needs a TPU when the steps run; None runs them on CPU here.
+    ``engine_kwargs`` configure vLLM and must stay None here.
+    """
+    name, model_step_path = extract_model_name_and_path(step)
+    if model_name is None:
+        model_name = name
+    return [
+        evaluate_lm_evaluation_harness(
+            model_name,
+            model_step_path,
+            list(KEY_GENERATION_TASKS),
+            max_eval_instances=max_eval_instances,
+            engine_kwargs=engine_kwargs,
+            resource_config=resource_config,
+        ),
+        evaluate_levanter_lm_evaluation_harness(
+            model_name,
+            model_step_path,
+            list(KEY_MULTIPLE_CHOICE_TASKS),
+            resource_config,
+            max_eval_instances=max_eval_instances,
+        ),
+    ]
+
+
 __all__ = [
     "default_base_eval",
     "default_eval",
+    "default_key_evals",
     "evaluate_levanter_lm_evaluation_harness",
     "evaluate_lm_evaluation_harness",
     "extract_model_name_and_path",

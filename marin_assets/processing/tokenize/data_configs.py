@@ -10,8 +10,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from marin_assets.execution.step import ExecutorStep, InputName, output_path_of, unwrap_versioned_value
-from marin_assets.processing.tokenize.tokenize import TokenizeConfig, resolve_tokenizer
+from marin_assets.execution.step import ExecutorStep, InputName, VersionedValue, output_path_of, unwrap_versioned_value
+from marin_assets.processing.tokenize.tokenize import TokenizeConfig, TokenizeConfigBase, resolve_tokenizer
 
 TokenizerStep = ExecutorStep
 
@@ -37,10 +37,17 @@ def step_to_lm_mixture_component(step: ExecutorStep | InputName | str, include_r
         return UrlDatasetSourceConfig(cache_dir=cache_dir, train_urls=[], validation_urls=[])
     return UrlDatasetSourceConfig(
         cache_dir=cache_dir,
-        train_urls=list(config.train_paths) if include_raw_paths else [],
-        validation_urls=list(config.validation_paths) if include_raw_paths else [],
+        train_urls=_urls(config.train_paths) if include_raw_paths else [],
+        validation_urls=_urls(config.validation_paths) if include_raw_paths else [],
         format=config.format if config.format is not None else _text_format(),
     )
+
+
+def _urls(paths: Any) -> Any:
+    """A ``versioned([...])`` list stays versioned (it is in Marin's version as it is); else a list."""
+    if isinstance(paths, VersionedValue):
+        return paths
+    return list(paths or [])
 
 
 def _text_format() -> Any:
@@ -53,7 +60,7 @@ def tokenizer_of(step: ExecutorStep | InputName | str) -> Any:
     """The (versioned) tokenizer of a tokenize step; ValueError when ``step`` is not one."""
     tokenize_step = step if isinstance(step, ExecutorStep) else getattr(step, "step", None)
     config = getattr(tokenize_step, "config", None)
-    if not isinstance(config, TokenizeConfig):
+    if not isinstance(config, TokenizeConfigBase) or getattr(config, "tokenizer", None) is None:
         raise ValueError(f"could not determine the tokenizer of {step!r}: not a tokenize step")
     return config.tokenizer
 

@@ -12,9 +12,10 @@ Levanter ``TreeCache`` with ``train/`` and ``validation/`` splits, the layout Le
 * ``"levanter"``: Levanter's own builder on Ray, kept for comparison. If resuming fails (e.g. the
   options changed) the split is deleted and rebuilt. The only writer for non-text formats.
 
-Everything resolves offline. A dataset is a path (folder or file of records, local or ``gs://``),
-a step output, or a Hugging Face dataset already in the local Hugging Face cache (``HfDatasetSpec``);
-a tokenizer is a tokenizer directory (local or ``gs://``) or a tokenizer name in that cache. What is
+A dataset is a path (folder or file of records, local or ``gs://``), a step output, or a Hugging Face
+dataset id (``HfDatasetSpec``); a tokenizer is a tokenizer directory (local or ``gs://``) or a hub name.
+Hub names come from the prefix's hub mirror or the hub (``$HF_ENDPOINT``), or with ``HF_HUB_OFFLINE=1``
+from the local Hugging Face cache only (:mod:`marin_assets.download.huggingface.hub_names`). What is
 missing is named in the error together with how to make it available. Levanter is imported only
 inside functions (it takes seconds), so defining an experiment stays fast.
 """
@@ -86,6 +87,8 @@ class TokenizeConfig(TokenizeConfigBase):
             (few groups on small clusters avoid the builder's deadlock on 2 cores).
         batch_size: levanter writer: documents per tokenizer call.
         timeout_s: levanter writer: fail instead of hanging when a build takes longer than this.
+        cache_options: Marin's Levanter ``CacheOptions`` (accepted so Marin's registries construct;
+            the writers here choose their own batching).
     """
 
     train_paths: Sequence[StepPath]
@@ -101,6 +104,7 @@ class TokenizeConfig(TokenizeConfigBase):
     num_shard_groups: int | None = None
     batch_size: int = 128
     timeout_s: float = 3600.0
+    cache_options: Any = None
 
 
 @dataclass(frozen=True)
@@ -140,42 +144,44 @@ class HfTokenizeConfig(TokenizeConfigBase):
 
 def resolve_tokenizer(tokenizer: str) -> str:
     """A directory ``AutoTokenizer`` can load for ``tokenizer``: a local or remote (``gs://``)
-    directory as is, else a name from the local Hugging Face cache.
+    directory as is; a hub name (``gpt2``, ``meta-llama/...``) from the hub mirror of the prefix,
+    fetched from the hub (``$HF_ENDPOINT``) when it is not there yet -- or, with ``HF_HUB_OFFLINE=1``
+    or an unreachable hub, from the local Hugging Face cache
+    (:func:`marin_assets.download.huggingface.hub_names.resolve_hub_tokenizer`).
 
-    Raises FileNotFoundError naming the tokenizer and how to make it available offline.
+    Raises FileNotFoundError naming the tokenizer and how to make it available.
     """
     name = str(unwrap_versioned_value(tokenizer))
     if not is_local(name):
         return name
     if os.path.isdir(name):
         return os.path.abspath(name)
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
+    from marin_assets.download.huggingface.hub_names import resolve_hub_tokenizer
 
-    try:
-        return snapshot_download(name, local_files_only=True)
-    except (LocalEntryNotFoundError, OSError, ValueError) as exc:
-        hint = OFFLINE_HINT.format(kind="", name=name)
-        raise FileNotFoundError(
-            f"tokenizer {name!r} is neither a local directory nor in the local Hugging Face cache ({exc}); {hint}"
-        ) from exc
+    return resolve_hub_tokenizer(name, OFFLINE_HINT.format(kind="", name=name))
 
 
 def hf_dataset_records(spec: HfDatasetSpec, split: str = "train") -> Iterator[dict[str, Any]]:
-    """Rows of a Hugging Face dataset from the local cache only; FileNotFoundError when absent.
+    """Rows of a Hugging Face dataset by id; FileNotFoundError when it cannot be had.
 
-    A hub snapshot in the cache (what ``huggingface-cli download --repo-type dataset`` writes) is
-    read with ``datasets`` from its folder; otherwise a dataset ``datasets`` prepared earlier.
+    The repository comes from the hub mirror of the prefix, the hub (``$HF_ENDPOINT``, into the
+    mirror) or, with ``HF_HUB_OFFLINE=1``, the local cache
+    (:func:`marin_assets.download.huggingface.hub_names.resolve_hub_repo`), and is read with
+    ``datasets`` from that folder; failing that, a dataset ``datasets`` prepared earlier in its own
+    cache. ``datasets`` itself never downloads (``HF_DATASETS_OFFLINE``).
     """
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     import datasets
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
 
+    from marin_assets.download.huggingface.hub import HubNotFoundError
+    from marin_assets.download.huggingface.hub_names import local_folder, resolve_hub_repo
+
+    hint = OFFLINE_HINT.format(kind="--repo-type dataset ", name=spec.id)
     try:
-        source = snapshot_download(spec.id, repo_type="dataset", local_files_only=True)
-    except (LocalEntryNotFoundError, OSError, ValueError):
+        source = local_folder(resolve_hub_repo(spec.id, "dataset", None, f"Hugging Face dataset {spec.id!r}", hint))
+    except HubNotFoundError:
+        raise
+    except FileNotFoundError:
         source = spec.id  # maybe prepared by datasets itself (its own cache)
     try:
         dataset = datasets.load_dataset(source, spec.name, split=split)

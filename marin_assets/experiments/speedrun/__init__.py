@@ -1,0 +1,1 @@
+"""Marin's ``experiments.speedrun`` package (``prebuilt_caches``)."""

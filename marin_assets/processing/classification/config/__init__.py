@@ -1,0 +1,1 @@
+"""Marin's ``marin.processing.classification.config`` package (``inference_config``)."""
