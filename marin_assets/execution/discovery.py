@@ -174,8 +174,14 @@ def _import_file(path: str, root: str) -> Any:
         import cloudpickle
 
         cloudpickle.register_pickle_by_value(module)
-    except Exception:  # noqa: BLE001 - only matters for steps sent to Ray
-        pass
+    except Exception as exc:  # noqa: BLE001 - only steps sent to Ray need it; say so now, not on the worker
+        logger.warning(
+            "%s: its functions cannot travel to Ray workers by value (%s: %s); a step of it sent to Ray "
+            "will fail to unpickle there unless the module is importable on the worker",
+            path,
+            type(exc).__name__,
+            exc,
+        )
     return module
 
 

@@ -147,7 +147,13 @@ class RunLog:
         for name, path, error in failed:
             try:
                 record = read_status(path)
-            except Exception:  # noqa: BLE001 - the message is still worth writing
+            except Exception as exc:  # noqa: BLE001 - the error the run reported is still worth writing
+                logging.getLogger("marin.executor").warning(
+                    "run log: status of %s unreadable (%s: %s); writing the run's own error instead",
+                    path,
+                    type(exc).__name__,
+                    exc,
+                )
                 record = None
             trace = record.error if record is not None and record.error else error
             try:
