@@ -44,7 +44,7 @@ def process_kind(cmdline: str) -> str:
         return "Levanter training"
     if "levanter.main.eval_lm" in cmdline or "levanter_main eval" in cmdline:
         return "Levanter eval"
-    if " lm_eval " in f" {cmdline} " or "evaluation.lm_eval_main" in cmdline:
+    if " lm_eval " in f" {cmdline} " or "eval_data.lm_eval_main" in cmdline:
         return "lm-eval"
     if "marin_assets.experiments.quickstart" in cmdline:
         return "engine + Dagster recording"

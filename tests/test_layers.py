@@ -1,7 +1,8 @@
 """The floors of the house, read from the imports (static: every ``import`` in a module, lazy ones
 included): the engine imports no other part of ``marin_assets``; the landing zone sits on the engine
 only; Dagster is imported by the bridge alone; the experiments (demo corpus included) are imported
-only by experiments, the bridge and the ``marin`` command, which nothing imports; no module reaches
+only by experiments, the bridge and the ``marin`` command, which nothing imports; lm-eval task data
+(``eval_data``) sits below both training and the evaluation step; no module reaches
 itself through its imports, and no room (``marin_assets.<room>``) imports one that imports it back."""
 
 from __future__ import annotations
@@ -164,12 +165,15 @@ def test_the_circle_finder_finds_a_circle():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="training -> evaluation: training/eval_harness.py imports evaluation/task_data.py (lm-eval task data "
-    "offline) and train_config.py names EvalTaskConfig for type checkers; evaluation imports training's Levanter "
-    "glue. Closing it moves task_data.py + lm_eval_main.py below training (issue 32.3).",
-)
+def test_lm_eval_task_data_sits_below_training_and_evaluation():
+    """``eval_data`` (task data offline, the lm-eval subprocess) serves both in-training evals and the
+    evaluation step, so it imports neither; training names no module of the evaluation step."""
+    assert {"marin_assets.eval_data.task_data", "marin_assets.eval_data.lm_eval_main"} <= set(MODULES)
+    up = [(m, t) for m, t in _arrows("eval_data") if _room(t) in ("training", "evaluation", "experiments")]
+    back = [(m, t) for m, t in _arrows("training") if _room(t) == "evaluation"]
+    assert not up and not back, up + back
+
+
 def test_no_room_imports_a_room_that_imports_it_back():
     rooms: dict[str, set[str]] = {}
     for module, targets in MODULE_IMPORTS.items():

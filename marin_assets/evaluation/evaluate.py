@@ -7,8 +7,8 @@
    tokenized caches (held-out loss and bits per byte, Levanter's own evaluator), and
 2. runs lm-eval's ``hf`` model on the same export (CPU torch) for the requested tasks, offline: a
    task whose data is neither in the local Hugging Face cache nor given as task YAML fails with an
-   error naming it (:mod:`marin_assets.evaluation.lm_eval_main`). The repo ships small local tasks
-   in ``eval_tasks/`` (``marin_docstring_mc``, ``marin_docstring_cloze``, ``marin_docstring_ppl``).
+   error naming it (:mod:`marin_assets.eval_data.lm_eval_main`). The repo ships small local tasks
+   in ``eval_data/eval_tasks/`` (``marin_docstring_mc``, ``marin_docstring_cloze``, ``marin_docstring_ppl``).
 
 Both run in subprocesses (JAX and torch stay out of the engine process), side by side: each spends
 most of its time starting up single-threaded, so together they take about as long as the slower
@@ -31,9 +31,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from marin_assets.download.huggingface import hub
+from marin_assets.eval_data.lm_eval_main import MISSING_EXIT
+from marin_assets.eval_data.task_data import TaskDataMissing, missing_message, prepare_include_path, task_entries
 from marin_assets.evaluation.evaluation_config import EvaluationConfig
-from marin_assets.evaluation.lm_eval_main import MISSING_EXIT
-from marin_assets.evaluation.task_data import TaskDataMissing, missing_message, prepare_include_path, task_entries
 from marin_assets.execution.metadata import table_markdown
 from marin_assets.execution.step import unwrap_versioned_value
 from marin_assets.execution.storage import atomic_write_text, filesystem, is_local, join_path
@@ -190,7 +190,7 @@ def lm_eval_job(config: EvaluationConfig, hf_dir: str, work: str) -> tuple[list[
     env = training_env()
     env.pop("JAX_PLATFORMS", None)
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    return [sys.executable, "-m", "marin_assets.evaluation.lm_eval_main", spec_path], env, out_dir
+    return [sys.executable, "-m", "marin_assets.eval_data.lm_eval_main", spec_path], env, out_dir
 
 
 def _missing_tasks_error(out_dir: str) -> TaskDataMissing | None:

@@ -1,6 +1,6 @@
 """Generate the data of the shipped lm-eval tasks (``eval_tasks/docstring_*.jsonl``) from held-out docstrings.
 
-    python -m marin_assets.experiments.make_eval_tasks [OUT_DIR]   # default: evaluation/eval_tasks/
+    python -m marin_assets.experiments.make_eval_tasks [OUT_DIR]   # default: eval_data/eval_tasks/
 
 The documents are docstrings of the Python standard library (read with ``ast`` by
 :func:`~marin_assets.experiments.sample_documents.long_docstrings`) that the quickstart's sample
@@ -29,11 +29,11 @@ import sys
 import sysconfig
 from collections.abc import Iterable, Iterator
 
-import marin_assets.evaluation
+from marin_assets.eval_data.task_data import EVAL_TASKS_DIR
 from marin_assets.experiments.sample_documents import SampleDocumentsConfig, _is_validation, long_docstrings
 
 # It lives with the experiments (it reads the sample corpus) and writes the evaluation stage's data.
-OUT_DIR = os.path.join(os.path.dirname(marin_assets.evaluation.__file__), "eval_tasks")
+OUT_DIR = EVAL_TASKS_DIR
 GENERATED_WITH = (3, 11)
 """The Python minor version whose standard library the shipped files come from."""
 HELD_OUT_DOCS = 200

@@ -2,9 +2,9 @@
 
 Runs in the training subprocess, before Levanter's ``train_lm`` main:
 
-1. :func:`check_harness_tasks` builds every task offline (:mod:`marin_assets.evaluation.task_data`);
+1. :func:`check_harness_tasks` builds every task offline (:mod:`marin_assets.eval_data.task_data`);
    when one has no local data it writes them to ``missing_tasks_path`` and raises
-   :class:`~marin_assets.evaluation.task_data.TaskDataMissing` -- before the model is built, so
+   :class:`~marin_assets.eval_data.task_data.TaskDataMissing` -- before the model is built, so
    nothing trains. The step turns that into an error naming each task and ``eval_harness_tasks=()``.
 2. :func:`use_local_tasks` points Levanter's harness at the same task index: Levanter builds its
    tasks with lm-eval's ``TaskManager()`` (built-in tasks only), so the index that passed the check
@@ -25,7 +25,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from marin_assets.evaluation.task_data import (
+from marin_assets.eval_data.task_data import (
     TaskDataMissing,
     check_tasks,
     missing_message,

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # Levanter's types, for readers and type checkers only (no im
     from levanter.optim import OptimizerConfig
     from levanter.schedule import ScheduleStep
 
-    from marin_assets.evaluation.evaluation_config import EvalTaskConfig
+    from marin_assets.eval_data.task_data import EvalTask
     from marin_assets.execution.step import InputName
 
 DEFAULT_CHECKPOINTS_PATH = "checkpoints"
@@ -173,7 +173,7 @@ class LmTrainSpec:
     initialize_from_hf: str | None = None
     initialize_from_checkpoint_path: str | None = None
     reset_data_loader_on_init: bool = True
-    eval_harness_tasks: tuple[EvalTaskConfig | str, ...] = ()
+    eval_harness_tasks: tuple[EvalTask | str, ...] = ()
     """lm-eval tasks Levanter's harness runs during training (``EvalTaskConfig`` s or lm-eval names)."""
     eval_harness_steps: int = 10000
 

@@ -201,8 +201,8 @@ def test_a_dataset_id_is_read_through_the_mirror(hub, tmp_path, monkeypatch):
 
 
 def test_a_task_missing_an_optional_package_names_it(tmp_path):
-    from marin_assets.evaluation.lm_eval_main import load_tasks, task_manager
-    from marin_assets.evaluation.task_data import missing_message
+    from marin_assets.eval_data.lm_eval_main import load_tasks, task_manager
+    from marin_assets.eval_data.task_data import missing_message
 
     tasks = tmp_path / "tasks"
     tasks.mkdir()

@@ -43,7 +43,7 @@ def _hints(cls: type) -> dict[str, object]:
     import levanter.optim as optim
     import levanter.schedule as schedule
 
-    from marin_assets.evaluation.evaluation_config import EvalTaskConfig
+    from marin_assets.eval_data.task_data import EvalTask
     from marin_assets.execution.step import InputName
     from marin_assets.training import train_config
 
@@ -55,7 +55,7 @@ def _hints(cls: type) -> dict[str, object]:
         LmConfig=lm_model.LmConfig,
         OptimizerConfig=optim.OptimizerConfig,
         ScheduleStep=schedule.ScheduleStep,
-        EvalTaskConfig=EvalTaskConfig,
+        EvalTask=EvalTask,
         InputName=InputName,
     )
     return typing.get_type_hints(cls, globalns=names)

@@ -71,7 +71,7 @@ def test_default_train_runs_marin_core_tasks_in_training():
 def test_string_names_and_groups_expand_as_lm_eval_does(tmp_path, monkeypatch):
     """``"mmlu"`` is a group name: it expands to its subtasks (a local stand-in group here), with the
     tasks' own few-shot default; the same string works in ``default_eval``'s step description."""
-    from marin_assets.evaluation.task_data import TASKS_PATH_ENV, check_tasks, prepare_include_path, task_entries
+    from marin_assets.eval_data.task_data import TASKS_PATH_ENV, check_tasks, prepare_include_path, task_entries
     from marin_assets.experiments.evals.evals import default_eval
 
     folder = tmp_path / "tasks"
@@ -82,7 +82,7 @@ def test_string_names_and_groups_expand_as_lm_eval_does(tmp_path, monkeypatch):
     assert task_entries(["mmlu"]) == [{"task": "mmlu", "num_fewshot": None}]
     _, missing = check_tasks(task_entries(["mmlu"]), prepare_include_path(str(tmp_path / "include")))
     assert missing == []
-    from marin_assets.evaluation.lm_eval_main import load_tasks, task_manager
+    from marin_assets.eval_data.lm_eval_main import load_tasks, task_manager
 
     manager = task_manager(prepare_include_path(str(tmp_path / "include2")), ["mmlu"])
     (group_obj,), _ = load_tasks(task_entries(["mmlu"]), manager)
@@ -94,7 +94,7 @@ def test_string_names_and_groups_expand_as_lm_eval_does(tmp_path, monkeypatch):
 def test_default_evals_run_during_training_with_local_task_data(inputs, tmp_path, monkeypatch):  # noqa: F811
     """All CORE_TASKS (12 tasks, hellaswag twice) run in Levanter's harness at the end of a 3-step run;
     their numbers reach the step metadata as ``lm_eval/<task alias or name>/acc``."""
-    from marin_assets.evaluation.task_data import TASKS_PATH_ENV
+    from marin_assets.eval_data.task_data import TASKS_PATH_ENV
     from marin_assets.execution.runner import run_steps
     from marin_assets.execution.versioning import StepGraph
     from marin_assets.experiments.evals.task_configs import CORE_TASKS
@@ -118,7 +118,7 @@ def test_default_evals_run_during_training_with_local_task_data(inputs, tmp_path
 def test_missing_task_data_fails_before_training(inputs, tmp_path):  # noqa: F811
     """Offline, CORE_TASKS' hub data is absent: the step fails naming the task and eval_harness_tasks=(),
     with no checkpoint, no export and no train_config.yaml written."""
-    from marin_assets.evaluation.task_data import TaskDataMissing
+    from marin_assets.eval_data.task_data import TaskDataMissing
     from marin_assets.training.training import run_levanter_train_lm
 
     _, step = marin_step(inputs, eval_harness_tasks=None)

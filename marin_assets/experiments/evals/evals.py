@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from marin_assets.eval_data.task_data import task_label
 from marin_assets.evaluation.evaluation_config import EvalTaskConfig, EvaluationConfig
 from marin_assets.evaluation.run import evaluate
-from marin_assets.evaluation.task_data import task_label
 from marin_assets.execution.step import (
     ExecutorStep,
     InputName,

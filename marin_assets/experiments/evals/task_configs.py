@@ -4,7 +4,7 @@ Same names and contents as Marin's for the lists below (``LONG_CONTEXT_TASKS``: 
 Marin's long-context scripts pass to ``default_eval``). Their data are Hugging Face datasets: here
 they run when the data is in the local Hugging Face cache, and otherwise fail before evaluating
 with an error naming the task and how to make it available (nothing is downloaded). ``LOCAL_TASKS``
-are this project's tasks shipped as task YAML with their data (``marin_assets/evaluation/eval_tasks``).
+are this project's tasks shipped as task YAML with their data (``marin_assets/eval_data/eval_tasks``).
 """
 
 from __future__ import annotations

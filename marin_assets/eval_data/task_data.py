@@ -10,10 +10,10 @@ lm-eval's own). A task whose data is missing -- or whose code needs an optional 
 installed (the message names it: ``pip install wonderwords``) -- is reported before anything runs
 (:class:`TaskDataMissing`).
 
-Task names are lm-eval's: an ``EvalTaskConfig`` (name, few-shot count, alias) or a plain string, which
-lm-eval resolves as it does on its command line -- a task, or a group such as ``mmlu`` that expands to
-its subtasks, with the task's own few-shot default. Imports nothing of training or of the evaluation
-step, so the training subprocess uses it too.
+Task names are lm-eval's: an ``EvalTaskConfig`` (name, few-shot count, alias: an :class:`EvalTask`) or a
+plain string, which lm-eval resolves as it does on its command line -- a task, or a group such as
+``mmlu`` that expands to its subtasks, with the task's own few-shot default. Imports nothing of
+training or of the evaluation step, so the training subprocess uses it too.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import glob
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from marin_assets.evaluation.lm_eval_main import load_tasks, task_manager
+from marin_assets.eval_data.lm_eval_main import load_tasks, task_manager
 from marin_assets.execution.step import unwrap_versioned_value
 
 EVAL_TASKS_DIR = os.path.join(os.path.dirname(__file__), "eval_tasks")
@@ -36,6 +36,21 @@ OFFLINE_TASK_HINT = (
     "($HF_HOME, default ~/.cache/huggingface) here, or give the task as a local task YAML "
     f"(EvaluationConfig.include_path, or a folder named by ${TASKS_PATH_ENV}) whose data_files are local"
 )
+
+
+class EvalTask(Protocol):
+    """One lm-eval task as :func:`task_entries` reads it: Marin's ``EvalTaskConfig``
+    (``marin.evaluation.evaluation_config``) is one. Training names this, not the evaluation step's
+    config class, so it does not import the evaluation step."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def num_fewshot(self) -> int: ...
+
+    @property
+    def task_alias(self) -> str | None: ...
 
 
 class TaskDataMissing(FileNotFoundError):

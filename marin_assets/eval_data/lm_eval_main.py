@@ -1,6 +1,6 @@
 """The lm-eval subprocess: offline task check, then lm-eval's ``hf`` model on an HF export.
 
-    python -m marin_assets.evaluation.lm_eval_main SPEC.json
+    python -m marin_assets.eval_data.lm_eval_main SPEC.json
 
 ``SPEC.json``: ``{"model_args", "tasks": [{"task", "num_fewshot", "task_alias"}], "include_path",
 "batch_size", "limit", "output_dir", "apply_chat_template", "hub", "mirror"}``. Every task is built first,
