@@ -170,7 +170,6 @@ PHASES = """
 import importlib.util, json, sys, time
 start = time.perf_counter()
 import dagster
-from dagster._core.remote_representation.external_data import JobDataSnap, RepositorySnap
 from dagster_shared.serdes import deserialize_value, serialize_value
 times = {"import dagster": time.perf_counter() - start}
 t = time.perf_counter()
@@ -181,12 +180,14 @@ times["definitions"] = time.perf_counter() - t
 t = time.perf_counter()
 repo = module.defs.get_repository_def()  # ours builds it while loading: ~0 here
 times["repository"] = time.perf_counter() - t
+# Dagster's private snapshot classes, through the one internals module (already imported by the
+# location's partition sets, so not timed here).
+from marin_assets.dagster_bridge.dagster_internals import code_server_snapshots
 t = time.perf_counter()
-snap = RepositorySnap.from_def(repo, defer_snapshots=True)  # as the code server answers the webserver
-jobs = [JobDataSnap.from_job_def(job, include_parent_snapshot=True) for job in repo.get_all_jobs()]
+snaps = code_server_snapshots(repo)  # as the code server answers the webserver
 times["snapshot"] = time.perf_counter() - t
 t = time.perf_counter()
-texts = [serialize_value(snap)] + [serialize_value(job) for job in jobs]
+texts = [serialize_value(snap) for snap in snaps]
 times["serialize"] = time.perf_counter() - t
 t = time.perf_counter()
 for text in texts:

@@ -19,9 +19,12 @@ from marin_assets.browse.server import (
 from marin_assets.execution.executor_main import default_prefix
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Serve the data browser until interrupted."""
-    parser = argparse.ArgumentParser(description="Read-only browser of a Marin prefix (experiments, outputs, records)")
+def main(argv: Sequence[str] | None = None, prog: str = "python -m marin_assets.browse") -> None:
+    """Serve the data browser until interrupted. ``prog``: the program its usage names (``marin browse``
+    passes its own)."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Read-only browser of a Marin prefix (experiments, outputs, records)"
+    )
     parser.add_argument("--prefix", default=None, help="root to browse (default: $MARIN_PREFIX or ./data)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 in a container)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)

@@ -2,14 +2,16 @@
 
 The modules are imported only when their subcommand runs (by the module paths ``python -m`` names,
 which keep working), so ``marin --help`` is quick and a module that moves breaks one subcommand, not
-the command. While a module parses its arguments, ``sys.argv[0]`` is ``marin COMMAND``, so the usage
-lines its ``argparse`` prints name the subcommand.
+the command. A module's ``main(argv, prog=...)`` is passed ``marin COMMAND`` as the program its usage
+and errors name (its default is its ``python -m`` line); for a ``main(argv)`` without ``prog``,
+``sys.argv[0]`` is ``marin COMMAND`` while it parses (argparse's default ``prog``).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import os
 import runpy
 import sys
@@ -36,8 +38,12 @@ class Command:
         else:
             module, _, function = self.entry.partition(":")
             target = getattr(importlib.import_module(module), function)
-        with _program_name(f"{PROG} {self.name}"):
-            status = target(argv)
+        prog = f"{PROG} {self.name}"
+        # A main(argv, prog=...) is told its program; for one without, argparse's default prog
+        # (sys.argv[0]) names it.
+        takes_prog = "prog" in inspect.signature(target).parameters
+        with _program_name(prog):
+            status = target(argv, prog=prog) if takes_prog else target(argv)
         return int(status or 0)
 
 
@@ -59,21 +65,38 @@ def executor_flags_help(description: str, prog: str) -> str:
     return build_parser(description, prog=prog).format_help()
 
 
+RUN_OPTIONS_HELP = (
+    "marin run options (before SCRIPT; everything after SCRIPT is the script's):\n"
+    "  -v, --verbose         every library's log lines on the console, also those of recording the run in\n"
+    "                        Dagster (alembic, SQLAlchemy): sets $MARIN_VERBOSE=1 for the run\n"
+)
+VERBOSE_FLAGS = ("-v", "--verbose")
+
+
 def run_script(argv: list[str]) -> int:
-    """``marin run SCRIPT [FLAGS...]``: run an experiment script as ``python SCRIPT`` (or ``python -m``) would."""
+    """``marin run [-v] SCRIPT [FLAGS...]``: run an experiment script as ``python SCRIPT`` (or ``python -m``) would."""
+    verbose = False
+    while argv and argv[0] in VERBOSE_FLAGS:
+        verbose, argv = True, argv[1:]
     if not argv or argv[0] in HELP_FLAGS:
         print(
             executor_flags_help(
                 "Run an experiment script: a file (experiments/x.py) or a module (marin_assets.experiments."
                 "hello_world), as `python SCRIPT FLAGS` / `python -m MODULE FLAGS` would. Its executor_main "
                 "reads the flags below (Marin's, parsed as draccus does: `--dry_run true`, `--run_only "
-                '"[a, b]"`); a script passes any others to its own parser. Exit status: the script\'s '
-                "(1: steps failed; 2: the run could not be recorded in the Dagster instance).",
-                f"{PROG} run SCRIPT",
+                '"[a, b]"`); a script passes any others to its own parser. Other libraries\' INFO lines '
+                "(alembic, SQLAlchemy, Dagster) go to the run's log file only, unless -v. Exit status: the "
+                "script's (1: steps failed; 2: the run could not be recorded in the Dagster instance).",
+                f"{PROG} run [-v] SCRIPT",
             ),
             end="",
         )
+        print(f"\n{RUN_OPTIONS_HELP}", end="")
         return 0 if argv else 2
+    if verbose:
+        from marin_assets.execution.run_log import VERBOSE_ENV
+
+        os.environ[VERBOSE_ENV] = "1"  # read by the run's log set-up (run_log.verbose_requested)
     target, flags = argv[0], argv[1:]
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     try:

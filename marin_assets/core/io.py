@@ -15,7 +15,11 @@ Compression lives in :mod:`marin_assets.core.compression` (the one layer every r
   output to a temporary file / an upload that becomes visible only when closed without error.
   Either way a crash never leaves a half file that a rerun would mistake for a finished one.
 * **JSON**: decoded by msgspec and encoded by orjson where they give the same result as
-  :mod:`json` (the reference), by json where they do not (:func:`loadb`, :func:`dumpb`).
+  :mod:`json` (the reference), by json where they do not (:func:`loadb`, :func:`dumpb`). What is
+  written is always valid JSON: a float NaN, Infinity or -Infinity is written as the string
+  ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"`` (the value kept, as the raw readers write it), never
+  as the bare token :mod:`json` would write, which other JSON readers reject. Reading still
+  accepts those tokens in files from elsewhere.
 * **Stages** read with :func:`iter_records` (record + its line in the file) and write with
   :class:`JsonlShardWriter`; inside :func:`deferred_commits` the fsync + rename of each closed
   file runs in a helper thread while the stage goes on with the next shard.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
+import math
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -60,9 +65,10 @@ except ImportError:  # pragma: no cover - exercised where msgspec is not install
     _FastDecodeError = ValueError
 
 # One encoder for every record: ``json.dumps(obj, **kwargs)`` builds a new JSONEncoder per call.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-_encode = _ENCODER.encode
-_encode_ascii = json.JSONEncoder(separators=(",", ":")).encode
+# allow_nan=False: a non-finite float raises, and :func:`_finite` spells it as a string first.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_encode_unicode = _ENCODER.encode
+_encode_ascii_strict = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 # Encoded+compressed in pieces of this many bytes; read in blocks of this many decompressed bytes.
 _CHUNK = 4 << 20
@@ -77,19 +83,61 @@ class ShardFormatError(ValueError):
 # JSON
 
 
+def non_finite_text(value: float) -> str:
+    """How a NaN or infinite float is written: ``"NaN"``, ``"Infinity"`` or ``"-Infinity"`` (the
+    spelling of Python's JSON extension, as a JSON string)."""
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN/Infinity float inside it (dict values, list items) spelled as text."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else non_finite_text(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _is_non_finite_error(exc: ValueError) -> bool:
+    """json's error for a NaN/Infinity float under ``allow_nan=False`` (not a circular reference)."""
+    return "Out of range float" in str(exc)
+
+
+def _encode(record: Any) -> str:
+    try:
+        return _encode_unicode(record)
+    except ValueError as exc:  # a NaN/Infinity float (allow_nan=False): text (see the module docstring)
+        if not _is_non_finite_error(exc):
+            raise
+        return _encode_unicode(_finite(record))
+
+
+def _encode_ascii(record: Any) -> str:
+    try:
+        return _encode_ascii_strict(record)
+    except ValueError as exc:
+        if not _is_non_finite_error(exc):
+            raise
+        return _encode_ascii_strict(_finite(record))
+
+
 def dumps(record: Any) -> str:
-    """One compact JSON line (non-ASCII kept as is: smaller and faster than \\u escapes)."""
+    """One compact JSON line (non-ASCII kept as is: smaller and faster than \\u escapes); a NaN or
+    Infinity float is written as the string ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"``, so every
+    line is valid JSON."""
     return _encode(record)
 
 
 def dumpb(record: Any) -> bytes:
     """UTF-8 bytes of :func:`dumps` ``(record)`` -- via orjson when it gives the same JSON.
 
-    orjson writes NaN/Infinity as ``null`` where json writes ``NaN``, so output holding ``null``
-    is re-encoded with json (rare: records rarely hold null); keys that are not strings, ints
-    beyond 64 bits, lone surrogates: orjson raises and json decides (lone surrogates written as escapes,
-    as UTF-8 cannot hold them). The only other difference
-    is the spelling of some small floats (``1e-7`` vs ``1e-07``): the same value.
+    orjson writes NaN/Infinity as ``null``, so output holding ``null`` is re-encoded by
+    :func:`dumps` (rare: records rarely hold null), which spells them as text; keys that are not
+    strings, ints beyond 64 bits, lone surrogates: orjson raises and json decides (lone surrogates
+    written as escapes, as UTF-8 cannot hold them). The only other difference is the spelling of
+    some small floats (``1e-7`` vs ``1e-07``): the same value.
     """
     if _orjson is not None:
         try:
@@ -403,8 +451,14 @@ class JsonlShardWriter:
 
 
 def write_json(path: str, obj: Any) -> None:
-    """Atomically write ``obj`` as indented JSON."""
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
+    """Atomically write ``obj`` as indented JSON (a NaN/Infinity float as text, as in shards)."""
+    try:
+        text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:  # a non-finite float: text, so the file stays valid JSON
+        if not _is_non_finite_error(exc):
+            raise
+        text = json.dumps(_finite(obj), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    atomic_write_bytes(path, (text + "\n").encode("utf-8"))
 
 
 def list_files(directory: str, suffix: str | tuple[str, ...] = "") -> list[str]:

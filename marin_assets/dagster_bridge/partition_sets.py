@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import dagster as dg
-from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from marin_assets.dagster_bridge.cursors import dump_cursor, load_cursor
+from marin_assets.dagster_bridge.dagster_internals import DATA_VERSION_TAG
 from marin_assets.execution.versioning import hash_version
 
 SENSOR_NAME = "partition_sets"

@@ -14,10 +14,16 @@ from collections.abc import Sequence
 from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.maintenance import apply_gc, checked_prefix, confirm, load_steps, plan_gc, step_outputs_of
 
+DESCRIPTION = (
+    "List step outputs under the prefix that no recorded experiment references, then delete them on "
+    "confirmation (without --yes it lists and asks; outputs under a live lease are never deleted)."
+)
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m marin_assets.execution.gc") -> int:
+    """Run the command line; returns the exit status. ``prog``: the program its usage names
+    (``marin gc`` passes its own)."""
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
     parser.add_argument("--prefix", default=None, help="output root (default: $MARIN_PREFIX or ./data)")
     parser.add_argument("--yes", action="store_true", help="delete without asking")
     parser.add_argument(

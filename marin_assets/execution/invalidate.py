@@ -23,10 +23,16 @@ from marin_assets.execution.maintenance import (
     steps_of,
 )
 
+DESCRIPTION = (
+    "Mark a step and every recorded descendant for recomputation, without deleting data (without --yes "
+    "it prints what would be marked and asks)."
+)
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m marin_assets.execution.invalidate") -> int:
+    """Run the command line; returns the exit status. ``prog``: the program its usage names
+    (``marin invalidate`` passes its own)."""
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
     parser.add_argument("step", help="step name, name-hash or output path")
     parser.add_argument("--prefix", default=None, help="output root (default: $MARIN_PREFIX or ./data)")
     parser.add_argument("--yes", action="store_true", help="apply without asking")

@@ -6,7 +6,8 @@
   logged it, the full traceback of every failed step, and all that recording the run in the
   Dagster instance prints (its run logs and tracebacks, database migrations, first-use notices).
 * The console shows the engine's own records (``marin.*``) and other libraries' warnings and
-  errors -- but nothing of the recording except the engine's lines; a failed run ends with one
+  errors -- but nothing of the recording except the engine's lines (every library's INFO lines
+  too with ``$MARIN_VERBOSE=1``, which ``marin run -v`` sets); a failed run ends with one
   line per failed step (the step, its output, the exception) and the path of the file.
 """
 
@@ -33,14 +34,16 @@ def _is_engine(record: logging.LogRecord) -> bool:
 
 class ConsoleFilter(logging.Filter):
     """Keeps the console to the engine's records and other libraries' warnings; while ``quiet``
-    (recording the run in Dagster) only the engine's."""
+    (recording the run in Dagster) only the engine's. With ``$MARIN_VERBOSE`` (``marin run -v``)
+    every record passes."""
 
     def __init__(self) -> None:
         super().__init__()
         self.quiet = False
+        self.verbose = verbose_requested()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if _is_engine(record):
+        if self.verbose or _is_engine(record):
             return True
         return not self.quiet and record.levelno >= logging.WARNING
 
@@ -49,7 +52,7 @@ VERBOSE_ENV = "MARIN_VERBOSE"
 
 
 def verbose_requested() -> bool:
-    """Whether third-party INFO lines should reach the console (``$MARIN_VERBOSE``, set by ``-v``)."""
+    """Whether third-party INFO lines should reach the console (``$MARIN_VERBOSE``, set by ``marin run -v``)."""
     return os.environ.get(VERBOSE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 

@@ -538,9 +538,10 @@ def truth_created(drop_id: str) -> str:
     return f"2024-01-{min(28, drop_number(drop_id)):02d}T00:00:00Z"
 
 
-def main(argv: list[str] | None = None) -> None:
-    """CLI: write sample drops into a landing zone."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None, prog: str = "python -m marin_assets.experiments.sample_data") -> None:
+    """CLI: write sample drops into a landing zone. ``prog``: the program its usage names
+    (``marin sample-drop`` passes its own)."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--prefix", required=True, help="storage prefix (local dir or fsspec URL)")
     parser.add_argument("--drop", action="append", default=[], help="drop id (repeatable), e.g. drop-004")
     parser.add_argument("--drops", type=int, default=0, help="write drop-001..drop-N instead")

@@ -386,12 +386,14 @@ def write_manifest(drop_path: str, source: str | None = None) -> dict[str, Any]:
     return manifest
 
 
-def main(argv: list[str] | None = None) -> None:
-    """``python -m marin_assets.landing.zone DROP_FOLDER``: write the folder's manifest (last)."""
+def main(argv: list[str] | None = None, prog: str = "python -m marin_assets.landing.zone") -> None:
+    """``python -m marin_assets.landing.zone DROP_FOLDER``: write the folder's manifest (last).
+
+    ``prog`` is the program its usage and errors name (``marin manifest`` passes its own)."""
     import argparse
 
     parser = argparse.ArgumentParser(
-        prog="python -m marin_assets.landing.zone",
+        prog=prog,
         description="Write manifest.json for the files of a drop folder (last).",
     )
     parser.add_argument("drop_folder", help="<prefix>/landing/<source>/<drop_id> holding the data files")

@@ -106,15 +106,3 @@ def test_default_sample_drops_pass_their_planted_duplicates_check(tmp_path):
         kept = {d["id"] for d in run.docs("consolidated", drop)}
         truth = run.truth(drop)
         assert not kept & {d["id"] for d in truth["exact_dups"] + truth["near_dups"]}
-
-
-def test_the_documented_old_command_still_writes_a_drop(tmp_path):
-    """``python -m marin_assets.landing.sample_data`` (documented before the corpus moved beside the
-    experiments) forwards to ``marin_assets.experiments.sample_data``."""
-    import subprocess
-    import sys
-
-    cmd = [sys.executable, "-m", "marin_assets.landing.sample_data", "--prefix", str(tmp_path), "--drop", "drop-001"]
-    done = subprocess.run([*cmd, "--docs", "5"], capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert (tmp_path / "landing" / "sample-html" / "drop-001" / "manifest.json").exists()

@@ -17,12 +17,10 @@ from typing import Any
 
 import dagster as dg
 import pytest
-from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
-from dagster._core.definitions.data_version import CachingStaleStatusResolver
-from dagster._time import get_current_datetime
 
 from marin_assets.dagster_bridge import Experiment, asset_key_for
 from marin_assets.dagster_bridge.assets import RUN_ID_TAG, SOURCE_TAG, StepSchedule, build_step_assets
+from marin_assets.dagster_bridge.dagster_internals import stale_causes
 from marin_assets.dagster_bridge.partition_sets import SENSOR_NAME
 from marin_assets.definitions import build_definitions
 from marin_assets.execution import ExecutorStep, StepGraph, output_path_of, this_output_path, versioned
@@ -113,17 +111,7 @@ def _tick_partition_set_sensor(defs: dg.Definitions, instance: dg.DagsterInstanc
 
 def _stale(defs: dg.Definitions, instance: dg.DagsterInstance, step_name: str) -> list[tuple[str, str]]:
     """Dagster's stale causes of an asset (what the UI's "Unsynced" shows), as (category, dependency)."""
-    graph = defs.resolve_asset_graph()
-    view = AssetGraphView(
-        temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-        instance=instance,
-        asset_graph=graph,
-    )
-    resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
-    return [
-        (cause.category.value, cause.dependency.asset_key.to_user_string() if cause.dependency else "")
-        for cause in resolver.get_stale_causes(asset_key_for(step_name))
-    ]
+    return stale_causes(defs, instance, asset_key_for(step_name))
 
 
 @pytest.fixture

@@ -193,19 +193,7 @@ def test_the_bridge_records_without_private_dagster_imports(module):
 
 def _stale(defs: dg.Definitions, instance: dg.DagsterInstance, step_name: str) -> list[tuple[str, str]]:
     """Dagster's stale causes of an asset (what the UI's "Unsynced" shows), as (category, dependency)."""
-    # Dagster has no public API for stale causes (the UI reads them through GraphQL): the test uses the resolver.
-    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
-    from dagster._core.definitions.data_version import CachingStaleStatusResolver
-    from dagster._time import get_current_datetime
+    # Dagster has no public API for stale causes (the UI reads them through GraphQL).
+    from marin_assets.dagster_bridge.dagster_internals import stale_causes
 
-    graph = defs.resolve_asset_graph()
-    view = AssetGraphView(
-        temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-        instance=instance,
-        asset_graph=graph,
-    )
-    resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
-    return [
-        (cause.category.value, cause.dependency.asset_key.to_user_string() if cause.dependency else "")
-        for cause in resolver.get_stale_causes(asset_key_for(step_name))
-    ]
+    return stale_causes(defs, instance, asset_key_for(step_name))

@@ -52,12 +52,12 @@ def test_coordinator_logs_and_the_one_stand_in_follow_the_values(tmp_path):
 
 
 def test_written_instance_config_validates_against_dagster_schema(tmp_path):
-    from dagster._core.instance.config import dagster_instance_config
+    from marin_assets.dagster_bridge.dagster_internals import validated_instance_config
 
     _, config = _derive(tmp_path)
     home = tmp_path / "home"
     instance_config.write_instance_config(str(home), config)
-    validated, _ = dagster_instance_config(str(home))
+    validated = validated_instance_config(str(home))
     assert validated["run_storage"]["class"] == "PostgresRunStorage"
     assert (
         validated["run_coordinator"]["config"]["max_concurrent_runs"]

@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
-from dagster._core.loader import LoadingContextForTest
 
 from marin_assets.dagster_bridge.assets import SOURCE_TAG, Experiment, asset_key_for
+from marin_assets.dagster_bridge.dagster_internals import stale_causes, stale_status
 from marin_assets.dagster_bridge.landing_assets import drop_rows, landing_key, rows_metadata
 from marin_assets.dagster_bridge.partition_sets import observation
 from marin_assets.definitions import build_definitions
@@ -78,12 +77,10 @@ def test_command_line_run_leaves_the_consumer_fresh_after_the_drop_sets_first_ob
     instance = dg.DagsterInstance.get()
     monkeypatch.setenv("MARIN_PREFIX", prefix)
     defs = build_definitions([Experiment("fresh", [every], partitions={"drops": lambda _p: []})])
-    asset_graph = defs.resolve_asset_graph()
     key = asset_key_for("fresh/every")
     # What the partition_sets sensor records on its first tick: the same keys, the same version.
     instance.report_runless_asset_event(observation("drops", ["d1", "d2"]))
-    resolver = CachingStaleStatusResolver(instance, asset_graph, LoadingContextForTest(instance))
-    assert resolver.get_status(key) == StaleStatus.FRESH, resolver.get_stale_causes(key)
+    assert stale_status(defs, instance, key) == "FRESH", stale_causes(defs, instance, key)
 
 
 def test_landing_zone_drops_table_names_each_status(tmp_path):
