@@ -21,10 +21,10 @@ from marin_resources.ray_cluster import (
     ADDRESS_FILE,
     TOKEN_FILE,
     RayClusterConfig,
-    _head_processes,
     start_embedded_head,
     stop_embedded_head,
 )
+from marin_resources.ray_head import _head_processes
 
 pytestmark = pytest.mark.ray
 
