@@ -414,8 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--ray_workers", type=int, default=1, help="Ray worker nodes next to the head (the head runs no steps)"
     )
     parser.add_argument("--worker_cpus", type=int, default=8, help="logical CPUs of each Ray worker node")
-    parser.add_argument("--worker_gpus", type=int, default=0, help="GPUs the Ray worker node advertises")
-    parser.add_argument("--worker_resources", default=None, help="JSON custom resources of the worker node")
+    parser.add_argument("--worker_gpus", type=int, default=0, help="GPUs each Ray worker node advertises")
+    parser.add_argument("--worker_resources", default=None, help="JSON custom resources of each worker node")
     parser.add_argument("--worker_object_store_mb", type=int, default=1024)
     parser.add_argument("--sample_drops", type=int, default=0, help="write drop-001..N into the landing zone")
     return parser
