@@ -15,8 +15,8 @@ function                           when it fails
                                    Processes that import Ray afterwards are not affected.
 :func:`current_job_metadata`       dashboard links name Ray's job id (``01000000``...) instead of the
                                    submission id: after a Ray restart they may open a newer job.
-:func:`record_driver_job`          the driver is not in the dashboard's job list; ``marin/ray_job``
-                                   opens a page that says the job is not found.
+:func:`record_driver_job`          the driver is not in the dashboard's job list; the task page of
+                                   ``marin/ray_task`` cannot show its job.
 :func:`autoscaler_node_types`      the feasibility check sees only live nodes: a request that only an
                                    autoscaler node type could satisfy is refused instead of waiting
                                    (set ``MARIN_RAY_AUTOSCALER=1`` to skip the check).
@@ -103,7 +103,7 @@ def record_driver_job(
         _fell_back(
             "recording the driver in Ray's job table",
             exc,
-            "the driver is missing from the dashboard's job list and its marin/ray_job link says not found",
+            "the driver is missing from the dashboard's job list (its task pages show no job)",
         )
         return None
 

@@ -21,7 +21,10 @@ logger = logging.getLogger(__name__)
 
 PLACEMENT_KEY = "marin/ran_on"
 DASHBOARD_URL_ENV = "MARIN_RAY_DASHBOARD_URL"
-RAY_LINK_KEYS = ("marin/ray_job", "marin/ray_task", "marin/ray_logs")
+# One link, to the task's page (its state, its job, its logs). The dashboard's job page and log viewer
+# say "Job Query Error" / "Failed to load" for a job or node of an earlier cluster (after a restart);
+# the task page says the task is not found. The ids behind the page are in marin/ran_on as text.
+RAY_LINK_KEYS = ("marin/ray_task",)
 # execution.metadata's marker of a typed value (not imported: marin_resources never imports
 # marin_assets); the Dagster bridge turns {TYPE_KEY: "url", "value": u} into MetadataValue.url(u).
 _METADATA_TYPE_KEY = "__marin_metadata_type__"
@@ -66,31 +69,23 @@ def ray_placement() -> dict[str, Any]:
 
 
 def ray_links(placement: dict[str, Any], base_url: str | None = None) -> dict[str, Any]:
-    """Dashboard links of a :func:`ray_placement` (URL-typed step metadata), given the dashboard's
+    """The dashboard link of a :func:`ray_placement` (URL-typed step metadata), given the dashboard's
     URL as the person's browser reaches it (``$MARIN_RAY_DASHBOARD_URL``); none when it is unset.
 
-    ``marin/ray_job``: the Ray job; ``marin/ray_task``: the task's page (state, its logs);
-    ``marin/ray_logs``: the worker's stdout in the log viewer. The job is named by its submission
-    id when it has one (unique across restarts: after a restart the link opens the same job, or the
-    dashboard says it is not found -- never the new cluster's job that reuses the old job id).
+    ``marin/ray_task``: the task's page -- its state, its job and its logs while the cluster lives;
+    after a restart of the cluster, a page that says the task is not found. (No link to the job page
+    or the log viewer: for an earlier cluster's job or node they say "Job Query Error" / "Failed to
+    load".) The job is named by its submission id when it has one (unique across restarts: the
+    link never opens the new cluster's job that reuses the old job id).
     """
     from urllib.parse import quote
 
     base = (base_url if base_url is not None else os.environ.get(DASHBOARD_URL_ENV, "")).rstrip("/")
     job = placement.get("ray_job_submission_id") or placement.get("ray_job_id")
-    node = placement.get("ray_node_id")
-    if not base or not job:
+    task = placement.get("ray_task_id")
+    if not base or not job or not task:
         return {}
-
-    def url(path: str) -> dict[str, Any]:
-        return {_METADATA_TYPE_KEY: "url", "value": f"{base}/#/{path}"}
-
-    links = {"marin/ray_job": url(f"jobs/{quote(job)}")}
-    if placement.get("ray_task_id"):
-        links["marin/ray_task"] = url(f"jobs/{quote(job)}/tasks/{quote(placement['ray_task_id'])}")
-    if node and placement.get("ray_worker_log"):
-        links["marin/ray_logs"] = url(f"logs/viewer?nodeId={quote(node)}&fileName={quote(placement['ray_worker_log'])}")
-    return links
+    return {"marin/ray_task": {_METADATA_TYPE_KEY: "url", "value": f"{base}/#/jobs/{quote(job)}/tasks/{quote(task)}"}}
 
 
 TASK_NAME_ATTR = "ray_task_name"

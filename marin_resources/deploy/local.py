@@ -27,10 +27,10 @@ process's and Ray node's ``PYTHONPATH``. After editing a script, ``reload`` (or 
 definitions*) shows the new code versions; ``restart-code`` restarts the code server alone.
 
 Dagster processes get ``RAY_ADDRESS=ray://127.0.0.1:<client port>``, so every step runs as a Ray
-task on the worker node (``ray_cluster.steps_on_ray``), ``MARIN_BROWSER_URL`` (the browser's
+task on a worker node (``ray_cluster.steps_on_ray``), ``MARIN_BROWSER_URL`` (the browser's
 address), so every asset's ``marin/browser`` metadata link opens the local browser, and
-``MARIN_RAY_DASHBOARD_URL``, so every step that ran on Ray links to its Ray job, task and worker
-log (``marin/ray_job``, ``marin/ray_task``, ``marin/ray_logs``). ``env`` also exports
+``MARIN_RAY_DASHBOARD_URL``, so every step that ran on Ray links to its task's page (its job and
+logs; ``marin/ray_task``). ``env`` also exports
 ``RAY_API_SERVER_ADDRESS`` (the Jobs API), which ``ray_run`` uses. ``down`` stops everything by pid.
 
     python -m marin_resources.deploy.local up [--state_dir .local_deploy] [--webserver_port 3000] [--browser_port 8765]

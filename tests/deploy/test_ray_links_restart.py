@@ -9,8 +9,9 @@ subprocess prints Levanter metric records. Checked:
   reached the driver's ``marin.progress`` logger (what the Dagster bridge writes to the run's logs)
   through the relay (public Ray API), with no worker output forwarded to the driver;
 * the driver's job in the dashboard names the Dagster run it serves;
-* ``marin/ray_job`` names the job's submission id (``marin-…``), which the dashboard's Jobs API
-  knows (same Ray job id), RUNNING while the driver is connected and SUCCEEDED after it exits;
+* ``marin/ray_task`` (the one link: the task page) names the job's submission id (``marin-…``),
+  which the dashboard's Jobs API knows (same Ray job id), RUNNING while the driver is connected and
+  SUCCEEDED after it exits;
   ``ray_run list`` leaves that driver out (``--all`` lists it);
 * Ray is stopped and started again on the same dashboard port: Ray's job ids start over
   (``01000000`` again), yet the old link's id is unknown to the new cluster ("not found") -- it
@@ -147,6 +148,10 @@ def _job_id_of(link: str) -> str:
     return link.rsplit("/#/jobs/", 1)[1].split("/")[0]
 
 
+def _task_link(dashboard: str, submission: str, task: str) -> str:
+    return f"{dashboard}/#/jobs/{submission}/tasks/{task}"
+
+
 @pytest.mark.timeout(900)
 def test_named_task_progress_lines_and_a_link_that_survives_a_restart(ray_part):
     state: DeployState = ray_part["state"]
@@ -158,7 +163,7 @@ def test_named_task_progress_lines_and_a_link_that_survives_a_restart(ray_part):
         # (-> the Dagster run's logs), with no worker output forwarded to the driver ...
         expected = [f"train: step {i}: loss {6.0 - i:g}" for i in range(3)]
         assert [r for r in result["progress"] if r.startswith("train:")] == expected, result["progress"]
-        # ... and in the Ray task's log (the worker's stdout file that marin/ray_logs opens).
+        # ... and in the Ray task's log (the worker's stdout file the task page shows).
         logs = Path(state.ray_temp_dir) / "session_latest" / "logs" / placement["ray_worker_log"]
         assert "[marin progress] train: step 2: loss 4" in logs.read_text(errors="replace")
         # The task is named after the step, not after the innermost wrapper (`fenced`, `call`).
@@ -170,8 +175,8 @@ def test_named_task_progress_lines_and_a_link_that_survives_a_restart(ray_part):
         assert STEP in names, names
         # The link names the submission id, which the dashboard resolves to this very job.
         submission = placement["ray_job_submission_id"]
-        assert submission.startswith("marin-") and _job_id_of(links["marin/ray_job"]) == submission
-        assert links["marin/ray_job"] == f"{dashboard}/#/jobs/{submission}"
+        assert submission.startswith("marin-") and _job_id_of(links["marin/ray_task"]) == submission
+        assert links == {"marin/ray_task": _task_link(dashboard, submission, placement["ray_task_id"])}
         job = _api(state, f"/api/jobs/{submission}")
         assert job["submission_id"] == submission and job["job_id"] == placement["ray_job_id"], job
         assert job["status"] == "RUNNING"
