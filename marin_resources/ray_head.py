@@ -363,3 +363,34 @@ def stop_embedded_head(temp_dir: str | None = None) -> None:
     psutil.wait_procs(alive, timeout=10)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(address_file)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m marin_resources.ray_head {status,stop} [--temp_dir DIR]``: the embedded head of
+    this machine (``$MARIN_RAY_TMPDIR`` or ``/tmp/marin-ray-<uid>``): its address and any dead daemon,
+    or stop it (its processes only; never ``ray stop``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m marin_resources.ray_head", description=main.__doc__)
+    parser.add_argument("command", choices=["status", "stop"])
+    parser.add_argument("--temp_dir", default=None, help="the head's Ray temp dir (default: $MARIN_RAY_TMPDIR)")
+    args = parser.parse_args(argv)
+    temp_dir = os.path.abspath(args.temp_dir or default_temp_dir())
+    if args.command == "stop":
+        stop_embedded_head(temp_dir)
+        print(f"stopped the embedded Ray head in {temp_dir}")
+        return 0
+    address = None
+    with contextlib.suppress(FileNotFoundError), open(os.path.join(temp_dir, ADDRESS_FILE)) as handle:
+        address = handle.read().strip() or None
+    if not address or not _head_alive(address):
+        print(f"no embedded Ray head running in {temp_dir}")
+        return 1
+    missing = missing_daemons(temp_dir, address)
+    state = f"lost its {', '.join(missing)} (the next run starts a new head)" if missing else "healthy"
+    print(f"embedded Ray head at {address} ({temp_dir}): {state}")
+    return 0 if not missing else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
