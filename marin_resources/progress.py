@@ -24,6 +24,7 @@ them apart; :func:`last_progress` keeps each step's last line for its metadata.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import logging
 import threading
@@ -238,10 +239,11 @@ class ProgressRelay:
     """The driver's end of the Ray transport: one mailbox actor per driver connection, and a thread
     that takes the lines out and delivers them here (:func:`dispatch`)."""
 
-    def __init__(self) -> None:
-        import ray
+    ANSWER_TIMEOUT_S = 30.0
 
-        self.connection = ray.get_runtime_context().get_job_id()
+    def __init__(self) -> None:
+
+        self.connection = _connection_id()
         self.mailbox = _mailbox_class().remote()
         self._lock = threading.Lock()
         self._stopped = threading.Event()
@@ -254,20 +256,30 @@ class ProgressRelay:
         return _TaskForwarder(self.mailbox)
 
     def _take(self, wait_s: float) -> None:
-        import ray
+        """Take what the mailbox holds (waiting up to ``wait_s`` for a line) and deliver it here.
 
+        The answer is awaited as a Python future (``ObjectRef.future()``), never with ``ray.get``:
+        a thread blocked inside Ray while the driver disconnects (``ray.shutdown``, interpreter exit)
+        can crash the process; a Python future simply never completes.
+        """
         with self._lock:  # one taker at a time, and lines delivered in the order they were sent
-            for step, line in ray.get(self.mailbox.take.remote(wait_s)):
+            answer = self.mailbox.take.remote(wait_s).future()
+            for step, line in answer.result(timeout=wait_s + self.ANSWER_TIMEOUT_S):
                 dispatch(ProgressEvent(step, line))
 
     def _follow(self) -> None:
         import ray
 
         while not self._stopped.is_set():
+            if self.connection != _connection_id():
+                # The driver reconnected (maybe to another cluster): this relay's actor is gone.
+                self._failed = True
+                return
             try:
                 self._take(1.0)
-            # BaseException: ray.get raises SystemExit in this thread when the driver disconnects.
-            except BaseException as exc:  # noqa: BLE001 - the relay is gone; said below, thread ends
+            except concurrent.futures.TimeoutError:
+                continue  # a slow answer (a loaded machine): ask again
+            except Exception as exc:  # noqa: BLE001 - the relay is gone; said below, thread ends
                 self._failed = True
                 if self._stopped.is_set() or not ray.is_initialized():
                     logger.debug("progress relay ended with the Ray connection (%s)", type(exc).__name__)
@@ -291,25 +303,51 @@ class ProgressRelay:
     def alive(self) -> bool:
         return not self._failed and self._thread.is_alive()
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float = 0.0) -> None:
+        """Stop taking lines; with ``wait_s``, wait that long for the thread to leave its Ray call."""
         self._stopped.set()
+        if wait_s:
+            self._thread.join(timeout=wait_s)
+
+
+def _connection_id() -> tuple[str, str] | None:
+    """Which connection this driver has now (Ray numbers jobs from 01000000 on every cluster, so the
+    job id alone does not tell two clusters apart); None when disconnected."""
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    context = ray.get_runtime_context()
+    return (str(getattr(context, "gcs_address", "")), context.get_job_id())
 
 
 _RELAY: list[ProgressRelay] = []
 _RELAY_LOCK = threading.Lock()
+_RELAY_EXIT_HOOK: list[bool] = []
+
+
+def _stop_relays() -> None:
+    for relay in list(_RELAY):
+        relay.stop(wait_s=3.0)
 
 
 def driver_relay() -> ProgressRelay:
     """This driver's relay (started on first use; again after the connection changed)."""
-    import ray
 
     with _RELAY_LOCK:
-        if _RELAY and _RELAY[0].alive() and _RELAY[0].connection == ray.get_runtime_context().get_job_id():
+        if _RELAY and _RELAY[0].alive() and _RELAY[0].connection == _connection_id():
             return _RELAY[0]
         if _RELAY:
             _RELAY.pop().stop()
         started = time.monotonic()
         relay = ProgressRelay()
+        if not _RELAY_EXIT_HOOK:
+            import atexit
+
+            # Registered after ray.init's own exit hook, so it runs first: the thread is out of its
+            # Ray call before Ray shuts down.
+            atexit.register(_stop_relays)
+            _RELAY_EXIT_HOOK.append(True)
         _RELAY.append(relay)
         logger.debug("progress relay started in %.1fs", time.monotonic() - started)
         return relay
