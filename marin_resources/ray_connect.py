@@ -148,6 +148,21 @@ def _connect(address: str, namespace: str, runtime_env: dict[str, Any] | None, m
     )
 
 
+def _warn_about_job_secrets(runtime_env: dict[str, Any]) -> None:
+    """A driver's *job* runtime_env is written by Ray, values and all, into runtime_env_agent.log:
+    unlike a task's, its secret variables cannot travel another way. Say so (names only)."""
+    from marin_resources.runtime_env import split_secret_env_vars
+
+    _, secrets = split_secret_env_vars(runtime_env)
+    if secrets:
+        logger.warning(
+            "the Ray job runtime_env holds %s: Ray writes a job's runtime_env, values included, into its "
+            "runtime_env_agent.log; give a step its secrets in its resources' runtime_env (they travel "
+            "with the task, not through Ray's logs) or as EnvSecret config values",
+            ", ".join(sorted(secrets)),
+        )
+
+
 def _disconnect_after_failed_connect(address: str) -> None:
     import ray
 
@@ -191,6 +206,7 @@ def ensure_ray(config: RayClusterConfig | None = None) -> dict[str, float]:
                 # The tasks build their dashboard links (recording_placement) from the driver's URL.
                 env_vars = {DASHBOARD_URL_ENV: os.environ[DASHBOARD_URL_ENV], **runtime_env.get("env_vars", {})}
                 runtime_env["env_vars"] = env_vars
+            _warn_about_job_secrets(runtime_env)
             start = time.monotonic()
             attempts = CLIENT_CONNECT_ATTEMPTS if address.startswith("ray://") else 1
             for attempt in range(1, attempts + 1):

@@ -66,3 +66,14 @@ def test_a_secret_reaches_the_worker_but_none_of_rays_files(ray_head, ray_tmpdir
     assert leaked == []
     agent_logs = [p for p in logs if p.name.startswith("runtime_env_agent") and p.suffix == ".log"]
     assert any(b"visible-setting-42" in p.read_bytes() for p in agent_logs), agent_logs
+
+
+def test_a_secret_in_the_job_runtime_env_is_named_in_a_warning_never_its_value(caplog):
+    from marin_resources.ray_connect import _warn_about_job_secrets
+
+    _warn_about_job_secrets({"env_vars": {"WANDB_API_KEY": SECRET, "JAX_PLATFORMS": "cpu"}})
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "WANDB_API_KEY" in warnings[0] and SECRET not in warnings[0]
+    caplog.clear()
+    _warn_about_job_secrets({"env_vars": {"JAX_PLATFORMS": "cpu"}})
+    assert not caplog.records
