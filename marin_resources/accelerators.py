@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 logger = logging.getLogger(__name__)
 
@@ -120,19 +120,37 @@ def _autoscaler_node_types() -> list[dict[str, float]] | None:
     """
     if os.environ.get("MARIN_RAY_AUTOSCALER", "").lower() in {"1", "true", "yes"}:
         return []
-    try:
-        import ray._private.state as ray_state
+    from marin_resources.ray_internals import autoscaler_node_types
 
-        config = ray_state.state.get_cluster_config()
-    except Exception:  # an older/newer Ray without this API: behave as without autoscaler
-        return None
-    if config is None:
-        return None
-    return [
-        dict(group.resources)
-        for group in config.node_group_configs
-        if group.max_count != 0  # max_count -1 means unbounded
-    ]
+    return autoscaler_node_types()
+
+
+def _fits(node: Mapping[str, float], wanted: Mapping[str, float]) -> bool:
+    return all(node.get(k, 0.0) >= v for k, v in wanted.items())
+
+
+def infeasible_reason(wanted: Mapping[str, float], nodes: list[dict[str, float]]) -> str:
+    """Why no node in ``nodes`` can run a request for ``wanted``, naming only what is short:
+    resources no node has; resources no node has enough of (with the most one node has); or, when
+    each resource alone is there, that no single node has them all together."""
+    missing = sorted(k for k in wanted if not any(k in n for n in nodes))
+    short = sorted(
+        f"{k} (wants {wanted[k]:g}, the most on one node is {max(n.get(k, 0.0) for n in nodes):g})"
+        for k in wanted
+        if k not in missing and not any(n.get(k, 0.0) >= wanted[k] for n in nodes)
+    )
+    detail = []
+    if missing:
+        detail.append(f"no node has {', '.join(repr(m) for m in missing)}")
+    if short:
+        detail.append("not enough on any one node: " + "; ".join(short))
+    if not detail:
+        detail.append(
+            "each resource is on some node, but no single node has all of "
+            + ", ".join(f"{k} {v:g}" for k, v in sorted(wanted.items()))
+            + " (a Ray task runs on one node)"
+        )
+    return "; ".join(detail)
 
 
 def check_feasible(options: Mapping[str, Any], what: str = "task") -> None:
@@ -147,29 +165,18 @@ def check_feasible(options: Mapping[str, Any], what: str = "task") -> None:
     if not wanted:
         return
     nodes = [dict(node["Resources"]) for node in ray.nodes() if node.get("Alive")]
-    if any(all(node.get(k, 0.0) >= v for k, v in wanted.items()) for node in nodes):
+    if any(_fits(node, wanted) for node in nodes):
         return
     node_types = _autoscaler_node_types()
     if node_types == []:  # an autoscaler we cannot inspect: let Ray wait for it
         return
-    if node_types and any(all(t.get(k, 0.0) >= v for k, v in wanted.items()) for t in node_types):
+    if node_types and any(_fits(t, wanted) for t in node_types):
         return
     totals = dict(ray.cluster_resources())
-    missing = sorted(k for k in wanted if k not in totals and not any(k in t for t in node_types or []))
-    short = sorted(
-        f"{k} (wants {wanted[k]:g}, largest node has {max((n.get(k, 0.0) for n in nodes), default=0):g})"
-        for k in wanted
-        if k not in missing
-    )
-    detail = []
-    if missing:
-        detail.append(f"missing resource(s) {', '.join(repr(m) for m in missing)} on every node")
-    if short:
-        detail.append("not enough on any single node: " + "; ".join(short))
     scaler = "no autoscaler node type provides it" if node_types is not None else "no autoscaler"
     raise InfeasibleResourceError(
-        f"Ray cluster can never run this {what}: {'; '.join(detail) or 'no node has all of ' + repr(wanted)} "
-        f"(request {wanted}; {scaler}; cluster has {sorted(totals)}). "
+        f"Ray cluster can never run this {what}: {infeasible_reason(wanted, nodes + list(node_types or []))} "
+        f"(request {dict(sorted(wanted.items()))}; {scaler}; cluster has {sorted(totals)}). "
         "Start Ray with that resource, or change the step's resources."
     )
 
@@ -202,10 +209,16 @@ def _run_remote(
         ensure_ray()
     check_feasible(options, what)
     opts = dict(options)
+    from marin_resources.ray_cluster import task_name_of
+    from marin_resources.runtime_env import split_secret_env_vars, with_secret_environment
+
+    if not isinstance(fn, ray.remote_function.RemoteFunction):
+        # Secret env vars travel with the function, not in the runtime_env that Ray logs. (A remote
+        # function given here cannot be wrapped; the step launcher never passes one.)
+        runtime_env, secrets = split_secret_env_vars(runtime_env)
+        fn = with_secret_environment(fn, secrets)
     if runtime_env:
         opts["runtime_env"] = runtime_env
-    from marin_resources.ray_cluster import task_name_of
-
     if task_name_of(fn):  # the step's name, shown by the dashboard and `ray list tasks`
         opts.setdefault("name", task_name_of(fn))
     remote_fn = fn if isinstance(fn, ray.remote_function.RemoteFunction) else ray.remote(fn)
@@ -404,11 +417,17 @@ class TpuConfig:
             return _run_remote(fn, config, self.ray_remote_options(), runtime_env, what)
         from levanter.infra import ray_tpu
 
+        from marin_resources.runtime_env import split_secret_env_vars, with_secret_environment
+
         # Levanter wants a zero-argument remote function with max_calls=1 (libtpu must be
         # released between runs) and passes runtime_env to the host actors itself, so the
-        # function's own runtime_env carries ours.
+        # function's own runtime_env carries ours -- without its secrets, which Ray would log:
+        # they travel with the function.
+        runtime_env, secrets = split_secret_env_vars(runtime_env)
+        with_secrets = with_secret_environment(fn, secrets)
+
         def call() -> Any:
-            return fn(config)
+            return with_secrets(config)
 
         remote_options: dict[str, Any] = {"max_calls": 1}
         if runtime_env:
@@ -433,6 +452,29 @@ class TpuConfig:
 
 
 Accelerator = CpuConfig | GpuConfig | TpuConfig
+
+
+@runtime_checkable
+class StepResources(Protocol):
+    """The one protocol of a step's ``resources``: a request that runs ``fn(config)`` on Ray.
+
+    Implemented by the accelerator configs here (``CpuConfig``, ``GpuConfig``, ``TpuConfig``) and by
+    Marin's resource configs (:mod:`marin_resources.resource_config`), which translate Marin's names
+    into these. Anything else a step may carry (a spec string, a dict, None) is resolved into one by
+    :func:`step_resources`.
+    """
+
+    def launch(self, fn: Callable[[Any], Any], config: Any, runtime_env: Mapping[str, Any] | None = None) -> Any:
+        """Run ``fn(config)`` with this request on Ray; block and return its result."""
+        ...
+
+
+def step_resources(value: StepResources | str | Mapping[str, Any] | None) -> StepResources:
+    """A step's ``resources`` as a :class:`StepResources`: an object that implements the protocol as
+    it is; a spec string (``"tpu:v4-8"``), a dict or None (one CPU) through :func:`accelerator_from_dict`."""
+    if isinstance(value, StepResources):
+        return value
+    return accelerator_from_dict(value)
 
 
 def parse_accelerator(spec: str) -> Accelerator:

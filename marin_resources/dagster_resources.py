@@ -3,11 +3,16 @@
 Thin ``ConfigurableResource`` wrappers over the Dagster-free modules (``storage``, ``ray_cluster``,
 ``accelerators``, ``runtime_env``) that the step engine also uses directly.
 
-Why not ``dagster-ray``: its ``LocalRay`` resource calls ``ray.init()`` in every step process, and
-under the multiprocess executor / ``dagster dev`` the second step then attaches to the first step's
-cluster and rejects its ``num_cpus``. Here every process of the machine shares one embedded head
-(``ray_cluster.start_embedded_head``: a detached ``ray start --head`` behind a file lock), and a
-remote cluster (KubeRay) is reached through ``address``/``$RAY_ADDRESS``.
+Why not ``dagster-ray`` (0.4.x): its ``LocalRay`` resource calls ``ray.init()`` in every step process,
+and under the multiprocess executor / ``dagster dev`` the second step then attaches to the first
+step's cluster and rejects its ``num_cpus``; its ``RayResource`` base only connects and disconnects
+around a run. What this resource needs lives in the Dagster-free engine, which also runs without
+Dagster (``executor_main``): one embedded head per machine, closed (loopback and token) and healed
+(``ray_head``), Ray Client retries and the driver's job record for the dashboard links
+(``ray_connect``, ``ray_jobs``), the lease fencing that cancels a step's task when its lease is lost
+(``execution.ray_launch``), and the progress relay (``progress``). Built on ``dagster-ray`` it would
+still wrap the same engine functions, plus a second connection lifecycle to keep consistent; so this
+stays a thin wrapper. A remote cluster (KubeRay) is reached through ``address``/``$RAY_ADDRESS``.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import dagster as dg
 from pydantic import Field
 
 from marin_resources import ray_cluster
-from marin_resources.accelerators import Accelerator, CpuConfig, accelerator_from_dict
+from marin_resources.accelerators import StepResources, step_resources
 from marin_resources.runtime_env import redact_runtime_env, runtime_env_for
 from marin_resources.storage import StorageConfig
 
@@ -131,20 +136,23 @@ class RayResource(dg.ConfigurableResource):
         self,
         fn: Callable[[Any], Any],
         config: Any,
-        accelerator: Accelerator | str | dict[str, Any] | None = None,
+        accelerator: StepResources | str | dict[str, Any] | None = None,
         pip_dependency_groups: list[str] | None = None,
         log: Any = None,
     ) -> Any:
         """Run ``fn(config)`` on this Ray with an accelerator request; block and return the result.
 
-        ``accelerator`` is a config from ``marin_resources.accelerators`` or a spec (``"cpu"``,
-        ``"gpu:A100x8"``, ``"tpu:v4-8"``); None is one CPU.
+        ``accelerator`` is any :class:`~marin_resources.accelerators.StepResources` (an accelerator
+        config, one of Marin's resource configs) or a spec (``"cpu"``, ``"gpu:A100x8"``,
+        ``"tpu:v4-8"``); None is one CPU.
         """
         self.connect()
-        acc = accelerator_from_dict(accelerator) if accelerator is not None else CpuConfig()
+        acc = step_resources(accelerator)
         runtime_env = self.task_runtime_env(pip_dependency_groups)
         if log is not None:
             log.info(
-                f"launching {getattr(fn, '__name__', fn)} on Ray with {acc} runtime_env={redact_runtime_env(runtime_env)}"
+                # The request's class only: a config's repr shows its runtime_env, secrets included.
+                f"launching {getattr(fn, '__name__', fn)} on Ray with {type(acc).__name__} "
+                f"runtime_env={redact_runtime_env(runtime_env)}"
             )
         return acc.launch(fn, config, runtime_env=runtime_env or None)

@@ -22,7 +22,7 @@ import logging
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,68 @@ PASSTHROUGH_ENV_VARS: tuple[str, ...] = (
 SECRET_ENV_VARS: tuple[str, ...] = ("WANDB_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 REDACTED = "***"
+# The rule that says which environment variable names hold secrets. The engine's masking rule
+# (``marin_assets.execution.secrets.is_secret_name``) is installed here by the step launcher, so
+# that what Ray is kept from seeing and what the engine masks are one rule; without it (this package
+# used alone) the pattern above decides.
+_SECRET_NAME_RULE: list[Callable[[str], bool]] = []
+
+
+def use_secret_name_rule(rule: Callable[[str], bool]) -> None:
+    """Make ``rule(name)`` decide which environment variables are secrets (see :func:`is_secret_env_name`)."""
+    _SECRET_NAME_RULE[:] = [rule]
+
+
+def is_secret_env_name(name: str) -> bool:
+    """Whether the environment variable ``name`` holds a secret (the installed rule, else the pattern)."""
+    return _SECRET_NAME_RULE[0](name) if _SECRET_NAME_RULE else bool(_SECRET_NAME.search(name))
+
+
+def split_secret_env_vars(runtime_env: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """``(runtime_env without its secret env vars, those vars)``.
+
+    Ray writes every task's whole ``runtime_env`` -- ``env_vars`` values included -- into the node's
+    ``runtime_env_agent.log`` (world-readable, under Ray's temp dir) and shows it in the dashboard, so
+    a secret must not travel there: the launcher ships the secret vars with the task's function
+    instead (:func:`with_secret_environment`), which Ray stores in its GCS but never logs.
+    """
+    if not runtime_env:
+        return (dict(runtime_env) if runtime_env is not None else None), {}
+    env_vars = dict(runtime_env.get("env_vars") or {})
+    secrets = {k: str(v) for k, v in env_vars.items() if is_secret_env_name(k)}
+    if not secrets:
+        return dict(runtime_env), {}
+    public = {k: v for k, v in runtime_env.items() if k != "env_vars"}
+    rest = {k: v for k, v in env_vars.items() if k not in secrets}
+    if rest:
+        public["env_vars"] = rest
+    return public, secrets
+
+
+def with_secret_environment(fn: Callable[..., Any], secrets: Mapping[str, str]) -> Callable[..., Any]:
+    """``fn`` that runs with ``secrets`` in ``os.environ`` (so the subprocesses it starts inherit them)
+    and puts the environment back afterwards (a Ray worker process runs later tasks too)."""
+    if not secrets:
+        return fn
+    secrets = dict(secrets)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        saved = {k: os.environ.get(k) for k in secrets}
+        os.environ.update(secrets)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    call.__name__ = getattr(fn, "__name__", "step")
+    for attr in ("ray_task_name",):  # ray_jobs.TASK_NAME_ATTR: the task keeps the step's name
+        if hasattr(fn, attr):
+            setattr(call, attr, getattr(fn, attr))
+    return call
 
 
 def default_pyproject_path() -> Path:
@@ -177,7 +239,7 @@ def redact_runtime_env(runtime_env: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(runtime_env)
     if isinstance(out.get("env_vars"), Mapping):
         out["env_vars"] = {
-            key: (REDACTED if _SECRET_NAME.search(key) else value) for key, value in out["env_vars"].items()
+            key: (REDACTED if is_secret_env_name(key) else value) for key, value in out["env_vars"].items()
         }
     return out
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -45,6 +44,7 @@ from marin_assets.core.io import (
 )
 from marin_assets.execution.metadata import table_markdown
 from marin_assets.execution.storage import filesystem, join_path
+from marin_resources.ray_connect import in_ray_worker
 
 R = TypeVar("R")
 
@@ -190,14 +190,6 @@ def shard_pool(pool: ShardPool) -> Iterator[ShardPool]:
         _POOL.reset(token)
 
 
-def _in_ray_task() -> bool:
-    if "ray" not in sys.modules:  # never import Ray just to find out
-        return False
-    import ray
-
-    return ray.is_initialized() and ray.get_runtime_context().get_task_id() is not None
-
-
 def current_pool() -> ShardPool:
     """The pool for this step's shards, as the engine chose it from the step's ``resources``.
 
@@ -208,7 +200,7 @@ def current_pool() -> ShardPool:
     chosen = _POOL.get()
     if chosen is not None:
         return chosen
-    if _in_ray_task():
+    if in_ray_worker():
         return ShardPool(backend="ray")
     try:
         workers = max(1, int(os.environ.get(LOCAL_WORKERS_ENV, "1")))

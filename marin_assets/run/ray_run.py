@@ -352,9 +352,11 @@ def exit_code_of(client: Any, job_id: str, status: str) -> int | None:
     """The job's entrypoint exit code (None when it never ran or Ray did not record one)."""
     if status == "SUCCEEDED":
         return 0
-    with contextlib.suppress(Exception):
+    try:
         return client.get_job_info(job_id).driver_exit_code
-    return None
+    except Exception as exc:  # noqa: BLE001 - the exit status falls back to 1, which still says "failed"
+        logger.warning("could not read the exit code of job %s (%s); exiting with 1", job_id, _first_line(exc))
+        return None
 
 
 def command_status(status: str, code: int | None) -> int:

@@ -14,9 +14,11 @@ its process group, and the parent-death signal reaches only the direct child.
 
 Progress: while the subprocess runs, a thread follows its log and reports each progress line --
 a Levanter metric record (step, train loss, tokens/s, eval losses) or an lm-eval result row -- as
-a short line through :func:`marin_resources.ray_cluster.report_progress`: into the Ray task's log
-when the step runs on Ray, and into the Dagster run's logs (the driver forwards it; the bridge
-turns the ``marin.progress`` logger into run log lines). The log file itself stays complete.
+a short line through :func:`marin_resources.progress.report_progress`, for the step that started
+the subprocess: when the step runs on Ray, into the Ray task's log and through the driver's relay
+(public Ray API) to the driver; in the driver, to the ``marin.progress`` logger (the command line's
+run log) and to every registered listener (the Dagster bridge writes them to the run's logs). The
+log file itself stays complete.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from collections.abc import Mapping, Sequence
 
 from marin_assets.execution.fence import on_lease_lost
 from marin_assets.training.training_log import JSON_LOGGER_MARK
-from marin_resources.ray_cluster import report_progress
+from marin_resources.progress import current_step, report_progress
 
 logger = logging.getLogger(__name__)
 
@@ -110,14 +112,20 @@ def progress_of(line: str) -> str | None:
 class _ProgressFollower(threading.Thread):
     """Follows a log from ``offset`` and reports its progress lines until stopped (then drains)."""
 
-    def __init__(self, log_path: str, offset: int, label: str) -> None:
+    def __init__(self, log_path: str, offset: int, label: str, step: str | None) -> None:
         super().__init__(name=f"marin-progress-{label}", daemon=True)
-        self.log_path, self.offset, self.label = log_path, offset, label
+        self.log_path, self.offset, self.label, self.step = log_path, offset, label, step
         self.stopped = threading.Event()
 
     def run(self) -> None:
+        try:
+            self._follow()
+        except OSError as exc:  # the log went away (a discarded staging folder): the step goes on
+            logger.warning("stopped following %s for progress lines: %s", self.log_path, exc)
+
+    def _follow(self) -> None:
         pending = ""
-        with contextlib.suppress(OSError), open(self.log_path, encoding="utf-8", errors="replace") as handle:
+        with open(self.log_path, encoding="utf-8", errors="replace") as handle:
             handle.seek(self.offset)
             while True:
                 chunk = handle.read()
@@ -127,8 +135,7 @@ class _ProgressFollower(threading.Thread):
                     for line in lines:
                         progress = progress_of(line)
                         if progress is not None:
-                            with contextlib.suppress(Exception):
-                                report_progress(f"{self.label}: {progress}")
+                            report_progress(f"{self.label}: {progress}", step=self.step)
                 elif self.stopped.is_set():
                     return
                 else:
@@ -159,7 +166,8 @@ def start(cmd: Sequence[str], log_path: str, env: Mapping[str, str], label: str 
         kill_group(proc)
 
     proc.unregister_fence = on_lease_lost(on_lost)  # type: ignore[attr-defined]
-    follower = _ProgressFollower(log_path, offset, label or os.path.basename(log_path))
+    # The step this thread runs: the follower thread reports for it (threads are not tagged themselves).
+    follower = _ProgressFollower(log_path, offset, label or os.path.basename(log_path), current_step())
     follower.start()
     proc.progress_follower = follower  # type: ignore[attr-defined]
     return proc

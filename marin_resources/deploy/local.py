@@ -7,8 +7,8 @@
   Dagster as ``$DAGSTER_PG_PASSWORD``, as the chart's Secret does;
 * **fake-gcs-server** (a GCS JSON-API emulator that enforces preconditions) with the bucket, objects
   kept in ``<state_dir>/gcs``: ``MARIN_PREFIX=gs://<bucket>/marin`` and Dagster's compute logs;
-* a **Ray** head (``--num-cpus=0``, Ray Client server and dashboard / Jobs API on) and one worker
-  node, both ``ray start``, with token authentication (``RAY_AUTH_MODE=token``, the token generated
+* a **Ray** head (``--num-cpus=0``, Ray Client server and dashboard / Jobs API on) and
+  ``--ray_workers`` worker nodes (default 1; :mod:`marin_resources.deploy.ray_nodes`), all ``ray start``, with token authentication (``RAY_AUTH_MODE=token``, the token generated
   once into ``<state_dir>/secrets/ray_auth_token`` (0600) and read through ``RAY_AUTH_TOKEN_PATH``,
   never in ``~/.ray``). The dashboard binds 127.0.0.1; Ray 2.60's GCS server, raylets, Ray Client
   server and agents of a two-node cluster also listen on the machine's address (the switch that
@@ -27,14 +27,14 @@ process's and Ray node's ``PYTHONPATH``. After editing a script, ``reload`` (or 
 definitions*) shows the new code versions; ``restart-code`` restarts the code server alone.
 
 Dagster processes get ``RAY_ADDRESS=ray://127.0.0.1:<client port>``, so every step runs as a Ray
-task on the worker node (``ray_cluster.steps_on_ray``), ``MARIN_BROWSER_URL`` (the browser's
+task on a worker node (``ray_cluster.steps_on_ray``), ``MARIN_BROWSER_URL`` (the browser's
 address), so every asset's ``marin/browser`` metadata link opens the local browser, and
-``MARIN_RAY_DASHBOARD_URL``, so every step that ran on Ray links to its Ray job, task and worker
-log (``marin/ray_job``, ``marin/ray_task``, ``marin/ray_logs``). ``env`` also exports
+``MARIN_RAY_DASHBOARD_URL``, so every step that ran on Ray links to its task's page (its job and
+logs; ``marin/ray_task``). ``env`` also exports
 ``RAY_API_SERVER_ADDRESS`` (the Jobs API), which ``ray_run`` uses. ``down`` stops everything by pid.
 
     python -m marin_resources.deploy.local up [--state_dir .local_deploy] [--webserver_port 3000] [--browser_port 8765]
-                                              [--ray_dashboard_port 8265] [--project_root TEAM_REPO]
+                                              [--ray_dashboard_port 8265] [--project_root TEAM_REPO] [--ray_workers N]
     python -m marin_resources.deploy.local env           # shell exports to use the topology
     python -m marin_resources.deploy.local reload        # Reload definitions (edited team scripts)
     python -m marin_resources.deploy.local restart-code  # restart the code server alone
@@ -51,19 +51,31 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
 from marin_resources.deploy import instance_config, services
+from marin_resources.deploy.dagster_services import (  # noqa: F401 - also this module's names for callers
+    LOCATION_NAME,
+    RELOAD_LOCATION,
+    REPO,
+    code_server_command,
+    reload_location,
+    start_code_server,
+    wait_http,
+    write_workspace,
+)
+from marin_resources.deploy.ray_nodes import (  # noqa: F401 - also this module's names for callers
+    WORKER_START_ATTEMPTS,
+    ray_head_env,
+    ray_node_env,
+    ray_port_names,
+    start_ray,
+)
 from marin_resources.deploy.services import DeployError, DeployState, Service
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEFAULT_STATE_DIR = os.path.join(REPO, ".local_deploy")
 PROJECT = "marin-local"
-LOCATION_NAME = "marin"
-# Ray nodes (head, worker) started at most this often: see start_ray.
-WORKER_START_ATTEMPTS = 5
 # The Ray dashboard (Jobs API, `marin/ray_*` links): Ray's own default, fixed across restarts.
 DEFAULT_DASHBOARD_PORT = 8265
 DASHBOARD_PORT_ENV = "MARIN_RAY_DASHBOARD_PORT"
@@ -99,19 +111,8 @@ _SHELL_ENV = (
     "MARIN_RAY_DASHBOARD_URL",
     "MARIN_PROJECT_ROOT",
 )
-_PORT_NAMES = (
-    "postgres",
-    "gcs",
-    "ray_gcs",
-    "ray_client",
-    "ray_head_agent",
-    "ray_head_agent_grpc",
-    "ray_head_metrics",
-    "ray_worker_agent",
-    "ray_worker_agent_grpc",
-    "ray_worker_metrics",
-    "code_server",
-)
+# The ports of the topology with one Ray worker node (each further worker adds ray_port_names' own).
+_PORT_NAMES = ("postgres", "gcs", *ray_port_names(1), "code_server")
 
 
 def _bin(name: str) -> str:
@@ -165,231 +166,6 @@ def topology_env(
     return env
 
 
-def _ray_node_env(env: dict[str, str]) -> dict[str, str]:
-    node_env = {k: v for k, v in env.items() if k not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")}
-    # Workers start on demand: idle pre-started Python workers cost ~150 MB each.
-    node_env.setdefault("RAY_prestart_worker_first_driver", "0")
-    node_env.setdefault("RAY_num_workers_soft_limit", str(max(1, os.cpu_count() or 1)))
-    # The Ray Client proxy gives each client's server process 30 s to come up: too short on a
-    # busy small machine (clients then fail with "Starting Ray client server failed").
-    node_env.setdefault("RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S", "120")
-    # A raylet waits this long for its dashboard agent (a Python process) to report its port, then
-    # aborts; on a loaded small machine the agent's start alone can take longer than the default.
-    node_env.setdefault("RAY_agent_register_timeout_ms", "120000")
-    return node_env
-
-
-def _ray_head_env(node_env: dict[str, str]) -> dict[str, str]:
-    """The head's environment: its Ray Client proxy forks one server process per client.
-
-    The proxy forks while its gRPC threads are busy; with gRPC's fork handlers on, the child can
-    die before it execs (``epoll_wait ... Bad file descriptor``; ray-project/ray#63202), and the
-    client then waits the whole channel timeout before it may retry. The proxy always execs right
-    after forking, so the handlers are not needed there.
-    """
-    return {**node_env, "GRPC_ENABLE_FORK_SUPPORT": "false"}
-
-
-def _write_workspace(state_dir: str, code_port: int) -> str:
-    path = os.path.join(state_dir, "workspace.yaml")
-    with open(path, "w") as handle:
-        handle.write(
-            "load_from:\n"
-            f"  - grpc_server:\n      host: 127.0.0.1\n      port: {code_port}\n      location_name: {LOCATION_NAME}\n"
-        )
-    return path
-
-
-def _wait_http(url: str, what: str, log: str, timeout_s: float, pid: int) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        if not services.group_processes(pid):
-            raise DeployError(f"{what} exited; see {log}:\n{services._tail(log)}")
-        time.sleep(0.5)
-    raise DeployError(f"{what} did not answer {url} within {timeout_s:.0f}s; see {log}")
-
-
-def _wait_dashboard(url: str, log: str, timeout_s: float, pid: int) -> None:
-    """Wait until the dashboard answers HTTP (401 counts: it is up and wants the token)."""
-    import urllib.error
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except urllib.error.HTTPError:
-            return
-        except OSError:
-            pass
-        if not services.group_processes(pid):
-            raise DeployError(f"Ray head exited; see {log}:\n{services._tail(log)}")
-        time.sleep(0.5)
-    raise DeployError(f"the Ray dashboard did not answer {url} within {timeout_s:.0f}s; see {log}")
-
-
-def start_ray(
-    state: DeployState,
-    env: dict[str, str],
-    log_dir: str,
-    *,
-    worker_cpus: int = 8,
-    worker_object_store_mb: int = 1024,
-    worker_gpus: int = 0,
-    worker_resources: dict[str, float] | None = None,
-    step: Any = None,
-) -> list[dict[str, Any]]:
-    """The topology's Ray: head (Ray Client server, dashboard / Jobs API) and one worker node, with
-    the token of ``RAY_AUTH_TOKEN_PATH`` in ``env``; recorded in ``state``. Returns the alive nodes."""
-    ports = state.ports
-    node_env = _ray_node_env(env)
-    ray_tmp = os.path.join("/tmp", f"marin-deploy-{os.getuid()}-{ports['ray_gcs']}")  # short: socket paths
-    state.ray_temp_dir = ray_tmp
-    for attempt in range(1, WORKER_START_ATTEMPTS + 1):
-        head = services.start_service(
-            "ray-head",
-            services.ray_head_command(_bin("ray"), ray_tmp, ports, 256 * 1024**2),
-            _ray_head_env(node_env),
-            log_dir,
-        )
-        head.port = ports["ray_gcs"]
-        state.services.append(head)
-        state.save()
-        try:
-            services.wait_for_port(ports["ray_gcs"], "Ray head", head.log, 120, head.pid)
-            services.wait_for_port(ports["ray_client"], "Ray Client server", head.log, 120, head.pid)
-            break
-        except DeployError:
-            # `ray start --head` also gives its raylet 30 s (hard-coded) to register with the GCS;
-            # on an overloaded machine it gives up and exits. Another attempt usually succeeds.
-            if attempt == WORKER_START_ATTEMPTS:
-                raise
-            services.stop_group(head.pid)  # its GCS server and raylet may still run: free the ports
-            state.services.remove(head)
-            if step:
-                step(f"ray head did not come up (attempt {attempt}); starting it again")
-    worker_command = services.ray_worker_command(
-        _bin("ray"),
-        ray_tmp,
-        ports,
-        worker_cpus,
-        worker_object_store_mb * 1024**2,
-        num_gpus=worker_gpus,
-        resources=worker_resources,
-    )
-    for attempt in range(1, WORKER_START_ATTEMPTS + 1):
-        worker = services.start_service("ray-worker", worker_command, node_env, log_dir)
-        state.services.append(worker)
-        state.save()
-        try:
-            nodes = services.wait_for_ray_nodes(
-                f"127.0.0.1:{ports['ray_gcs']}", 2, node_env, 180, worker.log, sys.executable, pid=worker.pid
-            )
-            break
-        except DeployError:
-            # `ray start` gives a node 30 s (hard-coded) to register; on an overloaded machine
-            # it gives up. Another attempt usually succeeds.
-            if attempt == WORKER_START_ATTEMPTS or services.group_processes(worker.pid):
-                raise
-            state.services.remove(worker)
-            if step:
-                step(f"ray worker node did not register (attempt {attempt}); starting it again")
-    _wait_dashboard(f"http://127.0.0.1:{ports['ray_dashboard']}/api/version", head.log, 120, head.pid)
-    state.ray_nodes = nodes
-    state.save()
-    return nodes
-
-
-def code_server_command(port: int) -> list[str]:
-    """``dagster code-server start`` serving ``definitions.py`` on 127.0.0.1:``port``.
-
-    Not ``dagster api grpc``: a server started that way cannot reload (*Reload definitions* keeps
-    its old definitions while runs import the new code). ``code-server start`` keeps one proxy
-    process on the port and loads the code in a child it replaces on every reload, so an edited
-    team script shows its new code version within seconds -- what the Helm values' ``codeServerArgs``
-    run in the user-code pod.
-    """
-    return [
-        _bin("dagster"),
-        "code-server",
-        "start",
-        "-h",
-        "127.0.0.1",
-        "-p",
-        str(port),
-        "--python-file",
-        os.path.join(REPO, "definitions.py"),
-        "--working-directory",
-        REPO,
-        "--location-name",
-        LOCATION_NAME,
-    ]
-
-
-def start_code_server(state: DeployState, env: dict[str, str], log_dir: str) -> Service:
-    """Start the code server, record it in ``state`` and wait until it listens."""
-    port = state.ports["code_server"]
-    code = services.start_service("code-server", code_server_command(port), env, log_dir, cwd=REPO)
-    code.port = port
-    state.services.append(code)
-    state.save()
-    services.wait_for_port(port, "code server", code.log, 180, code.pid)
-    return code
-
-
-RELOAD_LOCATION = """
-mutation Reload($name: String!) {
-  reloadRepositoryLocation(repositoryLocationName: $name) {
-    __typename
-    ... on WorkspaceLocationEntry {
-      loadStatus
-      locationOrLoadError { __typename ... on PythonError { message } }
-    }
-    ... on PythonError { message }
-    ... on UnauthorizedError { message }
-    ... on ReloadNotSupported { message }
-    ... on RepositoryLocationNotFound { message }
-  }
-}
-"""
-
-
-def _graphql(url: str, query: str, variables: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    body = json.dumps({"query": query, "variables": variables}).encode()
-    request = urllib.request.Request(
-        f"{url}/graphql", data=body, headers={"Content-Type": "application/json"}, method="POST"
-    )
-    with urllib.request.urlopen(request, timeout=timeout_s) as response:
-        payload = json.loads(response.read())
-    if payload.get("errors"):
-        raise DeployError(f"GraphQL errors from {url}: {payload['errors']}")
-    return payload["data"]
-
-
-def reload_location(state: DeployState, timeout_s: float = 300) -> dict[str, Any]:
-    """*Reload definitions* of the code location, as the UI's button does (GraphQL
-    ``reloadRepositoryLocation`` on the webserver); returns the location entry once it is loaded.
-
-    The code server loads the edited scripts in a fresh child process; the webserver (and the
-    daemon, which watches the server) then serve the new definitions. A script that fails to import
-    is its group's error, not a failed reload; a location whose entry file fails is (raised).
-    """
-    url = f"http://127.0.0.1:{state.ports['webserver']}"
-    result = _graphql(url, RELOAD_LOCATION, {"name": LOCATION_NAME}, timeout_s)["reloadRepositoryLocation"]
-    if result["__typename"] != "WorkspaceLocationEntry":
-        raise DeployError(f"reloading {LOCATION_NAME} failed: {result.get('message', result['__typename'])}")
-    loaded = result.get("locationOrLoadError") or {}
-    if loaded.get("__typename") == "PythonError":
-        raise DeployError(f"the code location {LOCATION_NAME} failed to load:\n{loaded['message']}")
-    return result
-
-
 def restart_code_server(state_dir: str) -> Service:
     """Stop the code server and start it again (its port kept), then reload the webserver's view.
 
@@ -432,12 +208,7 @@ def up(args: argparse.Namespace) -> DeployState:
         raise DeployError(f"a topology is already running from {state_dir}; stop it with --down first")
     os.makedirs(state_dir, exist_ok=True)
     log_dir = os.path.join(state_dir, "logs")
-    ports = {name: services.free_port() for name in _PORT_NAMES}
-    ports["webserver"] = args.webserver_port or services.free_port()
-    ports["browser"] = args.browser_port or services.free_port()
-    # Fixed (8265 unless configured) so the `marin/ray_*` links of earlier runs still point at the
-    # dashboard after a restart; 0 picks a free port.
-    ports["ray_dashboard"] = args.ray_dashboard_port or services.free_port()
+    ports = _allocate_ports(args)
     pg_password = services.read_or_create_secret(os.path.join(state_dir, "secrets", "postgres_password"))
     services.read_or_create_secret(os.path.join(state_dir, "secrets", "ray_auth_token"))
     env = topology_env(state_dir, ports, args.bucket, pg_password, project_root=args.project_root)
@@ -451,58 +222,15 @@ def up(args: argparse.Namespace) -> DeployState:
 
     try:
         values = instance_config.load_values(args.values)
-        pg = values["postgresql"]
-        state.postgres_data = os.path.join(state_dir, "postgres", "data")
-        pid = services.start_postgres(
-            state.postgres_data,
-            ports["postgres"],
-            pg["postgresqlUsername"],
-            pg["postgresqlDatabase"],
-            pg_password,
-            log_dir,
-        )
-        state.services.append(
-            Service("postgres", pid, ["pg_ctl", "start"], os.path.join(log_dir, "postgres.log"), ports["postgres"])
-        )
-        state.save()
-        step(f"postgres      127.0.0.1:{ports['postgres']}  (pid {pid})")
-
-        gcs_root = os.path.join(state_dir, "gcs")
-        os.makedirs(gcs_root, exist_ok=True)
-        gcs = services.start_service("gcs", services.fake_gcs_command(ports["gcs"], gcs_root), env, log_dir)
-        gcs.port = ports["gcs"]
-        state.services.append(gcs)
-        state.save()
-        services.wait_for_port(ports["gcs"], "fake-gcs-server", gcs.log, 30, gcs.pid)
-        services.create_bucket(env["STORAGE_EMULATOR_HOST"], args.bucket, PROJECT)
-        step(f"gcs emulator  {env['STORAGE_EMULATOR_HOST']}  bucket gs://{args.bucket}  (pid {gcs.pid})")
-
+        _start_postgres(state, values, pg_password, log_dir, step)
+        _start_gcs(state, env, args.bucket, log_dir, step)
         # The data browser needs only the bucket: started now, health-checked after Ray is up.
-        browser = services.start_service(
-            "browser",
-            [
-                sys.executable,
-                "-m",
-                "marin_assets.browse",
-                "--prefix",
-                env["MARIN_PREFIX"],
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(ports["browser"]),
-            ],
-            env,
-            log_dir,
-            cwd=REPO,
-        )
-        browser.port = ports["browser"]
-        state.services.append(browser)
-        state.save()
-
+        browser = _start_browser(state, env, log_dir)
         nodes = start_ray(
             state,
             env,
             log_dir,
+            workers=args.ray_workers,
             worker_cpus=args.worker_cpus,
             worker_object_store_mb=args.worker_object_store_mb,
             worker_gpus=args.worker_gpus,
@@ -510,60 +238,106 @@ def up(args: argparse.Namespace) -> DeployState:
             step=step,
         )
         head = next(s for s in state.services if s.name == "ray-head")
-        worker = state.services[-1]
-        step(f"ray           {env['RAY_ADDRESS']}  ({len(nodes)} nodes, head pid {head.pid}, worker pid {worker.pid})")
+        workers = [s for s in state.services if s.name.startswith("ray-worker")]
+        step(
+            f"ray           {env['RAY_ADDRESS']}  ({len(nodes)} nodes, head pid {head.pid}, "
+            f"worker pid{'s' if len(workers) > 1 else ''} {', '.join(str(w.pid) for w in workers)})"
+        )
         step(f"ray jobs API  {env['RAY_API_SERVER_ADDRESS']}  (token auth)")
-        _wait_http(f"{env['MARIN_BROWSER_URL']}/healthz", "data browser", browser.log, 60, browser.pid)
+        wait_http(f"{env['MARIN_BROWSER_URL']}/healthz", "data browser", browser.log, 60, browser.pid)
         step(f"browser       {env['MARIN_BROWSER_URL']}  prefix {env['MARIN_PREFIX']}  (pid {browser.pid})")
-
-        home = env["DAGSTER_HOME"]
-        config = instance_config.instance_config(
-            values, instance_config.PostgresEndpoint("127.0.0.1", ports["postgres"]), args.bucket
-        )
-        instance_config.write_instance_config(home, config)
-        workspace = _write_workspace(state_dir, ports["code_server"])
-        code = start_code_server(state, env, log_dir)
-        step(f"code server   127.0.0.1:{ports['code_server']}  (pid {code.pid})")
-
-        webserver = services.start_service(
-            "webserver",
-            [_bin("dagster-webserver"), "-h", "127.0.0.1", "-p", str(ports["webserver"]), "-w", workspace],
-            env,
-            log_dir,
-            cwd=state_dir,
-        )
-        webserver.port = ports["webserver"]
-        daemon = services.start_service(
-            "daemon", [_bin("dagster-daemon"), "run", "-w", workspace], env, log_dir, cwd=state_dir
-        )
-        state.services.extend([webserver, daemon])
-        state.save()
-        _wait_http(
-            f"http://127.0.0.1:{ports['webserver']}/server_info", "dagster-webserver", webserver.log, 180, webserver.pid
-        )
-        step(f"webserver     http://127.0.0.1:{ports['webserver']}  (pid {webserver.pid}); daemon pid {daemon.pid}")
+        _start_dagster(state, env, values, args.bucket, log_dir, step)
     except BaseException:
         down(state_dir, quiet=True)
         raise
     state.save()
     if args.sample_drops:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "marin_assets.experiments.sample_data",
-                "--prefix",
-                env["MARIN_PREFIX"],
-                "--drops",
-                str(args.sample_drops),
-            ],
-            env=env,
-            cwd=REPO,
-            check=True,
-        )
+        _write_sample_drops(env, args.sample_drops)
         step(f"wrote {args.sample_drops} sample drop(s) into {env['MARIN_PREFIX']}/landing")
     step(f"up in {time.monotonic() - started:.1f}s; state in {state_dir}")
     return state
+
+
+def _allocate_ports(args: argparse.Namespace) -> dict[str, int]:
+    names = ("postgres", "gcs", *ray_port_names(args.ray_workers), "code_server")
+    ports = {name: services.free_port() for name in names}
+    ports["webserver"] = args.webserver_port or services.free_port()
+    ports["browser"] = args.browser_port or services.free_port()
+    # Fixed (8265 unless configured) so the `marin/ray_*` links of earlier runs still point at the
+    # dashboard after a restart; 0 picks a free port.
+    ports["ray_dashboard"] = args.ray_dashboard_port or services.free_port()
+    return ports
+
+
+def _start_postgres(state: DeployState, values: dict[str, Any], password: str, log_dir: str, step: Any) -> None:
+    pg = values["postgresql"]
+    port = state.ports["postgres"]
+    state.postgres_data = os.path.join(state.state_dir, "postgres", "data")
+    pid = services.start_postgres(
+        state.postgres_data, port, pg["postgresqlUsername"], pg["postgresqlDatabase"], password, log_dir
+    )
+    state.services.append(Service("postgres", pid, ["pg_ctl", "start"], os.path.join(log_dir, "postgres.log"), port))
+    state.save()
+    step(f"postgres      127.0.0.1:{port}  (pid {pid})")
+
+
+def _start_gcs(state: DeployState, env: dict[str, str], bucket: str, log_dir: str, step: Any) -> None:
+    port = state.ports["gcs"]
+    gcs_root = os.path.join(state.state_dir, "gcs")
+    os.makedirs(gcs_root, exist_ok=True)
+    gcs = services.start_service("gcs", services.fake_gcs_command(port, gcs_root), env, log_dir)
+    gcs.port = port
+    state.services.append(gcs)
+    state.save()
+    services.wait_for_port(port, "fake-gcs-server", gcs.log, 30, gcs.pid)
+    services.create_bucket(env["STORAGE_EMULATOR_HOST"], bucket, PROJECT)
+    step(f"gcs emulator  {env['STORAGE_EMULATOR_HOST']}  bucket gs://{bucket}  (pid {gcs.pid})")
+
+
+def _start_browser(state: DeployState, env: dict[str, str], log_dir: str) -> Service:
+    port = state.ports["browser"]
+    command = [sys.executable, "-m", "marin_assets.browse", "--prefix", env["MARIN_PREFIX"]]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
+    browser = services.start_service("browser", command, env, log_dir, cwd=REPO)
+    browser.port = port
+    state.services.append(browser)
+    state.save()
+    return browser
+
+
+def _start_dagster(
+    state: DeployState, env: dict[str, str], values: dict[str, Any], bucket: str, log_dir: str, step: Any
+) -> None:
+    """The code server, then the webserver and the daemon, sharing one ``dagster.yaml``."""
+    ports = state.ports
+    config = instance_config.instance_config(
+        values, instance_config.PostgresEndpoint("127.0.0.1", ports["postgres"]), bucket
+    )
+    instance_config.write_instance_config(env["DAGSTER_HOME"], config)
+    workspace = write_workspace(state.state_dir, ports["code_server"])
+    code = start_code_server(state, env, log_dir)
+    step(f"code server   127.0.0.1:{ports['code_server']}  (pid {code.pid})")
+    webserver = services.start_service(
+        "webserver",
+        [_bin("dagster-webserver"), "-h", "127.0.0.1", "-p", str(ports["webserver"]), "-w", workspace],
+        env,
+        log_dir,
+        cwd=state.state_dir,
+    )
+    webserver.port = ports["webserver"]
+    daemon = services.start_service(
+        "daemon", [_bin("dagster-daemon"), "run", "-w", workspace], env, log_dir, cwd=state.state_dir
+    )
+    state.services.extend([webserver, daemon])
+    state.save()
+    url = f"http://127.0.0.1:{ports['webserver']}"
+    wait_http(f"{url}/server_info", "dagster-webserver", webserver.log, 180, webserver.pid)
+    step(f"webserver     {url}  (pid {webserver.pid}); daemon pid {daemon.pid}")
+
+
+def _write_sample_drops(env: dict[str, str], drops: int) -> None:
+    command = [sys.executable, "-m", "marin_assets.experiments.sample_data", "--prefix", env["MARIN_PREFIX"]]
+    subprocess.run([*command, "--drops", str(drops)], env=env, cwd=REPO, check=True)
 
 
 def down(state_dir: str, quiet: bool = False) -> list[str]:
@@ -636,9 +410,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the team's experiments repository (its pyproject.toml's [tool.marin] experiments); "
         "default $MARIN_PROJECT_ROOT, else this repository",
     )
-    parser.add_argument("--worker_cpus", type=int, default=8, help="logical CPUs of the Ray worker node")
-    parser.add_argument("--worker_gpus", type=int, default=0, help="GPUs the Ray worker node advertises")
-    parser.add_argument("--worker_resources", default=None, help="JSON custom resources of the worker node")
+    parser.add_argument(
+        "--ray_workers", type=int, default=1, help="Ray worker nodes next to the head (the head runs no steps)"
+    )
+    parser.add_argument("--worker_cpus", type=int, default=8, help="logical CPUs of each Ray worker node")
+    parser.add_argument("--worker_gpus", type=int, default=0, help="GPUs each Ray worker node advertises")
+    parser.add_argument("--worker_resources", default=None, help="JSON custom resources of each worker node")
     parser.add_argument("--worker_object_store_mb", type=int, default=1024)
     parser.add_argument("--sample_drops", type=int, default=0, help="write drop-001..N into the landing zone")
     return parser

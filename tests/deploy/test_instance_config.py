@@ -103,9 +103,9 @@ def test_ray_client_proxy_runs_without_grpc_fork_handlers_locally_and_on_kuberay
 
     import yaml
 
-    from marin_resources.deploy.local import _ray_head_env
+    from marin_resources.deploy.ray_nodes import ray_head_env
 
-    assert _ray_head_env({"A": "1"}) == {"A": "1", "GRPC_ENABLE_FORK_SUPPORT": "false"}
+    assert ray_head_env({"A": "1"}) == {"A": "1", "GRPC_ENABLE_FORK_SUPPORT": "false"}
     cluster = yaml.safe_load((Path(instance_config.DEFAULT_VALUES).parent / "raycluster.yaml").read_text())
     (head,) = cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"]
     assert {"name": "GRPC_ENABLE_FORK_SUPPORT", "value": "false"} in head["env"]

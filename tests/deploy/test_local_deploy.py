@@ -223,13 +223,14 @@ def test_every_kind_of_step_runs_over_ray_client_on_the_worker(topology: Topolog
         assert placement["ray_node_id"] == worker, name
         # Not the driver's process: a Ray worker process on the worker node.
         assert meta["pid"] == placement["pid"]
-        # Links to the Ray job and the task's worker log on the topology's dashboard.
+        # A link to the task's page (its job and logs) on the topology's dashboard ...
         dashboard = topology.state.env["MARIN_RAY_DASHBOARD_URL"]
-        # ... named by the job's submission id (unique across restarts), not Ray's 01000000-style id.
+        # ... its job named by the submission id (unique across restarts), not Ray's 01000000-style id.
         submission = placement["ray_job_submission_id"]
         assert submission.startswith("marin-") and submission != placement["ray_job_id"], name
-        assert meta["marin/ray_job"]["value"] == f"{dashboard}/#/jobs/{submission}", name
-        assert placement["ray_worker_log"] in meta["marin/ray_logs"]["value"], name
+        task_page = f"{dashboard}/#/jobs/{submission}/tasks/{placement['ray_task_id']}"
+        assert meta["marin/ray_task"]["value"] == task_page, name
+        assert "marin/ray_job" not in meta and "marin/ray_logs" not in meta, name
     by_kind = {m["kind"]: m["marin/ran_on"]["resources"] for m in metadata.values()}
     assert by_kind["cpu"]["CPU"] == 2.0
     assert by_kind["gpu"]["GPU"] == 1.0

@@ -6,9 +6,12 @@ engine's path (``name_task`` + ``recording_placement`` + an accelerator's ``laun
 subprocess prints Levanter metric records. Checked:
 
 * the Ray task is named after the step; the step's progress lines are in the Ray task's log and
-  reached the driver's ``marin.progress`` logger (what the Dagster bridge writes to the run's logs);
-* ``marin/ray_job`` names the job's submission id (``marin-…``), which the dashboard's Jobs API
-  knows (same Ray job id), RUNNING while the driver is connected and SUCCEEDED after it exits;
+  reached the driver's ``marin.progress`` logger (what the Dagster bridge writes to the run's logs)
+  through the relay (public Ray API), with no worker output forwarded to the driver;
+* the driver's job in the dashboard names the Dagster run it serves;
+* ``marin/ray_task`` (the one link: the task page) names the job's submission id (``marin-…``),
+  which the dashboard's Jobs API knows (same Ray job id), RUNNING while the driver is connected and
+  SUCCEEDED after it exits;
   ``ray_run list`` leaves that driver out (``--all`` lists it);
 * Ray is stopped and started again on the same dashboard port: Ray's job ids start over
   (``01000000`` again), yet the old link's id is unknown to the new cluster ("not found") -- it
@@ -44,7 +47,8 @@ DRIVER = r"""
 import json, logging, sys
 from marin_assets.training import subprocess_runner
 from marin_resources.accelerators import CpuConfig
-from marin_resources.ray_cluster import PROGRESS_LOGGER, ensure_ray, name_task, ray_links, recording_placement
+from marin_resources.progress import PROGRESS_LOGGER, driver_relay, run_reporting
+from marin_resources.ray_cluster import describe_driver, ensure_ray, name_task, ray_links, recording_placement
 
 records = []
 handler = logging.Handler()
@@ -67,10 +71,12 @@ def train(config):
     return {"trained": True}
 
 
+describe_driver("dagster run links-test-run (__ASSET_JOB)")
 ensure_ray()
-result = CpuConfig().launch(name_task(recording_placement(train), sys.argv[1]), {})
-import time
-time.sleep(5)  # the worker's output reaches the driver through the log stream
+relay = driver_relay()  # as execution.ray_launch launches a step: its lines come through the relay
+task = run_reporting(recording_placement(train), sys.argv[1], relay.forwarder())
+result = CpuConfig().launch(name_task(task, sys.argv[1]), {})
+relay.drain()
 placement = result["marin/ran_on"]
 links = {k: v["value"] for k, v in ray_links(placement).items()}
 print("RESULT " + json.dumps({"placement": placement, "links": links, "progress": records}), flush=True)
@@ -106,6 +112,8 @@ def _client_env(state: DeployState) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env.update(state.env)
     env["PYTHONPATH"] = str(REPO)
+    # No worker output is forwarded to the driver: progress lines that arrive came through the relay.
+    env["MARIN_RAY_LOG_TO_DRIVER"] = "0"
     return env
 
 
@@ -140,6 +148,10 @@ def _job_id_of(link: str) -> str:
     return link.rsplit("/#/jobs/", 1)[1].split("/")[0]
 
 
+def _task_link(dashboard: str, submission: str, task: str) -> str:
+    return f"{dashboard}/#/jobs/{submission}/tasks/{task}"
+
+
 @pytest.mark.timeout(900)
 def test_named_task_progress_lines_and_a_link_that_survives_a_restart(ray_part):
     state: DeployState = ray_part["state"]
@@ -147,10 +159,11 @@ def test_named_task_progress_lines_and_a_link_that_survives_a_restart(ray_part):
     result, proc = _drive(state, wait=True)
     placement, links = result["placement"], result["links"]
     try:
-        # Progress: in the driver's marin.progress logger (-> the Dagster run's logs) ...
+        # Progress: from the worker node through the relay into the driver's marin.progress logger
+        # (-> the Dagster run's logs), with no worker output forwarded to the driver ...
         expected = [f"train: step {i}: loss {6.0 - i:g}" for i in range(3)]
         assert [r for r in result["progress"] if r.startswith("train:")] == expected, result["progress"]
-        # ... and in the Ray task's log (the worker's stdout file that marin/ray_logs opens).
+        # ... and in the Ray task's log (the worker's stdout file the task page shows).
         logs = Path(state.ray_temp_dir) / "session_latest" / "logs" / placement["ray_worker_log"]
         assert "[marin progress] train: step 2: loss 4" in logs.read_text(errors="replace")
         # The task is named after the step, not after the innermost wrapper (`fenced`, `call`).
@@ -162,11 +175,13 @@ def test_named_task_progress_lines_and_a_link_that_survives_a_restart(ray_part):
         assert STEP in names, names
         # The link names the submission id, which the dashboard resolves to this very job.
         submission = placement["ray_job_submission_id"]
-        assert submission.startswith("marin-") and _job_id_of(links["marin/ray_job"]) == submission
-        assert links["marin/ray_job"] == f"{dashboard}/#/jobs/{submission}"
+        assert submission.startswith("marin-") and _job_id_of(links["marin/ray_task"]) == submission
+        assert links == {"marin/ray_task": _task_link(dashboard, submission, placement["ray_task_id"])}
         job = _api(state, f"/api/jobs/{submission}")
         assert job["submission_id"] == submission and job["job_id"] == placement["ray_job_id"], job
         assert job["status"] == "RUNNING"
+        # The job list names the Dagster run (describe_driver), not the process's command line.
+        assert job["entrypoint"] == "dagster run links-test-run (__ASSET_JOB)", job
         # ray_run list: the driver is no Jobs API submission; --all shows it.
         listed = subprocess.run(
             [sys.executable, "-m", "marin_assets.run.ray_run", "list"],

@@ -96,8 +96,26 @@ def test_absent_gpu_fails_fast_naming_resources(ray_head):
 
 @pytest.mark.timeout(60)
 def test_too_many_cpus_fails_fast(ray_head):
-    with pytest.raises(InfeasibleResourceError, match=r"not enough on any single node: CPU \(wants 1000"):
+    with pytest.raises(InfeasibleResourceError, match=r"not enough on any one node: CPU \(wants 1000") as info:
         CpuConfig(num_cpus=1000).launch(_report, Job(1))
+    assert "the most on one node is 4" in str(info.value)
+
+
+def test_the_infeasible_message_names_only_what_is_short():
+    from marin_resources.accelerators import infeasible_reason
+
+    head = {"CPU": 8.0, "memory": 1e9}
+    # The head has the CPU: only the missing label is named, never "CPU (wants 1, largest has 8)".
+    reason = infeasible_reason({"CPU": 1.0, "TPU-v5p-8-head": 1.0}, [head])
+    assert reason == "no node has 'TPU-v5p-8-head'", reason
+    assert "CPU" not in reason
+    # Short on one resource: that resource, with the most one node has.
+    assert infeasible_reason({"CPU": 16.0}, [head, {"CPU": 4.0}]) == (
+        "not enough on any one node: CPU (wants 16, the most on one node is 8)"
+    )
+    # Everything exists somewhere, but never together on one node.
+    reason = infeasible_reason({"CPU": 4.0, "GPU": 1.0}, [{"CPU": 8.0}, {"CPU": 1.0, "GPU": 1.0}])
+    assert reason.startswith("each resource is on some node, but no single node has all of CPU 4, GPU 1"), reason
 
 
 @pytest.mark.timeout(60)

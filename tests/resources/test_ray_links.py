@@ -1,4 +1,5 @@
-"""Dashboard links of a step's placement (no Ray needed): the job is named by its submission id."""
+"""The dashboard link of a step's placement (no Ray needed): the task's page, its job named by its
+submission id; no link to pages that break after a restart (the job page, the log viewer)."""
 
 from __future__ import annotations
 
@@ -20,11 +21,12 @@ def test_links_name_the_submission_id_unique_across_restarts():
         "ray_worker_log": "worker-w-01000000-7.out",
     }
     urls = _urls(placement)
-    assert urls["marin/ray_job"] == f"{BASE}/#/jobs/marin-20261125-175000-0a1b2c3d"
-    assert urls["marin/ray_task"] == f"{BASE}/#/jobs/marin-20261125-175000-0a1b2c3d/tasks/t1"
-    assert "01000000" not in urls["marin/ray_job"]
+    # Only the task page: after a restart it says "not found" (the job page and the log viewer
+    # would say "Job Query Error" / "Failed to load").
+    assert urls == {"marin/ray_task": f"{BASE}/#/jobs/marin-20261125-175000-0a1b2c3d/tasks/t1"}
     # Without a submission id (an embedded cluster), the job id is all there is.
-    assert _urls({**placement, "ray_job_submission_id": None})["marin/ray_job"] == f"{BASE}/#/jobs/01000000"
+    assert _urls({**placement, "ray_job_submission_id": None}) == {"marin/ray_task": f"{BASE}/#/jobs/01000000/tasks/t1"}
+    assert _urls({**placement, "ray_task_id": None}) == {}
 
 
 def test_submission_ids_differ_between_drivers():

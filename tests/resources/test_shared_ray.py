@@ -21,10 +21,10 @@ from marin_resources.ray_cluster import (
     ADDRESS_FILE,
     TOKEN_FILE,
     RayClusterConfig,
-    _head_processes,
     start_embedded_head,
     stop_embedded_head,
 )
+from marin_resources.ray_head import _head_processes
 
 pytestmark = pytest.mark.ray
 
@@ -237,9 +237,6 @@ def test_a_step_on_ray_records_its_job_task_and_worker_log_and_links_them(ray_he
     links = ray_links(placement, "http://127.0.0.1:8265/")
     job, task = placement["ray_job_id"], placement["ray_task_id"]
     shown = to_dagster_metadata(links)
-    assert shown["marin/ray_job"].url == f"http://127.0.0.1:8265/#/jobs/{job}"
     assert shown["marin/ray_task"].url == f"http://127.0.0.1:8265/#/jobs/{job}/tasks/{task}"
-    assert shown["marin/ray_logs"].url == (
-        f"http://127.0.0.1:8265/#/logs/viewer?nodeId={placement['ray_node_id']}&fileName={placement['ray_worker_log']}"
-    )
+    assert set(shown) == {"marin/ray_task"}
     assert ray_links(placement, "") == {}

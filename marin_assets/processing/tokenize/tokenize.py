@@ -28,7 +28,6 @@ import itertools
 import json
 import logging
 import os
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from marin_assets.core.io import write_jsonl_gz
 from marin_assets.execution.step import StepPath, unwrap_versioned_value
 from marin_assets.execution.storage import atomic_write_bytes, filesystem, is_local, join_path
 from marin_assets.processing.tokenize.cache_writer import build_cache, read_cache_ledger
+from marin_resources.ray_connect import in_ray_worker
 
 if TYPE_CHECKING:  # Levanter is imported only inside functions (it takes seconds)
     from levanter.data.text import LmDatasetFormatBase
@@ -328,18 +328,6 @@ def _build_split_levanter(config: TokenizeConfig, split: str, files: list[str], 
         build()
 
 
-def _in_ray_task() -> bool:
-    if "ray" not in sys.modules:  # never import Ray just to find out
-        return False
-    import ray
-
-    if not ray.is_initialized():
-        return False
-    context = ray.get_runtime_context()
-    # get_task_id() logs a warning in a driver; only a worker process runs tasks.
-    return context.worker.mode == ray.WORKER_MODE and context.get_task_id() is not None
-
-
 def marin_writer_placement(workers: int | None) -> tuple[str, int]:
     """``(backend, workers)`` of the marin writer: Ray actors when the step runs on Ray, else processes.
 
@@ -348,7 +336,7 @@ def marin_writer_placement(workers: int | None) -> tuple[str, int]:
     actor can start). A step run in process uses a local pool of ``workers`` processes (default:
     the CPUs this process may use).
     """
-    if _in_ray_task():
+    if in_ray_worker():
         import ray
 
         return "ray", workers or max(1, int(ray.available_resources().get("CPU", 1)))

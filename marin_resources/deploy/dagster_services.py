@@ -1,0 +1,132 @@
+"""The local topology's Dagster processes: the code server (it reloads), the webserver and the daemon.
+
+Part of ``scripts/local_deploy.sh`` (:mod:`marin_resources.deploy.local`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import urllib.request
+from typing import Any
+
+from marin_resources.deploy import services
+from marin_resources.deploy.services import DeployError, DeployState, Service
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+LOCATION_NAME = "marin"
+
+
+def _bin(name: str) -> str:
+    return os.path.join(os.path.dirname(sys.executable), name)
+
+
+def write_workspace(state_dir: str, code_port: int) -> str:
+    path = os.path.join(state_dir, "workspace.yaml")
+    with open(path, "w") as handle:
+        handle.write(
+            "load_from:\n"
+            f"  - grpc_server:\n      host: 127.0.0.1\n      port: {code_port}\n      location_name: {LOCATION_NAME}\n"
+        )
+    return path
+
+
+def wait_http(url: str, what: str, log: str, timeout_s: float, pid: int) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if not services.group_processes(pid):
+            raise DeployError(f"{what} exited; see {log}:\n{services._tail(log)}")
+        time.sleep(0.5)
+    raise DeployError(f"{what} did not answer {url} within {timeout_s:.0f}s; see {log}")
+
+
+def code_server_command(port: int) -> list[str]:
+    """``dagster code-server start`` serving ``definitions.py`` on 127.0.0.1:``port``.
+
+    Not ``dagster api grpc``: a server started that way cannot reload (*Reload definitions* keeps
+    its old definitions while runs import the new code). ``code-server start`` keeps one proxy
+    process on the port and loads the code in a child it replaces on every reload, so an edited
+    team script shows its new code version within seconds -- what the Helm values' ``codeServerArgs``
+    run in the user-code pod.
+    """
+    return [
+        _bin("dagster"),
+        "code-server",
+        "start",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(port),
+        "--python-file",
+        os.path.join(REPO, "definitions.py"),
+        "--working-directory",
+        REPO,
+        "--location-name",
+        LOCATION_NAME,
+    ]
+
+
+def start_code_server(state: DeployState, env: dict[str, str], log_dir: str) -> Service:
+    """Start the code server, record it in ``state`` and wait until it listens."""
+    port = state.ports["code_server"]
+    code = services.start_service("code-server", code_server_command(port), env, log_dir, cwd=REPO)
+    code.port = port
+    state.services.append(code)
+    state.save()
+    services.wait_for_port(port, "code server", code.log, 180, code.pid)
+    return code
+
+
+RELOAD_LOCATION = """
+mutation Reload($name: String!) {
+  reloadRepositoryLocation(repositoryLocationName: $name) {
+    __typename
+    ... on WorkspaceLocationEntry {
+      loadStatus
+      locationOrLoadError { __typename ... on PythonError { message } }
+    }
+    ... on PythonError { message }
+    ... on UnauthorizedError { message }
+    ... on ReloadNotSupported { message }
+    ... on RepositoryLocationNotFound { message }
+  }
+}
+"""
+
+
+def _graphql(url: str, query: str, variables: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    body = json.dumps({"query": query, "variables": variables}).encode()
+    request = urllib.request.Request(
+        f"{url}/graphql", data=body, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        payload = json.loads(response.read())
+    if payload.get("errors"):
+        raise DeployError(f"GraphQL errors from {url}: {payload['errors']}")
+    return payload["data"]
+
+
+def reload_location(state: DeployState, timeout_s: float = 300) -> dict[str, Any]:
+    """*Reload definitions* of the code location, as the UI's button does (GraphQL
+    ``reloadRepositoryLocation`` on the webserver); returns the location entry once it is loaded.
+
+    The code server loads the edited scripts in a fresh child process; the webserver (and the
+    daemon, which watches the server) then serve the new definitions. A script that fails to import
+    is its group's error, not a failed reload; a location whose entry file fails is (raised).
+    """
+    url = f"http://127.0.0.1:{state.ports['webserver']}"
+    result = _graphql(url, RELOAD_LOCATION, {"name": LOCATION_NAME}, timeout_s)["reloadRepositoryLocation"]
+    if result["__typename"] != "WorkspaceLocationEntry":
+        raise DeployError(f"reloading {LOCATION_NAME} failed: {result.get('message', result['__typename'])}")
+    loaded = result.get("locationOrLoadError") or {}
+    if loaded.get("__typename") == "PythonError":
+        raise DeployError(f"the code location {LOCATION_NAME} failed to load:\n{loaded['message']}")
+    return result
