@@ -52,7 +52,10 @@ ONE_STEP = textwrap.dedent(
 
 
 def test_dash_v_before_the_script_sets_what_verbose_requested_reads(tmp_path, monkeypatch):
-    monkeypatch.delenv(VERBOSE_ENV, raising=False)
+    # setenv first: monkeypatch then removes what `marin run -v` sets in this process when the test
+    # ends (a delenv of an unset variable records nothing, and the next tests would run verbose).
+    monkeypatch.setenv(VERBOSE_ENV, "0")
+    monkeypatch.delenv(VERBOSE_ENV)
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
     seen = tmp_path / "seen.json"
