@@ -98,7 +98,7 @@ def _group_op(
         # stage functions that shard work on Ray reach this run's cluster); steps connect lazily.
         selected = context.selected_asset_keys
         yield from run_selected_steps(
-            context, marin_storage.root(), [t for k, t in targets.items() if k in selected], list(partitions_defs)
+            context, marin_storage.root(), {k: t for k, t in targets.items() if k in selected}, list(partitions_defs)
         )
 
     return _steps

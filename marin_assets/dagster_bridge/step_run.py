@@ -193,6 +193,29 @@ def _bring_inputs(plan: _RunPlan) -> None:
             stack.append((dep, needed_by))
 
 
+RESUME_RETRY_TAG = "dagster/is_resume_retry"  # what Dagster tags a "Re-execute from failure" run with
+
+
+def _materialized_by_earlier_attempts(context: dg.AssetExecutionContext) -> set[dg.AssetKey]:
+    """Assets the failed run (and the attempts before it) materialized, in a re-execution from
+    failure: Dagster re-runs the whole failed op with its first selection, but only the failed and
+    the not-run steps are left to do (*From asset failure* narrows the selection itself)."""
+    run = context.run
+    if run.tags.get(RESUME_RETRY_TAG) != "true":
+        return set()
+    keys: set[dg.AssetKey] = set()
+    parent_id = run.parent_run_id
+    while parent_id is not None:
+        records = context.instance.get_records_for_run(parent_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+        for record in records.records:
+            event = record.event_log_entry.dagster_event
+            if event is not None and event.asset_key is not None:
+                keys.add(event.asset_key)
+        parent = context.instance.get_run_by_id(parent_id)
+        parent_id = parent.parent_run_id if parent is not None else None
+    return keys
+
+
 def _options(context: dg.AssetExecutionContext, targets: Sequence[StepTarget], units: int) -> ExecutorOptions:
     experiments = [t.experiment for t in targets]
     return ExecutorOptions(
@@ -205,10 +228,19 @@ def _options(context: dg.AssetExecutionContext, targets: Sequence[StepTarget], u
 
 
 def run_selected_steps(
-    context: dg.AssetExecutionContext, prefix: str, targets: Sequence[StepTarget], partition_sets: Sequence[str]
+    context: dg.AssetExecutionContext,
+    prefix: str,
+    selected: Mapping[dg.AssetKey, StepTarget],
+    partition_sets: Sequence[str],
 ) -> Iterator[dg.MaterializeResult]:
-    """Run ``targets`` (the op's selected steps) under ``prefix``; yield each one's materialization
-    as it succeeds; raise one failure naming every failed step at the end."""
+    """Run the op's ``selected`` steps under ``prefix``; yield each one's materialization as it
+    succeeds; raise one failure naming every failed step at the end."""
+    done_before = _materialized_by_earlier_attempts(context)
+    if done_before:
+        context.log.info(
+            f"re-execution from failure: {len(done_before)} asset(s) the failed run(s) materialized are left as they are"
+        )
+    targets = [t for key, t in selected.items() if key not in done_before]
     if not targets:
         return
     plan = _plan(context, prefix, targets, partition_sets)
