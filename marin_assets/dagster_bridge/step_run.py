@@ -248,7 +248,9 @@ def run_selected_steps(
     options = _options(context, targets, len(units))
     experiments = {id(t.experiment): t.experiment for t in targets}
     for experiment in experiments.values():  # the browser and the maintenance commands read lineage from these
-        record_dagster_run(plan.graph, experiment, options.run_id, context.run.tags)
+        # The record holds the experiment's whole graph (as executor_main writes it), not just this selection.
+        whole = StepGraph(experiment.steps, prefix, plan.graph.partitions)
+        record_dagster_run(whole, experiment, options.run_id, context.run.tags)
     context.log.info(
         f"{len(plan.selected)} step(s) selected, {len(plan.inputs)} input(s) brought along; "
         f"up to {options.max_concurrent} at once"
