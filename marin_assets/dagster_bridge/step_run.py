@@ -41,7 +41,14 @@ from marin_assets.dagster_bridge.step_failures import FailedStep, failure_cause,
 from marin_assets.dagster_bridge.step_specs import StepTarget, browser_link, consumed_sets, plain_version
 from marin_assets.dagster_bridge.unit_run import code_version_of, is_explicit_request, reason_for, unit_label
 from marin_assets.execution.executor_main import PartitionSource, resolve_partitions
-from marin_assets.execution.runner import ExecutorError, ExecutorOptions, StepOutcome, StepRunner, Unit
+from marin_assets.execution.runner import (
+    ExecutorError,
+    ExecutorOptions,
+    StepFailedError,
+    StepOutcome,
+    StepRunner,
+    Unit,
+)
 from marin_assets.execution.status import STATUS_SUCCESS, read_metadata, read_status
 from marin_assets.execution.versioning import StepGraph
 
@@ -99,11 +106,18 @@ class _ObservedRunner(StepRunner):
         super().__init__(options)
         self._selected_units = list(units)
         self._events = events
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        """Start no further unit (the run was terminated); units already running finish."""
+        self._stopped.set()
 
     def units(self, graph: StepGraph, run_only: Sequence[str] | None = None) -> list[Unit]:  # type: ignore[override]
         return list(self._selected_units)
 
     def execute_unit(self, unit: Unit, graph: StepGraph) -> StepOutcome:
+        if self._stopped.is_set():
+            raise StepFailedError(f"{unit_label(unit)}: not started, the Dagster run was terminated")
         started = time.time()
         self._events.put(("start", unit, started))
         _CURRENT.label = unit_label(unit)  # progress lines logged from this thread carry the step's name
@@ -270,7 +284,13 @@ def run_selected_steps(
             events.put(("end", None, None))
 
     thread = threading.Thread(target=schedule, name=f"marin-steps-{context.run_id[:8]}", daemon=True)
-    yield from _drain(context, plan, prefix, events, thread)
+    try:
+        yield from _drain(context, plan, prefix, events, thread)
+    except BaseException:
+        # Terminated (or this thread failed): start nothing more; steps already running finish
+        # (a thread cannot be stopped from outside).
+        runner.stop()
+        raise
 
 
 def _run_graph(_progress: Any, runner: StepRunner, graph: StepGraph) -> None:
