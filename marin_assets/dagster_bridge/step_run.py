@@ -91,12 +91,22 @@ def concurrency_limit(run_tags: Mapping[str, str], targets: Sequence[StepTarget]
     """
     tagged = run_tags.get(MAX_CONCURRENT_TAG)
     if tagged:
-        return max(1, int(tagged))
+        return _positive(tagged, f"run tag {MAX_CONCURRENT_TAG}")
     limits = [t.experiment.max_concurrent for t in targets if t.experiment.max_concurrent]
     deployment = os.environ.get(MAX_CONCURRENT_ENV)
     if deployment:
-        limits.append(int(deployment))
+        limits.append(_positive(deployment, f"${MAX_CONCURRENT_ENV}"))
     return max(1, min(limits) if limits else units)
+
+
+def _positive(text: str, where: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise dg.Failure(description=f"{where} must be a positive integer, got {text!r}", allow_retries=False)
+    return value
 
 
 class _ObservedRunner(StepRunner):

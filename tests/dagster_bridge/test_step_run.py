@@ -114,3 +114,20 @@ def _failed_to_materialize(instance: dg.DagsterInstance, run_id: str) -> dict[st
             data = event.event_specific_data
             out[data.asset_key.to_user_string()] = str(getattr(data, "reason", ""))
     return out
+
+
+def test_a_bad_concurrency_tag_fails_the_run_saying_so(prefix, dagster_home):
+    steps = independent_steps(1, 0.0, name="badtag")
+    result = dg.materialize(
+        build_step_assets(Experiment("badtag", steps), prefix=prefix),
+        instance=dg.DagsterInstance.get(),
+        resources=_resources(prefix),
+        tags={MAX_CONCURRENT_TAG: "zero"},
+        raise_on_error=False,
+    )
+    assert not result.success
+    (failure,) = result.get_step_failure_events()
+    assert "run tag marin/max_concurrent must be a positive integer, got 'zero'" in (
+        failure.step_failure_data.user_failure_data.description
+    )
+    assert read_status(StepGraph(steps, prefix).resolved(steps[0]).output_path) is None  # nothing ran
