@@ -70,3 +70,11 @@ def failing_family(flag: str, seconds: float = 1.0, name: str = "family") -> dic
         NapConfig(this_output_path(), versioned(0.1), "grandchild", [output_path_of(child), output_path_of(sibling)]),
     )
     return {"root": root, "bad": bad, "sibling": sibling, "child": child, "grandchild": grandchild}
+
+
+def talk(config: NapConfig) -> dict[str, Any]:
+    """Report a progress line (as training does), then nap."""
+    from marin_resources.ray_cluster import report_progress
+
+    report_progress(f"train: step 1: loss 2.0 ({config.tag})")
+    return nap(config)

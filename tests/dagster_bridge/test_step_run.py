@@ -131,3 +131,21 @@ def test_a_bad_concurrency_tag_fails_the_run_saying_so(prefix, dagster_home):
         failure.step_failure_data.user_failure_data.description
     )
     assert read_status(StepGraph(steps, prefix).resolved(steps[0]).output_path) is None  # nothing ran
+
+
+def test_progress_lines_of_concurrent_steps_carry_their_step_name(prefix, dagster_home):
+    from marin_assets.execution import ExecutorStep, this_output_path, versioned
+    from tests.dagster_bridge.run_steps import NapConfig, talk
+
+    steps = [
+        ExecutorStep(f"talk/s{i}", talk, NapConfig(this_output_path(), versioned(0.3), versioned(f"t{i}")))
+        for i in range(3)
+    ]
+    instance = dg.DagsterInstance.get()
+    result = dg.materialize(
+        build_step_assets(Experiment("talk", steps), prefix=prefix), instance=instance, resources=_resources(prefix)
+    )
+    assert result.success
+    lines = _log_lines(instance, result.run_id)
+    for i in range(3):  # each step's progress line is among its own lines (the log filter on its name)
+        assert f"talk/s{i}: train: step 1: loss 2.0 (t{i})" in lines, lines
