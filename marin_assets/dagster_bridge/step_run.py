@@ -17,7 +17,8 @@ Dagster events, in the op's own thread (Dagster's run log is written from one th
   materializations of their own assets;
 * at the end, one failure naming each failed step with its cause first (``step_failures``).
 
-A step whose input failed yields nothing: Dagster shows it not materialized, never failed.
+A step whose input failed yields nothing (outputs of a subsettable op are optional); a step whose
+inputs succeeded always runs, so another step's failure never leaves it unmaterialized.
 """
 
 from __future__ import annotations

@@ -205,8 +205,6 @@ def step_asset_members(
             metadata=_static_metadata(node, prefix),
             kinds={"ray"} if (node.step.resources is not None or is_ray_remote_function(node.step.fn)) else None,
             automation_condition=dg.AutomationCondition.eager() if id(node) in eager_nodes else None,
-            # A step whose input failed is not run (DEP_FAILED): the op yields nothing for it.
-            skippable=True,
         )
         check_specs = [
             dg.AssetCheckSpec(c.name, asset=key, description=c.description, blocking=c.blocking) for c in node_checks
