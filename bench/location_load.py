@@ -5,7 +5,9 @@ the scripts (a random DAG, each step depending on up to two earlier steps, possi
 script), then starts ``dagster-webserver -f <file>`` twice, side by side in one run:
 
 * **ours**: this repository's ``definitions.py`` discovering the scripts (``MARIN_PROJECT_ROOT``);
-* **plain**: a file building one plain ``dg.AssetSpec`` per step with the same keys, deps and groups.
+* **plain**: a file building one plain ``dg.AssetSpec`` per step with the same keys, deps and groups;
+* **op per step** (``--op_per_step``): plain Dagster with one ``multi_asset`` per step, the layout
+  that would give each step its own bar in the run page.
 
 Each is timed from process start until the webserver answers and GraphQL ``assetNodes`` lists
 every step's asset. Prints seconds, the ratio ours/plain and the load average beside them.
@@ -14,7 +16,7 @@ every step's asset. Prints seconds, the ratio ours/plain and the load average be
 (discovery, hashing, Dagster specs and ops), the repository, the snapshot the code server sends,
 its serialization and the webserver's deserialization, with the snapshot's size.
 
-    python -m bench.location_load [--steps 1000 10000] [--scripts 1 100] [--timeout 600] [--phases]
+    python -m bench.location_load [--steps 1000 10000] [--scripts 1 100] [--timeout 600] [--phases] [--op_per_step]
 """
 
 from __future__ import annotations
@@ -100,6 +102,36 @@ defs = dg.Definitions(
 '''
 
 
+OP_PER_STEP = '''
+"""Plain Dagster, one op per step: a ``multi_asset`` per step of the benchmark DAG (same keys, deps, groups)."""
+import sys
+
+sys.path.insert(0, {root!r})
+import dagster as dg
+from benchdag import SCRIPTS, dag
+
+
+def key(step):
+    return dg.AssetKey(step.name.split("/"))
+
+
+def op_of(i, step, parents):
+    spec = dg.AssetSpec(
+        key(step), deps=[key(steps[p]) for p in parents], group_name=f"exp_{{i % SCRIPTS:03d}}", code_version=str(i)
+    )
+
+    @dg.multi_asset(name=f"s{{i:05d}}", specs=[spec])
+    def _op():
+        return None
+
+    return _op
+
+
+steps, parents_of = dag()
+defs = dg.Definitions(assets=[op_of(i, s, p) for i, (s, p) in enumerate(zip(steps, parents_of))])
+'''
+
+
 def write_project(root: str, steps: int, scripts: int) -> None:
     """The benchmark project: pyproject, the DAG module, the scripts, the plain-Dagster file."""
     os.makedirs(os.path.join(root, "experiments"))
@@ -112,6 +144,8 @@ def write_project(root: str, steps: int, scripts: int) -> None:
             handle.write(SCRIPT.format(index=index))
     with open(os.path.join(root, "plain_defs.py"), "w") as handle:
         handle.write(PLAIN.format(root=root))
+    with open(os.path.join(root, "op_per_step_defs.py"), "w") as handle:
+        handle.write(OP_PER_STEP.format(root=root))
 
 
 def _free_port() -> int:
@@ -212,6 +246,9 @@ def main() -> None:
     parser.add_argument("--scripts", type=int, nargs="+", default=[1, 100])
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--phases", action="store_true", help="also time each load phase in-process")
+    parser.add_argument(
+        "--op_per_step", action="store_true", help="also time plain Dagster with one op (multi_asset) per step"
+    )
     args = parser.parse_args()
     print(f"location load: ours (discovered scripts) vs plain Dagster AssetSpecs, {os.cpu_count()} cores")
     for steps in args.steps:
@@ -235,6 +272,15 @@ def main() -> None:
                     f"ratio {ours / plain:4.2f}  (goal <= 1.5; load avg {load_before:.1f} -> {load_after:.1f})",
                     flush=True,
                 )
+                if args.op_per_step:
+                    files["op per step"] = os.path.join(root, "op_per_step_defs.py")
+                    per_step = time_load(files["op per step"], env, steps, args.timeout)
+                    print(
+                        f"  {steps:>6} steps / {scripts:>3} script(s): plain Dagster with an op per step "
+                        f"{per_step:7.1f} s, ratio to plain specs {per_step / plain:4.2f} "
+                        f"(load avg {os.getloadavg()[0]:.1f})",
+                        flush=True,
+                    )
                 if args.phases:
                     for side, file in files.items():
                         times = phase_times(file, env)

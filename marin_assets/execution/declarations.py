@@ -69,6 +69,9 @@ class Experiment:
         schedules: cron schedules over some of the steps.
         eager_steps: steps materialized by declarative automation as soon as their inputs update.
         heartbeat_s / stale_s: lease settings for materializations.
+        max_concurrent: how many of its steps a Dagster run runs at once (None: every ready step,
+            as ``executor_main``; ``$MARIN_MAX_CONCURRENT`` or the run tag ``marin/max_concurrent``
+            may lower it).
         job: also define an asset job ``<name>_job`` over the group. A script that declares no
             ``EXPERIMENT`` gets none: each job costs Dagster a pass over the whole asset graph at
             load (100 scripts, 100 passes), and the group's *Materialize all* needs no job.
@@ -84,6 +87,7 @@ class Experiment:
     heartbeat_s: float = 30.0
     stale_s: float = 90.0
     job: bool = True
+    max_concurrent: int | None = None
 
 
 def declared_partition_sources(partitioned: Sequence[ExecutorStep]) -> dict[str, PartitionSource]:

@@ -1,0 +1,262 @@
+"""UI-run benchmark: N independent steps through the UI path vs through ``executor_main``.
+
+Writes a small project whose steps either sleep (``--seconds``) or do CPU-light work (a short
+loop), then for N in ``--counts`` (1, 8, 32):
+
+* **cli**: ``python run_cli.py --no_record`` -- ``executor_main`` over the N steps, from process
+  start to exit (every ready step at once, its default);
+* **ui**: GraphQL ``launchRun`` on ``__ASSET_JOB`` with the N assets selected (what *Materialize
+  all* sends) to a running ``dagster dev`` on the same project, from the launch until the run is
+  SUCCESS (the run queue, the run worker's start and the location load included).
+
+Each side computes fresh steps (their versions differ), so nothing is cached. Prints both walls,
+the ratio ui/cli (goal <= 1.1) and the fixed cost of a UI run (a one-step run of a no-op step,
+minus the same through ``executor_main``), with the load average beside them.
+
+    python -m bench.ui_run [--counts 1 8 32] [--seconds 5] [--kinds sleep cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import urllib.request
+from typing import Any
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+STEPS_MODULE = '''
+"""The benchmark's steps: N independent steps that sleep or loop."""
+import json
+import os
+import time
+from dataclasses import dataclass
+
+from marin_assets.execution import ExecutorStep, this_output_path, versioned
+from marin_assets.execution.storage import atomic_write_text
+
+
+@dataclass(frozen=True)
+class WorkConfig:
+    output_path: str
+    kind: str
+    seconds: float
+    tag: str
+
+
+def work(config: WorkConfig) -> dict:
+    start = time.time()
+    if config.kind == "sleep":
+        time.sleep(config.seconds)
+    elif config.kind == "cpu":
+        total = 0
+        for i in range(int(config.seconds * 2_000_000)):
+            total += i * i
+    atomic_write_text(os.path.join(config.output_path, "done.json"), json.dumps({"start": start, "end": time.time()}))
+    return {"seconds": time.time() - start}
+
+
+def steps(count, kind, seconds, side):
+    return [
+        ExecutorStep(
+            f"{kind}{count}/s{i:02d}",
+            work,
+            WorkConfig(this_output_path(), kind, versioned(seconds), versioned(f"{side}-{i}")),
+        )
+        for i in range(count)
+    ]
+'''
+
+CLI = """
+import os
+import sys
+
+from benchsteps import steps
+from marin_assets.execution.executor_main import executor_main
+
+if __name__ == "__main__":
+    count, kind, seconds = int(os.environ["BENCH_COUNT"]), os.environ["BENCH_KIND"], float(os.environ["BENCH_SECONDS"])
+    executor_main(steps=steps(count, kind, seconds, "cli"))
+"""
+
+LOCATION = """
+import json
+import os
+
+from benchsteps import steps
+from marin_assets.dagster_bridge import Experiment
+from marin_assets.definitions import build_definitions
+
+GROUPS = json.loads(os.environ["BENCH_GROUPS"])
+defs = build_definitions(
+    [Experiment(name=f"{kind}{count}", steps=steps(count, kind, seconds, "ui")) for count, kind, seconds in GROUPS]
+)
+"""
+
+LAUNCH = """
+mutation Launch($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+  }
+}
+"""
+RUN = "query R($id: ID!) { runOrError(runId: $id) { ... on Run { status startTime endTime } } }"
+WORKSPACE = "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _graphql(url: str, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = json.dumps({"query": query, "variables": variables or {}}).encode()
+    request = urllib.request.Request(f"{url}/graphql", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        payload = json.loads(response.read())
+    if payload.get("errors"):
+        raise RuntimeError(payload["errors"])
+    return payload["data"]
+
+
+def _wait_loaded(url: str, process: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"dagster dev exited with {process.returncode}")
+        try:
+            entries = _graphql(url, WORKSPACE)["workspaceOrError"]["locationEntries"]
+            if entries and all(e["loadStatus"] == "LOADED" for e in entries):
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError("dagster dev did not load the location")
+
+
+def ui_wall(url: str, count: int, kind: str) -> tuple[float, float]:
+    """(seconds from launchRun to SUCCESS, seconds the run itself took by Dagster's start/end)."""
+    params = {
+        "selector": {
+            "repositoryLocationName": "marin",
+            "repositoryName": "__repository__",
+            "jobName": "__ASSET_JOB",
+            "assetSelection": [{"path": [f"{kind}{count}", f"s{i:02d}"]} for i in range(count)],
+        },
+        "runConfigData": {},
+    }
+    start = time.perf_counter()
+    launched = _graphql(url, LAUNCH, {"params": params})["launchRun"]
+    if launched["__typename"] != "LaunchRunSuccess":
+        raise RuntimeError(launched)
+    run_id = launched["run"]["runId"]
+    while True:
+        run = _graphql(url, RUN, {"id": run_id})["runOrError"]
+        if run["status"] in ("SUCCESS", "FAILURE", "CANCELED"):
+            wall = time.perf_counter() - start
+            if run["status"] != "SUCCESS":
+                raise RuntimeError(f"UI run {run_id} of {kind}{count}: {run['status']}")
+            return wall, (run["endTime"] or 0) - (run["startTime"] or 0)
+        time.sleep(0.1)
+
+
+def cli_wall(root: str, env: dict[str, str], count: int, kind: str, seconds: float) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, os.path.join(root, "run_cli.py"), "--no_record"],
+        cwd=root,
+        env={**env, "BENCH_COUNT": str(count), "BENCH_KIND": kind, "BENCH_SECONDS": str(seconds)},
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--counts", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--kinds", nargs="+", default=["sleep", "cpu"], choices=["sleep", "cpu"])
+    parser.add_argument("--seconds", type=float, default=5.0, help="each sleeping step's seconds")
+    parser.add_argument("--cpu_seconds", type=float, default=0.1, help="each CPU-light step's loop, roughly")
+    parser.add_argument("--timeout", type=float, default=300)
+    args = parser.parse_args(argv)
+    seconds_of = {"sleep": args.seconds, "cpu": args.cpu_seconds, "noop": 0.0}
+    groups = [(1, "noop", 0.0)] + [(n, k, seconds_of[k]) for k in args.kinds for n in args.counts]
+    with tempfile.TemporaryDirectory(prefix="ui-run-bench-") as root:
+        with open(os.path.join(root, "benchsteps.py"), "w") as handle:
+            handle.write(textwrap.dedent(STEPS_MODULE))
+        with open(os.path.join(root, "run_cli.py"), "w") as handle:
+            handle.write(CLI)
+        with open(os.path.join(root, "location.py"), "w") as handle:
+            handle.write(LOCATION)
+        with open(os.path.join(root, "workspace.yaml"), "w") as handle:
+            handle.write("load_from:\n  - python_file:\n      relative_path: location.py\n      location_name: marin\n")
+        home = os.path.join(root, "home")
+        os.makedirs(home)
+        with open(os.path.join(home, "dagster.yaml"), "w") as handle:
+            handle.write("telemetry:\n  enabled: false\n")
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([root, REPO_ROOT, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+            "DAGSTER_HOME": home,
+            "MARIN_PREFIX": os.path.join(root, "prefix"),
+            "BENCH_GROUPS": json.dumps(groups),
+            "PYTHONUNBUFFERED": "1",
+        }
+        env.setdefault("MARIN_RAY_TMPDIR", os.path.join("/tmp", f"uib-{os.getpid()}"))
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        with open(os.path.join(root, "dagster_dev.log"), "wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+                cwd=root,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            _wait_loaded(url, process, args.timeout)
+            print(f"UI run vs executor_main, {os.cpu_count()} cores (ui: launchRun -> SUCCESS under dagster dev)")
+            fixed_ui, _ = ui_wall(url, 1, "noop")
+            fixed_cli = cli_wall(root, env, 1, "noop", 0.0)
+            load = os.getloadavg()[0]
+            print(
+                f"  fixed cost (one no-op step): ui {fixed_ui:5.1f} s  cli {fixed_cli:5.1f} s  "
+                f"ui - cli {fixed_ui - fixed_cli:4.1f} s  (load avg {load:.1f})",
+                flush=True,
+            )
+            for count, kind, seconds in groups[1:]:
+                load_before = os.getloadavg()[0]
+                cli = cli_wall(root, env, count, kind, seconds)
+                ui, in_run = ui_wall(url, count, kind)
+                print(
+                    f"  {count:>3} x {kind:<5} ({seconds:g} s): cli {cli:6.1f} s  ui {ui:6.1f} s "
+                    f"(run itself {in_run:5.1f} s)  ratio {ui / cli:4.2f} (goal <= 1.1; "
+                    f"load avg {load_before:.1f} -> {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
+        finally:
+            os.killpg(process.pid, signal.SIGINT)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,491 @@
+"""A Dagster run of some steps, scheduled as ``executor_main`` schedules them.
+
+The op of a group (``step_ops``) hands the selected steps here. They are resolved under the run's
+prefix and drop set into one graph, and the engine's own scheduler (:meth:`StepRunner.run`) runs
+them: every ready step at once, up to the run's limit (:func:`concurrency_limit`); a failed step
+stops only its descendants, which the engine records DEP_FAILED; every other selected step runs.
+
+While the scheduler works in a background thread, this generator turns what it reports into
+Dagster events, in the op's own thread (Dagster's run log is written from one thread):
+
+* a line per step when it starts (with why it runs), ends (seconds, or the cause of its failure)
+  or is not run (DEP_FAILED, naming the failed input); each line starts with the step's label,
+  so filtering the run's logs by a step's name shows that step's lines alone;
+* the step's materialization the moment it succeeds (``marin/seconds``, ``marin/started``, its
+  metadata, its checks);
+* inputs an explicit request brought along (units that were not SUCCESS), recorded as
+  materializations of their own assets;
+* at the end, one failure naming each failed step with its cause first (``step_failures``).
+
+A step whose input failed yields nothing (outputs of a subsettable op are optional); a step whose
+inputs succeeded always runs, so another step's failure never leaves it unmaterialized.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import dagster as dg
+
+from marin_assets.dagster_bridge.experiment_records import record_dagster_run
+from marin_assets.dagster_bridge.location_graph import AssetKeys
+from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
+from marin_assets.dagster_bridge.progress import with_progress_logs
+from marin_assets.dagster_bridge.step_failures import FailedStep, failure_cause, run_failure
+from marin_assets.dagster_bridge.step_specs import StepTarget, browser_link, consumed_sets, plain_version
+from marin_assets.dagster_bridge.unit_run import code_version_of, is_explicit_request, reason_for, unit_label
+from marin_assets.execution.executor_main import PartitionSource, resolve_partitions
+from marin_assets.execution.runner import (
+    ExecutorError,
+    ExecutorOptions,
+    StepFailedError,
+    StepOutcome,
+    StepRunner,
+    Unit,
+)
+from marin_assets.execution.status import STATUS_SUCCESS, read_metadata, read_status
+from marin_assets.execution.versioning import StepGraph
+
+RUN_ID_TAG = "marin/run_id"
+MAX_CONCURRENT_TAG = "marin/max_concurrent"
+MAX_CONCURRENT_ENV = "MARIN_MAX_CONCURRENT"
+
+UnitKey = tuple[int, str | None]
+
+
+def _key(unit: Unit) -> UnitKey:
+    return (id(unit[0]), unit[1])
+
+
+def partition_keys_at_runtime(
+    instance: dg.DagsterInstance, sources: Mapping[str, PartitionSource], partition_sets: Sequence[str], prefix: str
+) -> dict[str, list[str]]:
+    """Keys of every partition set: the Dagster instance's (the UI's truth), else the experiment's sources.
+
+    A source is only called for a set the instance holds no keys of: the sensor already verified
+    the instance's drops, and discovering them again (checksums) on every materialization would not scale.
+    """
+    keys: dict[str, list[str]] = {}
+    for name in {*sources, *partition_sets}:
+        instance_keys = sorted(set(instance.get_dynamic_partitions(name)))
+        if instance_keys or name not in sources:
+            keys[name] = instance_keys
+        else:
+            keys[name] = resolve_partitions({name: sources[name]}, prefix)[name]
+    return keys
+
+
+def concurrency_limit(run_tags: Mapping[str, str], targets: Sequence[StepTarget], units: int) -> int:
+    """How many steps of this run may run at once.
+
+    The run's tag ``marin/max_concurrent`` (set in the launchpad or on a job), else the smallest of
+    the deployment's ``$MARIN_MAX_CONCURRENT`` and the selected experiments' ``max_concurrent``;
+    none set: every ready step at once, as ``executor_main``. On a Ray cluster this bounds the
+    steps in flight; Ray decides where each runs.
+    """
+    tagged = run_tags.get(MAX_CONCURRENT_TAG)
+    if tagged:
+        return _positive(tagged, f"run tag {MAX_CONCURRENT_TAG}")
+    limits = [t.experiment.max_concurrent for t in targets if t.experiment.max_concurrent]
+    deployment = os.environ.get(MAX_CONCURRENT_ENV)
+    if deployment:
+        limits.append(_positive(deployment, f"${MAX_CONCURRENT_ENV}"))
+    return max(1, min(limits) if limits else units)
+
+
+def _positive(text: str, where: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise dg.Failure(description=f"{where} must be a positive integer, got {text!r}", allow_retries=False)
+    return value
+
+
+class _ObservedRunner(StepRunner):
+    """The engine's runner over a fixed list of units, reporting each unit's start and end."""
+
+    def __init__(self, options: ExecutorOptions, units: Sequence[Unit], events: queue.Queue) -> None:
+        super().__init__(options)
+        self._selected_units = list(units)
+        self._events = events
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        """Start no further unit (the run was terminated); units already running finish."""
+        self._stopped.set()
+
+    def units(self, graph: StepGraph, run_only: Sequence[str] | None = None) -> list[Unit]:  # type: ignore[override]
+        return list(self._selected_units)
+
+    def execute_unit(self, unit: Unit, graph: StepGraph) -> StepOutcome:
+        if self._stopped.is_set():
+            raise StepFailedError(f"{unit_label(unit)}: not started, the Dagster run was terminated")
+        started = time.time()
+        self._events.put(("start", unit, started))
+        _CURRENT.label = unit_label(unit)  # progress lines logged from this thread carry the step's name
+        try:
+            outcome = super().execute_unit(unit, graph)
+        except Exception as exc:
+            self._events.put(("failed", unit, (started, exc)))
+            raise
+        finally:
+            _CURRENT.label = None
+        self._events.put(("done", unit, (started, outcome)))
+        return outcome
+
+
+_CURRENT = threading.local()
+
+
+class _QueuedLog:
+    """A ``context.log`` stand-in for other threads: lines go through the queue to the op's thread."""
+
+    def __init__(self, events: queue.Queue) -> None:
+        self._events = events
+
+    def info(self, message: str) -> None:
+        label = getattr(_CURRENT, "label", None)
+        self._events.put(("log", None, f"{label}: {message}" if label else message))
+
+
+@dataclass
+class _RunPlan:
+    """The units of one op run: the selected ones, the inputs brought along, and why each runs."""
+
+    graph: StepGraph
+    keys: AssetKeys
+    selected: dict[UnitKey, tuple[Unit, StepTarget]]
+    inputs: dict[UnitKey, tuple[Unit, str]] = field(default_factory=dict)  # input unit, label of who needs it
+    reasons: dict[UnitKey, str] = field(default_factory=dict)
+
+    def units(self) -> list[Unit]:
+        return [u for u, _ in self.selected.values()] + [u for u, _ in self.inputs.values()]
+
+    def label(self, unit: Unit) -> str:
+        needed_by = self.inputs.get(_key(unit))
+        return unit_label(unit) if needed_by is None else f"{unit_label(unit)}, an input of {needed_by[1]}"
+
+
+def _plan(
+    context: dg.AssetExecutionContext, prefix: str, targets: Sequence[StepTarget], partition_sets: Sequence[str]
+) -> _RunPlan:
+    sources: dict[str, PartitionSource] = {}
+    for target in targets:
+        for name, source in target.sources.items():
+            sources.setdefault(name, source)
+    partition_keys = partition_keys_at_runtime(context.instance, sources, partition_sets, prefix)
+    graph = StepGraph([t.step for t in targets], prefix, partition_keys)
+    partition = context.partition_key if context.has_partition_key else None
+    plan = _RunPlan(graph, targets[0].keys, {})
+    for target in targets:
+        node = graph.resolved(target.step)
+        unit = (node, partition if node.partitioned_by is not None else None)
+        empty = [name for name in consumed_sets(node) if not partition_keys.get(name)]
+        if empty and target.source_error is not None:  # never zero partitions without a word
+            raise dg.Failure(description=f"{node.name}: {target.source_error}", allow_retries=False)
+        plan.selected[_key(unit)] = (unit, target)
+    if is_explicit_request(context.run.tags):
+        _bring_inputs(plan)
+    for unit in plan.units():
+        plan.reasons[_key(unit)] = reason_for(unit)
+    return plan
+
+
+def _bring_inputs(plan: _RunPlan) -> None:
+    """Add the inputs of the selected units that are not SUCCESS (transitively): a request to have
+    an asset brings along what it needs, e.g. the caches of drops that arrived since the last run."""
+    seen: set[UnitKey] = set(plan.selected)
+    stack = [(unit, unit_label(unit)) for unit, _ in plan.selected.values()]
+    while stack:
+        unit, needed_by = stack.pop()
+        for dep in StepRunner.unit_dependencies(unit, plan.graph):
+            if _key(dep) in seen:
+                continue
+            seen.add(_key(dep))
+            status = read_status(dep[0].partition_output_path(dep[1]))
+            if status is not None and status.status == STATUS_SUCCESS:
+                continue
+            plan.inputs[_key(dep)] = (dep, needed_by)
+            stack.append((dep, needed_by))
+
+
+RESUME_RETRY_TAG = "dagster/is_resume_retry"  # what Dagster tags a "Re-execute from failure" run with
+
+
+def _materialized_by_earlier_attempts(context: dg.AssetExecutionContext) -> set[dg.AssetKey]:
+    """Assets the failed run (and the attempts before it) materialized, in a re-execution from
+    failure: Dagster re-runs the whole failed op with its first selection, but only the failed and
+    the not-run steps are left to do (*From asset failure* narrows the selection itself)."""
+    run = context.run
+    if run.tags.get(RESUME_RETRY_TAG) != "true":
+        return set()
+    keys: set[dg.AssetKey] = set()
+    parent_id = run.parent_run_id
+    while parent_id is not None:
+        records = context.instance.get_records_for_run(parent_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+        for record in records.records:
+            event = record.event_log_entry.dagster_event
+            if event is not None and event.asset_key is not None:
+                keys.add(event.asset_key)
+        parent = context.instance.get_run_by_id(parent_id)
+        parent_id = parent.parent_run_id if parent is not None else None
+    return keys
+
+
+def _options(context: dg.AssetExecutionContext, targets: Sequence[StepTarget], units: int) -> ExecutorOptions:
+    experiments = [t.experiment for t in targets]
+    return ExecutorOptions(
+        run_id=context.run.tags.get(RUN_ID_TAG) or context.run_id[:12],
+        heartbeat_s=min(e.heartbeat_s for e in experiments),
+        stale_s=max(e.stale_s for e in experiments),
+        force_run_failed=is_explicit_request(context.run.tags),
+        max_concurrent=concurrency_limit(context.run.tags, targets, units),
+    )
+
+
+def run_selected_steps(
+    context: dg.AssetExecutionContext,
+    prefix: str,
+    selected: Mapping[dg.AssetKey, StepTarget],
+    partition_sets: Sequence[str],
+) -> Iterator[dg.MaterializeResult]:
+    """Run the op's ``selected`` steps under ``prefix``; yield each one's materialization as it
+    succeeds; raise one failure naming every failed step at the end."""
+    done_before = _materialized_by_earlier_attempts(context)
+    if done_before:
+        context.log.info(
+            f"re-execution from failure: {len(done_before)} asset(s) the failed run(s) materialized are left as they are"
+        )
+    targets = [t for key, t in selected.items() if key not in done_before]
+    if not targets:
+        return
+    plan = _plan(context, prefix, targets, partition_sets)
+    units = plan.units()
+    options = _options(context, targets, len(units))
+    experiments = {id(t.experiment): t.experiment for t in targets}
+    for experiment in experiments.values():  # the browser and the maintenance commands read lineage from these
+        # The record holds the experiment's whole graph (as executor_main writes it), not just this selection.
+        whole = StepGraph(experiment.steps, prefix, plan.graph.partitions)
+        record_dagster_run(whole, experiment, options.run_id, context.run.tags)
+    context.log.info(
+        f"{len(plan.selected)} step(s) selected, {len(plan.inputs)} input(s) brought along; "
+        f"up to {options.max_concurrent} at once"
+    )
+    events: queue.Queue = queue.Queue()
+    runner = _ObservedRunner(options, units, events)
+
+    def schedule() -> None:
+        try:
+            # Progress lines (training, evaluation) of every step reach the run's log while it runs.
+            with_progress_logs(_run_graph)(_ProgressContext(events), runner, plan.graph)
+        except ExecutorError:
+            events.put(("end", None, None))  # each failure was reported as it happened
+        except BaseException as exc:  # noqa: BLE001 - handed to the op's thread, which raises it
+            events.put(("end", None, exc))
+        else:
+            events.put(("end", None, None))
+
+    thread = threading.Thread(target=schedule, name=f"marin-steps-{context.run_id[:8]}", daemon=True)
+    try:
+        yield from _drain(context, plan, prefix, events, thread)
+    except BaseException:
+        # Terminated (or this thread failed): start nothing more; steps already running finish
+        # (a thread cannot be stopped from outside).
+        runner.stop()
+        raise
+
+
+def _run_graph(_progress: Any, runner: StepRunner, graph: StepGraph) -> None:
+    runner.run(graph)
+
+
+@dataclass
+class _ProgressContext:
+    """What ``with_progress_logs`` needs of a context: a ``log`` (here: the queue to the op's thread)."""
+
+    events: queue.Queue
+
+    @property
+    def log(self) -> _QueuedLog:
+        return _QueuedLog(self.events)
+
+
+def _drain(
+    context: dg.AssetExecutionContext,
+    plan: _RunPlan,
+    prefix: str,
+    events: queue.Queue,
+    thread: threading.Thread,
+) -> Iterator[dg.MaterializeResult]:
+    """Turn the scheduler's reports into Dagster events until it ends (see the module docstring)."""
+    finished: set[UnitKey] = set()
+    failed: dict[UnitKey, FailedStep] = {}
+    thread.start()
+    while True:
+        kind, unit, payload = events.get()
+        if kind == "log":
+            context.log.info(payload)
+        elif kind == "start":
+            context.log.info(f"{plan.label(unit)}: started ({plan.reasons.get(_key(unit), 'requested')})")
+        elif kind == "done":
+            started, outcome = payload
+            finished.add(_key(unit))
+            if outcome.action == "ran":
+                context.log.info(f"{plan.label(unit)}: done in {outcome.seconds:.1f}s, {outcome.output_path}")
+            else:
+                context.log.info(f"{plan.label(unit)}: {outcome.action}, {outcome.output_path}")
+            yield from _record(context, plan, unit, outcome, started, prefix)
+        elif kind == "failed":
+            started, exc = payload
+            finished.add(_key(unit))
+            path = unit[0].partition_output_path(unit[1])
+            failed[_key(unit)] = FailedStep(plan.label(unit), path, str(exc))
+            cause, _ = failure_cause(path, str(exc))
+            context.log.error(f"{plan.label(unit)}: FAILED after {time.time() - started:.1f}s: {cause}")
+        elif kind == "end":
+            thread.join()
+            if payload is not None:
+                raise payload
+            break
+    not_run = yield from _not_run(context, plan, finished, failed, prefix)
+    if failed:
+        raise run_failure(list(failed.values()), not_run)
+
+
+def _not_run(
+    context: dg.AssetExecutionContext,
+    plan: _RunPlan,
+    finished: set[UnitKey],
+    failed: Mapping[UnitKey, FailedStep],
+    prefix: str,
+) -> Iterator[dg.MaterializeResult]:
+    """Units the scheduler did not start: an input failed (DEP_FAILED), or an earlier result that
+    stays valid (SUCCESS, recorded as cached). Returns (label, failed input) of those not run."""
+    not_run: list[tuple[str, str]] = []
+    for unit in plan.units():
+        if _key(unit) in finished:
+            continue
+        node, partition = unit
+        path = node.partition_output_path(partition)
+        status = read_status(path)
+        if status is not None and status.status == STATUS_SUCCESS:
+            yield from _record(context, plan, unit, StepOutcome(node.name, path, partition, "cached"), None, prefix)
+            continue
+        cause = _failed_ancestor(unit, plan, failed)
+        not_run.append((plan.label(unit), cause))
+        context.log.warning(f"{plan.label(unit)}: not run, input {cause} failed (DEP_FAILED)")
+    return not_run
+
+
+def _failed_ancestor(unit: Unit, plan: _RunPlan, failed: Mapping[UnitKey, FailedStep]) -> str:
+    stack, seen = [unit], set()
+    while stack:
+        current = stack.pop()
+        for dep in StepRunner.unit_dependencies(current, plan.graph):
+            if _key(dep) in failed:
+                return unit_label(dep)
+            if _key(dep) not in seen:
+                seen.add(_key(dep))
+                stack.append(dep)
+    return "?"
+
+
+def _record(
+    context: dg.AssetExecutionContext,
+    plan: _RunPlan,
+    unit: Unit,
+    outcome: StepOutcome,
+    started: float | None,
+    prefix: str,
+) -> Iterator[dg.MaterializeResult]:
+    """The materialization of a unit that succeeded: a result of the op when selected, else an
+    event on the input's own asset."""
+    node, partition = unit
+    selected = plan.selected.get(_key(unit))
+    reason = plan.reasons.get(_key(unit), outcome.action)
+    run_tag = context.run.tags.get(RUN_ID_TAG)
+    status = read_status(outcome.output_path)
+    computed_here = outcome.action == "ran" or (run_tag is not None and status is not None and status.run_id == run_tag)
+    metadata = to_dagster_metadata(read_metadata(outcome.output_path))
+    metadata.update(
+        {
+            "dagster/uri": uri_metadata(outcome.output_path),
+            "marin/cached": dg.MetadataValue.bool(not computed_here),
+            "marin/hash": dg.MetadataValue.text(node.hash),
+            "marin/code_version": dg.MetadataValue.text(code_version_of(node)),
+            "marin/version": dg.MetadataValue.json(plain_version(node)),
+            "marin/seconds": dg.MetadataValue.float(round(outcome.seconds, 3)),
+            **browser_link(outcome.output_path, prefix),
+        }
+    )
+    if outcome.action == "waited" and status is not None and status.run_id:  # which run did the work
+        metadata["marin/computed_by_run"] = dg.MetadataValue.text(status.run_id)
+    if started is not None and outcome.action == "ran":
+        metadata["marin/started"] = dg.MetadataValue.text(datetime.fromtimestamp(started, UTC).isoformat())
+    if selected is None:  # an input this run brought along
+        first = plan.inputs[_key(unit)][1]
+        metadata["marin/action"] = dg.MetadataValue.text(f"{outcome.action} (input of {first})")
+        metadata["marin/reason"] = dg.MetadataValue.text(reason)
+        context.log_event(
+            dg.AssetMaterialization(asset_key=plan.keys.key_for(node), partition=partition, metadata=metadata)
+        )
+        return
+    _, target = selected
+    metadata["marin/action"] = dg.MetadataValue.text(
+        outcome.action if not computed_here or outcome.action == "ran" else "ran (executor_main)"
+    )
+    # A recording of a command-line run finds the step SUCCESS ("cached" to this run): the reason
+    # is then that the command line computed it, not "cached".
+    metadata["marin/reason"] = dg.MetadataValue.text(
+        reason
+        if outcome.action == "ran"
+        else (f"computed by command-line run {run_tag}" if computed_here else outcome.action)
+    )
+    asset_key = plan.keys.key_for(node)
+    yield dg.MaterializeResult(
+        asset_key=asset_key,
+        metadata=metadata,
+        data_version=dg.DataVersion(node.hash),
+        check_results=_check_results(context, target, asset_key, outcome.output_path, partition, prefix),
+    )
+
+
+def _check_results(
+    context: dg.AssetExecutionContext,
+    target: StepTarget,
+    asset_key: dg.AssetKey,
+    output_path: str,
+    partition: str | None,
+    prefix: str,
+) -> list[dg.AssetCheckResult]:
+    results = []
+    selected_checks = context.selected_asset_check_keys
+    for check in target.checks:
+        if dg.AssetCheckKey(asset_key, check.name) not in selected_checks:
+            continue
+        try:
+            passed, check_meta = check.fn(output_path, partition, prefix)
+        except Exception as exc:  # noqa: BLE001 - a broken check is a failed check (its error is its metadata)
+            passed, check_meta = False, {"error": f"{type(exc).__name__}: {exc}"}
+        if partition is not None:  # the check's view names the drop it judged
+            check_meta = {"partition": partition, **check_meta}
+        results.append(
+            dg.AssetCheckResult(
+                asset_key=asset_key,
+                check_name=check.name,
+                passed=bool(passed),
+                metadata=to_dagster_metadata(check_meta),
+                severity=dg.AssetCheckSeverity.ERROR,
+                description=f"partition {partition}" if partition is not None else None,
+            )
+        )
+    return results

@@ -1,0 +1,80 @@
+"""Steps for the run-scheduling tests: ones that sleep and record when they ran, and one that fails.
+
+Importable by a code location (``tests/ui/run_location.py``) and by in-process tests alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from marin_assets.execution import ExecutorStep, output_path_of, this_output_path, versioned
+from marin_assets.execution.storage import atomic_write_text
+
+
+@dataclass(frozen=True)
+class NapConfig:
+    output_path: str
+    seconds: float
+    tag: str
+    inputs: Any = field(default_factory=list)
+    fail_while: str = ""  # the step fails while this file exists
+
+
+def nap(config: NapConfig) -> dict[str, Any]:
+    """Sleep, then write when it started and ended (``interval.json``)."""
+    start = time.time()
+    if config.fail_while and os.path.exists(config.fail_while):
+        raise ValueError(f"planned failure of {config.tag}")
+    time.sleep(config.seconds)
+    interval = {"start": start, "end": time.time(), "pid": os.getpid()}
+    atomic_write_text(os.path.join(config.output_path, "interval.json"), json.dumps(interval))
+    return {"slept": config.seconds}
+
+
+def interval_of(output_path: str) -> tuple[float, float]:
+    with open(os.path.join(output_path, "interval.json")) as handle:
+        data = json.load(handle)
+    return data["start"], data["end"]
+
+
+def independent_steps(count: int, seconds: float, name: str = "nap") -> list[ExecutorStep]:
+    """``count`` steps with no input between them."""
+    return [
+        ExecutorStep(f"{name}/s{i:02d}", nap, NapConfig(this_output_path(), versioned(seconds), versioned(f"s{i}")))
+        for i in range(count)
+    ]
+
+
+def failing_family(flag: str, seconds: float = 1.0, name: str = "family") -> dict[str, ExecutorStep]:
+    """``bad`` fails while ``flag`` exists; ``child`` and ``grandchild`` follow it; ``sibling``
+    (slower than ``bad``) and ``root`` do not depend on it."""
+    root = ExecutorStep(f"{name}/root", nap, NapConfig(this_output_path(), versioned(0.1), "root"))
+    bad = ExecutorStep(
+        f"{name}/bad",
+        nap,
+        NapConfig(this_output_path(), versioned(0.1), "bad", [output_path_of(root)], fail_while=flag),
+    )
+    sibling = ExecutorStep(
+        f"{name}/sibling", nap, NapConfig(this_output_path(), versioned(seconds), "sibling", [output_path_of(root)])
+    )
+    child = ExecutorStep(
+        f"{name}/child", nap, NapConfig(this_output_path(), versioned(0.1), "child", [output_path_of(bad)])
+    )
+    grandchild = ExecutorStep(
+        f"{name}/grandchild",
+        nap,
+        NapConfig(this_output_path(), versioned(0.1), "grandchild", [output_path_of(child), output_path_of(sibling)]),
+    )
+    return {"root": root, "bad": bad, "sibling": sibling, "child": child, "grandchild": grandchild}
+
+
+def talk(config: NapConfig) -> dict[str, Any]:
+    """Report a progress line (as training does), then nap."""
+    from marin_resources.ray_cluster import report_progress
+
+    report_progress(f"train: step 1: loss 2.0 ({config.tag})")
+    return nap(config)
