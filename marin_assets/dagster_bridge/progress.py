@@ -27,10 +27,11 @@ logger = logging.getLogger(__name__)
 @contextlib.contextmanager
 def progress_in_run_logs(run_log: Any) -> Iterator[None]:
     """While the block runs, every progress line delivered in this process is an info line of
-    ``run_log`` (prefixed with its step's name when it has one)."""
+    ``run_log`` (``<step>: <line>`` when it has a step, like the op's own per-step lines, so the
+    run page's log filter on a step's name shows its progress too)."""
 
     def write(event: ProgressEvent) -> None:
-        run_log.info(f"[{event.step}] {event.line}" if event.step else event.line)
+        run_log.info(f"{event.step}: {event.line}" if event.step else event.line)
 
     with progress_sink(write):
         yield

@@ -154,7 +154,8 @@ class _QueuedLog:
 
     def info(self, message: str) -> None:
         label = getattr(_CURRENT, "label", None)
-        self._events.put(("log", None, f"{label}: {message}" if label else message))
+        named = label is None or message.startswith(f"{label}: ")  # the progress channel names its step
+        self._events.put(("log", None, message if named else f"{label}: {message}"))
 
 
 @dataclass

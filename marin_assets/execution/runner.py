@@ -285,7 +285,7 @@ class StepRunner:
         """
         backend_for(graph.prefix)  # a store without conditional writes fails here, once, not per step
         check_store(graph.prefix, sorted(node.name for node in graph.topological()))
-        units = select_units(graph, run_only)
+        units = self.units(graph, run_only)  # a subclass may run a fixed selection (the Dagster op)
         self._prefetched = read_statuses([node.partition_output_path(partition) for node, partition in units])
         scheduler = Scheduler(
             units=units,

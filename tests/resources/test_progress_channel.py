@@ -102,7 +102,7 @@ def test_a_ray_workers_progress_reaches_the_dagster_run_without_its_stdout(ray_h
     assert result["success"]
     # The step ran in a Ray worker, not in the driver.
     assert result["metadata"]["pid"] != result["driver_pid"]
-    expected = [f"[checkpoints/progress_model] train: step {i}: loss {6.0 - i:g}" for i in range(3)]
+    expected = [f"checkpoints/progress_model: train: step {i}: loss {6.0 - i:g}" for i in range(3)]
     assert [m for m in result["messages"] if "train: step" in m] == expected, result["messages"]
     # The materialization carries the step's last line and how many there were.
     assert result["metadata"]["marin/progress"] == "train: step 2: loss 4"
