@@ -39,7 +39,14 @@ import numpy as np
 
 from marin_assets.core.io import iter_line_blocks
 from marin_assets.execution.storage import atomic_write_bytes, filesystem, join_path, read_bytes
-from marin_assets.processing.tokenize.cache_encoding import EncodedBlock, EncodingSpec, cache_format, encode_block
+from marin_assets.processing.tokenize.cache_encoding import (
+    EncodedBlock,
+    EncodingSpec,
+    cache_format,
+    encode_block,
+    init_local_worker,
+    warm_up,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -58,17 +65,6 @@ ARRAY_LENGTH = 2**54
 # Pools: a local process pool or Ray actors, both "submit now, results in order"
 
 
-def _init_local_worker() -> None:
-    # One Rayon thread per worker process: the pool already has one process per core.
-    os.environ["RAYON_NUM_THREADS"] = "1"
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
-
-
-def _warm_up() -> None:
-    """Import what encoding needs, so that a worker's start-up overlaps the parent's setup."""
-    import tokenizers  # noqa: F401
-
-
 class _LocalPool:
     def __init__(self, workers: int) -> None:
         import multiprocessing
@@ -76,10 +72,10 @@ class _LocalPool:
 
         # spawn: the parent holds tensorstore / tokenizer threads, which fork would copy half-done.
         self._pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_local_worker
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=init_local_worker
         )
         for _ in range(workers):  # starts every process now
-            self._pool.submit(_warm_up)
+            self._pool.submit(warm_up)
 
     def submit(self, spec: EncodingSpec, block: bytes, source: str, first_line: int) -> Any:
         return self._pool.submit(encode_block, spec, block, source, first_line)
@@ -110,7 +106,7 @@ class BlockEncoder:
     """A Ray actor holding one worker's tokenizer: ``workers`` actors = ``workers`` Ray workers."""
 
     def __init__(self) -> None:
-        _init_local_worker()
+        init_local_worker()
 
     def encode(self, spec: EncodingSpec, block: bytes, source: str, first_line: int) -> EncodedBlock:
         return encode_block(spec, block, source, first_line)
