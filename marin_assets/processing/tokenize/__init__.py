@@ -8,6 +8,8 @@ The names are imported on first use (PEP 562): the cache writer's worker process
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 _SOURCES = {
@@ -85,3 +87,22 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """This package, whose ``tokenize`` stays the step function (as when the names were imported eagerly).
+
+    Importing the submodule ``tokenize`` makes the import system bind the package's ``tokenize`` to
+    that module; the property keeps answering with the function (the submodule is in ``sys.modules``).
+    """
+
+    @property
+    def tokenize(self) -> Any:
+        return importlib.import_module(f"{__name__}.tokenize").tokenize
+
+    @tokenize.setter
+    def tokenize(self, value: Any) -> None:
+        pass  # the import system binding the submodule
+
+
+sys.modules[__name__].__class__ = _Package
