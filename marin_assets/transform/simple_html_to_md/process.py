@@ -2,6 +2,7 @@
 
 ``html_to_md(SimpleHtmlToMdConfig(input_path, output_path, extract_method, config))`` converts every
 record of every ``**/*.jsonl.gz`` below ``input_path`` with :func:`marin_assets.web.convert.convert_page`
+(its ``content``, through :func:`~marin_assets.web.convert.text_extractor`, resolved once per stage)
 and writes it to the same relative path below ``output_path`` (Marin's layout; our raw stage's
 ``docs/<shard>`` becomes ``docs/<shard>``). The page URL is ``metadata.fineweb_metadata.url`` (Marin)
 or ``metadata.url``. The curation pipeline uses ``extract_method="resiliparse"`` with
