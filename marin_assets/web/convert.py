@@ -16,12 +16,16 @@ no readability-lxml / markdownify, so the methods map as follows:
   when trafilatura is installed, else an ImportError naming the package.
 
 Returns Marin's dict: ``{"title", "content", "html"}`` plus ``"url"`` when one is given.
+:func:`text_extractor` gives a stage the cheapest function that returns the same ``content``
+(the resiliparse method without ``prepend_title`` / ``use_custom_variant`` is one
+``extract_plain_text`` call: no title lookup, no dict).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urljoin
 
@@ -181,3 +185,52 @@ def convert_page(
     if url:
         out["url"] = url
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _PlainText:
+    """``extract_plain_text(html, **kwargs)`` (picklable: stages ship to worker processes)."""
+
+    kwargs: dict[str, Any]
+
+    def __call__(self, html: str, url: str | None = None) -> str:
+        return extract_plain_text(html, **self.kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class _ConvertedContent:
+    """``convert_page(html, url, extract_method, config)["content"]`` (picklable)."""
+
+    extract_method: str
+    config: ExtractionConfig
+
+    def __call__(self, html: str, url: str | None = None) -> str:
+        return convert_page(html, url, self.extract_method, self.config)["content"]
+
+
+def text_extractor(
+    extract_method: str = "readability",
+    config: ExtractionConfig = HtmlToMarkdownConfig.default_config(),  # noqa: B008 - Marin's default, frozen
+) -> Callable[[str, str | None], str]:
+    """``f(html, url)`` equal to ``convert_page(html, url, extract_method, config)["content"]``, resolved once.
+
+    For the resiliparse method with neither ``prepend_title`` nor ``use_custom_variant`` the content
+    is ``extract_plain_text(html, **config.resiliparse_kwargs)`` alone: the keyword arguments are
+    built here once, and the page's title (which that content does not use) is never looked up.
+    Every other method and config goes through :func:`convert_page`. Either way one probe page is
+    converted here, so an unknown method, a config of the wrong kind or a missing package fails
+    once, when the extractor is made.
+
+    Raises:
+        ValueError: as :func:`convert_page` does, for an unknown method or a config of the wrong kind.
+        ImportError: the method's package is not installed (trafilatura).
+    """
+    convert_page("<html><body><p>probe</p></body></html>", None, extract_method, config)
+    if (
+        extract_method == "resiliparse"
+        and isinstance(config, ResiliparseConfig)
+        and not config.prepend_title
+        and not config.use_custom_variant
+    ):
+        return _PlainText(config.resiliparse_kwargs)
+    return _ConvertedContent(extract_method, config)

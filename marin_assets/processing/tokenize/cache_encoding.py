@@ -7,6 +7,11 @@ it would split long strings (tokenizers with ``Replace`` normalizers), the store
 dtypes of the output exemplar and the ledger's preprocessor metadata. :func:`encode_block` runs in
 the workers: JSON lines in, per-document lengths and flat token arrays out, from one
 ``encode_batch`` call of the Rust tokenizer.
+
+A worker process imports this module alone (numpy, msgspec; tokenizers at the first block): the
+storage helpers and the shard reader are imported where the parent uses them, and a line msgspec
+rejects is handed to :func:`marin_assets.core.io.parse_line`, so every line decodes as the shard
+reader decodes it. That keeps the step engine's imports out of each worker's start-up.
 """
 
 from __future__ import annotations
@@ -14,14 +19,21 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
 import numpy as np
 
-from marin_assets.core.io import iter_block_records
-from marin_assets.execution.storage import filesystem, join_path, read_bytes
+try:  # the shard reader's fast decoder (core.io); what it rejects goes to core.io.parse_line
+    import msgspec as _msgspec
+
+    _fast_loads: Any = _msgspec.json.Decoder().decode
+    _FastDecodeError: type[Exception] = _msgspec.DecodeError
+except ImportError:  # pragma: no cover - exercised where msgspec is not installed
+    _fast_loads = None
+    _FastDecodeError = ValueError
 
 LONG_STRING_CHARS = 10_000  # levanter.data.text.LONG_STRING_WORKAROUND
 SUPPORTED_FIELDS = ("input_ids", "token_type_ids")
@@ -60,6 +72,8 @@ def load_hf_tokenizer(path: str):
     """``AutoTokenizer`` of a local directory, or of a remote one (gs://...) fetched to a temp dir."""
     from transformers import AutoTokenizer
 
+    from marin_assets.execution.storage import filesystem
+
     if "://" not in path:
         return AutoTokenizer.from_pretrained(path)
     fs, p = filesystem(path)
@@ -92,6 +106,8 @@ def _plain_fast_format(tokenizer_path: str, text_key: str) -> CacheFormat | None
     description. Other classes (Llama, GPT-2, ...) adjust the backend in code: None here.
     """
     import json
+
+    from marin_assets.execution.storage import join_path, read_bytes
 
     def load(name: str) -> dict[str, Any] | None:
         data = read_bytes(join_path(tokenizer_path, name))
@@ -204,6 +220,32 @@ class EncodedBlock:
 _WORKER_TOKENIZERS: dict[str, Any] = {}
 
 
+def init_local_worker() -> None:
+    """Initializer of a local pool's worker: one Rayon thread (the pool has one process per core)."""
+    os.environ["RAYON_NUM_THREADS"] = "1"
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+
+def warm_up() -> None:
+    """Import what encoding needs, so that a worker's start-up overlaps the parent's setup."""
+    import tokenizers  # noqa: F401
+
+
+def _block_records(block: bytes, source: str, first_line: int) -> Iterator[tuple[int, Any]]:
+    """``core.io.iter_block_records``: ``(line_number, record)`` of every non-blank line of ``block``."""
+    for offset, line in enumerate(block.split(b"\n")):
+        if line and not line.isspace():
+            try:
+                if _fast_loads is None:
+                    raise _FastDecodeError("no fast decoder installed")
+                record = _fast_loads(line)
+            except _FastDecodeError:
+                from marin_assets.core.io import parse_line  # json decides (or names the file and line)
+
+                record = parse_line(line, source, first_line + offset)
+            yield first_line + offset, record
+
+
 def _backend(spec: EncodingSpec):
     tok = _WORKER_TOKENIZERS.get(spec.key)
     if tok is None:
@@ -244,7 +286,7 @@ def encode_block(spec: EncodingSpec, block: bytes, source: str, first_line: int)
     """
     texts: list[str] = []
     chars = 0
-    for line_number, record in iter_block_records(block, source, first_line):
+    for line_number, record in _block_records(block, source, first_line):
         text = record.get(spec.text_key) if isinstance(record, dict) else None
         if not isinstance(text, str):
             raise ValueError(f"{source}:{line_number}: no string field {spec.text_key!r} in the record")

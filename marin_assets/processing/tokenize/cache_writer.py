@@ -39,7 +39,14 @@ import numpy as np
 
 from marin_assets.core.io import iter_line_blocks
 from marin_assets.execution.storage import atomic_write_bytes, filesystem, join_path, read_bytes
-from marin_assets.processing.tokenize.cache_encoding import EncodedBlock, EncodingSpec, cache_format, encode_block
+from marin_assets.processing.tokenize.cache_encoding import (
+    EncodedBlock,
+    EncodingSpec,
+    cache_format,
+    encode_block,
+    init_local_worker,
+    warm_up,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -52,21 +59,15 @@ SMALL_INPUT_BYTES = 2 << 20
 READ_CHUNK_ELEMENTS = 256 * 1024
 WRITE_CHUNK_ELEMENTS = READ_CHUNK_ELEMENTS * 512
 ARRAY_LENGTH = 2**54
+# Decompressed bytes per encoding task (~65 k tokens, ~0.1 s of one core) and bytes in flight per
+# worker. Small tasks keep both cores busy to the end: with 1 MB ones the last block of a build
+# (~0.4 s) ran on one core while the other waited. Same tokens and cache either way.
+BLOCK_BYTES = 256 << 10
+IN_FLIGHT_BYTES_PER_WORKER = 2 << 20
 
 
 # ------------------------------------------------------------------------------------------
 # Pools: a local process pool or Ray actors, both "submit now, results in order"
-
-
-def _init_local_worker() -> None:
-    # One Rayon thread per worker process: the pool already has one process per core.
-    os.environ["RAYON_NUM_THREADS"] = "1"
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
-
-
-def _warm_up() -> None:
-    """Import what encoding needs, so that a worker's start-up overlaps the parent's setup."""
-    import tokenizers  # noqa: F401
 
 
 class _LocalPool:
@@ -76,10 +77,10 @@ class _LocalPool:
 
         # spawn: the parent holds tensorstore / tokenizer threads, which fork would copy half-done.
         self._pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_local_worker
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=init_local_worker
         )
         for _ in range(workers):  # starts every process now
-            self._pool.submit(_warm_up)
+            self._pool.submit(warm_up)
 
     def submit(self, spec: EncodingSpec, block: bytes, source: str, first_line: int) -> Any:
         return self._pool.submit(encode_block, spec, block, source, first_line)
@@ -110,7 +111,7 @@ class BlockEncoder:
     """A Ray actor holding one worker's tokenizer: ``workers`` actors = ``workers`` Ray workers."""
 
     def __init__(self) -> None:
-        _init_local_worker()
+        init_local_worker()
 
     def encode(self, spec: EncodingSpec, block: bytes, source: str, first_line: int) -> EncodedBlock:
         return encode_block(spec, block, source, first_line)
@@ -309,7 +310,7 @@ def build_cache(
     text_key: str = "text",
     workers: int = 1,
     backend: str = "local",
-    block_bytes: int = 1 << 20,
+    block_bytes: int = BLOCK_BYTES,
     flush_tokens: int = 16 << 20,
 ) -> dict[str, Any]:
     """Build (or resume, or find finished) the Levanter cache of ``files`` at ``split_path``.
@@ -320,10 +321,10 @@ def build_cache(
         tokenizer: a tokenizer directory (local or remote) transformers loads.
         text_key: the field holding the text.
         workers: encoding processes (``backend="local"``; 1, or inputs under ``SMALL_INPUT_BYTES``,
-            encode in this process) or Ray actors (``backend="ray"``, one CPU each); two blocks in
-            flight per worker.
+            encode in this process) or Ray actors (``backend="ray"``, one CPU each);
+            ``IN_FLIGHT_BYTES_PER_WORKER`` of blocks (at least two) in flight per worker.
         backend: ``"local"`` (process pool) or ``"ray"`` (tasks on the connected cluster).
-        block_bytes: decompressed bytes of whole lines per task.
+        block_bytes: decompressed bytes of whole lines per task (``BLOCK_BYTES``).
         flush_tokens: buffered tokens that trigger a write before the end of a file.
 
     Returns:
@@ -378,7 +379,7 @@ def _build(
     for appender in appenders.values():
         appender.resume_at(int(ledger["total_num_rows"]))
     resumed = len(ledger["finished_shards"])
-    window = max(2, 2 * workers)
+    window = max(2, workers * max(1, IN_FLIGHT_BYTES_PER_WORKER // block_bytes))
     todo = [(i, path) for i, path in enumerate(files) if i >= resumed]
     buffer = _Buffer()
     in_flight: deque[tuple[str, Any]] = deque()

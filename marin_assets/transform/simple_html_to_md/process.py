@@ -2,6 +2,7 @@
 
 ``html_to_md(SimpleHtmlToMdConfig(input_path, output_path, extract_method, config))`` converts every
 record of every ``**/*.jsonl.gz`` below ``input_path`` with :func:`marin_assets.web.convert.convert_page`
+(its ``content``, through :func:`~marin_assets.web.convert.text_extractor`, resolved once per stage)
 and writes it to the same relative path below ``output_path`` (Marin's layout; our raw stage's
 ``docs/<shard>`` becomes ``docs/<shard>``). The page URL is ``metadata.fineweb_metadata.url`` (Marin)
 or ``metadata.url``. The curation pipeline uses ``extract_method="resiliparse"`` with
@@ -24,7 +25,7 @@ from typing import Any
 
 from marin_assets.core.shard_stage import Counters, DocumentStage, Quarantine
 from marin_assets.schemas.web.convert import ExtractionConfig, HtmlToMarkdownConfig
-from marin_assets.web.convert import convert_page
+from marin_assets.web.convert import text_extractor
 
 
 @dataclass(frozen=True)
@@ -62,9 +63,10 @@ class SimpleHtmlToMdStage(DocumentStage):
     def __init__(self, config: SimpleHtmlToMdConfig) -> None:
         super().__init__(config.input_path, config.output_path)
         self.config = config
-        # An unknown method, a config of the wrong kind or a missing package fails the step here,
-        # once, instead of quarantining every record.
-        convert_page("<html><body><p>probe</p></body></html>", None, config.extract_method, config.config)
+        # convert_page(...)["content"], resolved once (resiliparse: one extract_plain_text call a
+        # page). An unknown method, a config of the wrong kind or a missing package fails the step
+        # here, once, instead of quarantining every record.
+        self._extract = text_extractor(config.extract_method, config.config)
 
     def process(
         self, record: dict[str, Any], state: Any, counters: Counters, quarantine: Quarantine, line: int
@@ -84,8 +86,7 @@ class SimpleHtmlToMdStage(DocumentStage):
             counts["plain_text_passthrough"] += 1
         else:
             try:
-                text = convert_page(html, _url(metadata), self.config.extract_method, self.config.config)["content"]
-                text = text.strip()
+                text = self._extract(html, _url(metadata)).strip()
             except Exception as exc:  # resiliparse is lenient; anything it still rejects is quarantined
                 quarantine.add(
                     "extract_error", f"{type(exc).__name__}: {exc}"[:300], line=line, doc_id=record.get("id")
