@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -176,8 +177,10 @@ def open_for_write(path: str) -> Iterator[IO[bytes]]:
 
 def discard_upload(handle: Any) -> None:
     """Drop an object-store upload in progress: nothing appears at its path (not even on ``__del__``)."""
-    with contextlib.suppress(Exception):
+    try:
         handle.discard()  # cancels a started multi-part / resumable upload
+    except Exception as exc:  # noqa: BLE001 - already on an error path; marking it closed below is what keeps the object away
+        logging.getLogger(__name__).warning("could not cancel the upload to %s: %s", getattr(handle, "path", "?"), exc)
     handle.closed = True  # fsspec files upload on close()/__del__ unless marked closed
 
 

@@ -87,7 +87,7 @@ class SimpleHtmlToMdStage(DocumentStage):
         else:
             try:
                 text = self._extract(html, _url(metadata)).strip()
-            except Exception as exc:  # resiliparse is lenient; anything it still rejects is quarantined
+            except Exception as exc:  # noqa: BLE001 - resiliparse is lenient; what it still rejects is one page's problem, quarantined and counted
                 quarantine.add(
                     "extract_error", f"{type(exc).__name__}: {exc}"[:300], line=line, doc_id=record.get("id")
                 )
