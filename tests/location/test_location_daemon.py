@@ -12,6 +12,7 @@ import pytest
 
 from marin_assets.dagster_bridge.assets import asset_key_for
 from marin_assets.definitions import AUTOMATION_SENSOR
+from tests.conftest import LAUNCH_RUN
 from tests.ui.conftest import LOCATION, REPOSITORY, DagsterDev, metadata_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -19,17 +20,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 PROJECT = Path(__file__).resolve().parent / "eager_project"
 DAGSTER_ENV = {"MARIN_PROJECT_ROOT": str(PROJECT), "MARIN_EXPERIMENTS": "seams_eager/*.py"}
 AUTOMATION_TIMEOUT_S = 240.0
-
-LAUNCH = """
-mutation Launch($params: ExecutionParams!) {
-  launchRun(executionParams: $params) {
-    __typename
-    ... on LaunchRunSuccess { run { runId } }
-    ... on PythonError { message }
-    ... on RunConfigValidationInvalid { errors { message } }
-  }
-}
-"""
 
 SENSOR = """
 query Sensor($selector: SensorSelector!) {
@@ -51,7 +41,7 @@ def _launch(server: DagsterDev, name: str, run_config: dict | None = None) -> di
         },
         "runConfigData": run_config or {},
     }
-    launched = server.graphql(LAUNCH, {"params": params})["launchRun"]
+    launched = server.graphql(LAUNCH_RUN, {"params": params})["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     run = server.wait_for_run(launched["run"]["runId"])
     assert run["status"] == "SUCCESS", server.log_tail()
