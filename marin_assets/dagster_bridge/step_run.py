@@ -208,7 +208,9 @@ def _bring_inputs(plan: _RunPlan) -> None:
     stack = [(unit, unit_label(unit)) for unit, _ in plan.selected.values()]
     while stack:
         unit, needed_by = stack.pop()
-        for dep in StepRunner.unit_dependencies(unit, plan.graph):
+        # input_units, not unit_dependencies: an earlier drop of a sequential step whose curation
+        # failed is skipped (its order dependency), never brought along to fail this run again.
+        for dep in StepRunner.input_units(unit, plan.graph):
             if _key(dep) in seen:
                 continue
             seen.add(_key(dep))
