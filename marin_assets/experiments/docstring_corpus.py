@@ -11,9 +11,14 @@ from __future__ import annotations
 import ast
 import os
 import sysconfig
+import threading
 from collections.abc import Iterable, Iterator
 
 _DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+# CPython 3.11's AST constructor keeps its recursion depth in interpreter-wide state: two threads
+# parsing at once (two steps of one run building corpora concurrently) fail with "SystemError: AST
+# constructor recursion depth mismatch". One parse at a time in this process.
+_PARSE_LOCK = threading.Lock()
 
 
 def stdlib_dir() -> str:
@@ -39,7 +44,9 @@ def iter_docstrings(paths: Iterable[str]) -> Iterator[str]:
     for path in paths:
         try:
             with open(path, encoding="utf-8") as handle:  # local source files, never a remote path
-                tree = ast.parse(handle.read())
+                source = handle.read()
+            with _PARSE_LOCK:
+                tree = ast.parse(source)
         except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
             continue
         for node in ast.walk(tree):
