@@ -40,6 +40,7 @@ from marin_assets.core.compression import (
     new_decompressor,
     skip_zstd_skippable,
 )
+from marin_assets.core.io import non_finite_text
 from marin_assets.core.shard_stage import SAMPLE_CHARS, Quarantine
 from marin_assets.execution.storage import filesystem
 from marin_assets.transform.raw.warc_reader import read_warc
@@ -266,9 +267,7 @@ _SKIP = object()
 def finite_or_text(value: float) -> float | str:
     """A float as JSON can hold it: NaN and infinities (Python's JSON extension reads them; JSON has
     none) become ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"``, so no output shard holds a bare token."""
-    if math.isfinite(value):
-        return value
-    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value if math.isfinite(value) else non_finite_text(value)
 
 
 def _has_lone_surrogate(value: Any) -> bool:
