@@ -85,21 +85,23 @@ def session_ray_tmpdir():
 
 @pytest.fixture(scope="session")
 def gcs_server(tmp_path_factory):
-    """A real GCS API server on 127.0.0.1 that enforces generation preconditions (see tests/gcs_server.py)."""
-    from tests.gcs_server import GcsServer, point_fsspec_at
+    """A real GCS API server on 127.0.0.1 that enforces generation preconditions (see tests/gcs_server.py).
+    It changes no environment: ``gcs_prefix`` points gcsfs at it for one test at a time."""
+    from tests.gcs_server import GcsServer
 
     server = GcsServer(tmp_path_factory.mktemp("gcs") / "fake-gcs-server.log").start()
-    point_fsspec_at(server)
     yield server
     server.stop()
 
 
 @pytest.fixture
-def gcs_prefix(gcs_server) -> str:
-    """``gs://<fresh bucket>/marin`` on the session's GCS server (env set for gcsfs and subprocesses)."""
+def gcs_prefix(gcs_server, monkeypatch) -> str:
+    """``gs://<fresh bucket>/marin`` on the session's GCS server; gcsfs and subprocesses of this test
+    reach it anonymously. The variables are undone after the test, so a later test (a quickstart
+    whose job runtime_env would carry ``FSSPEC_GCS_TOKEN``) never inherits them."""
     from tests.gcs_server import point_fsspec_at
 
-    point_fsspec_at(gcs_server)
+    point_fsspec_at(gcs_server, monkeypatch)
     return f"gs://{gcs_server.create_bucket()}/marin"
 
 

@@ -31,6 +31,10 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 
 def _binary() -> Path:
@@ -134,10 +138,20 @@ class GcsServer:
         self._process = None
 
 
-def point_fsspec_at(server: GcsServer) -> None:
-    """Make gcsfs in this process use the server anonymously (env for subprocesses, config for us)."""
+def point_fsspec_at(server: GcsServer, monkeypatch: pytest.MonkeyPatch | None = None) -> None:
+    """Make gcsfs in this process use the server anonymously (env for subprocesses, config for us).
+    With ``monkeypatch`` (tests) the change is undone after the test; without it (a benchmark's
+    own process) it lasts for the process."""
     import fsspec.config
 
-    os.environ.update(server.env)
-    fsspec.config.conf.setdefault("gcs", {})["token"] = "anon"
-    fsspec.config.conf.setdefault("gs", {})["token"] = "anon"
+    for name, value in server.env.items():
+        if monkeypatch is None:
+            os.environ[name] = value
+        else:
+            monkeypatch.setenv(name, value)
+    for protocol in ("gcs", "gs"):
+        conf = {**fsspec.config.conf.get(protocol, {}), "token": "anon"}
+        if monkeypatch is None:
+            fsspec.config.conf[protocol] = conf
+        else:
+            monkeypatch.setitem(fsspec.config.conf, protocol, conf)
