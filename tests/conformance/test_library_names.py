@@ -177,6 +177,21 @@ def test_tokenize_names_of_marins_defaults(tmp_path):
     assert get_vocab_size_for_tokenizer(str(tmp_path / "tok")) == len(tokenizer) > 4
 
 
+def test_vocab_size_of_a_tokenizer_folder_on_gcs(gcs_prefix, tmp_path):
+    import fsspec
+
+    from marin_assets.processing.tokenize.train_tokenizer import build_fast_tokenizer
+
+    texts = [f"alpha beta gamma {i}" for i in range(100)]
+    tokenizer = build_fast_tokenizer(texts, vocab_size=120, special_tokens=["<s>", "</s>", "<pad>", "<unk>"])
+    tokenizer.save_pretrained(tmp_path / "tok")
+    remote = f"{gcs_prefix}/tokenizers/tiny"
+    fs = fsspec.filesystem("gs")
+    for path in (tmp_path / "tok").iterdir():
+        fs.put_file(str(path), f"{remote}/{path.name}")
+    assert get_vocab_size_for_tokenizer(remote) == len(tokenizer) > 4
+
+
 def test_ckpt_path_to_step_name_as_marin():
     run = ExecutorStep(name="checkpoints/marin-nano", fn=tokenize_fn, config=TokenizeCfg([], this_output_path(), ""))
     assert (

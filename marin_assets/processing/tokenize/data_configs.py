@@ -163,7 +163,8 @@ def mixture_for_evaluation(inputs: Mapping[str, ExecutorStep | InputName]) -> An
 
 @functools.cache
 def get_vocab_size_for_tokenizer(tokenizer: str) -> int:
-    """Marin's: the vocabulary size of ``tokenizer`` (a local directory or a name in the local HF cache)."""
-    from transformers import AutoTokenizer
+    """Marin's: the vocabulary size of ``tokenizer``: a local or remote (``gs://``) tokenizer folder, or
+    a hub name (the prefix's hub mirror, the hub, or the local HF cache; see ``resolve_tokenizer``)."""
+    from marin_assets.processing.tokenize.cache_encoding import load_hf_tokenizer
 
-    return len(AutoTokenizer.from_pretrained(resolve_tokenizer(tokenizer), local_files_only=True))
+    return len(load_hf_tokenizer(resolve_tokenizer(tokenizer)))
