@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from marin_assets.execution.run_log import VERBOSE_ENV
 from marin_assets.execution.runner import ExecutionReport
 from marin_assets.execution.status import read_metadata
 from marin_assets.execution.step import ExecutorStep
@@ -71,6 +72,8 @@ def configure_output(verbose: bool) -> None:
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         os.environ.setdefault("MARIN_DAGSTER_LOG_LEVEL", "DEBUG")
+        # The run's console filter passes third-party INFO lines (alembic, SQLAlchemy) only then.
+        os.environ[VERBOSE_ENV] = "1"
         return
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     engine = logging.getLogger("marin.executor")

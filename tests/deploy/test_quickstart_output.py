@@ -65,3 +65,15 @@ def test_summary_names_losses_bits_per_byte_lm_eval_and_where_things_are(tmp_pat
     assert "bits per byte: heldout 2.250" in text
     assert "| marin_docstring_mc | acc | 0.31 |" in text
     assert f"{eval_out}/results.json" in text and "DAGSTER_HOME=/home/x/.dagster_home" in text
+
+
+def test_verbose_quickstart_asks_the_run_log_for_every_librarys_lines(monkeypatch):
+    from marin_assets.execution.run_log import VERBOSE_ENV, verbose_requested
+    from marin_assets.experiments.quickstart_output import configure_output
+
+    # Both set and undone by monkeypatch, so configure_output's writes do not outlive the test.
+    monkeypatch.setenv(VERBOSE_ENV, "0")
+    monkeypatch.setenv("MARIN_DAGSTER_LOG_LEVEL", "DEBUG")
+    assert not verbose_requested()
+    configure_output(verbose=True)
+    assert verbose_requested()
