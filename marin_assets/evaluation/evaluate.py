@@ -26,6 +26,7 @@ import math
 import os
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -262,8 +263,36 @@ def _local_copy(folder: str, dest: str, always_copy: bool = False) -> str:
 def run_evaluation(config: EvaluationConfig) -> dict[str, Any]:
     """Run both evaluations and write ``results.json``; returns metadata (every metric a flat float)."""
     out = str(config.evaluation_path)
-    work = out if is_local(out) else os.path.join("/tmp", "marin-eval", os.path.basename(out.rstrip("/")))
-    os.makedirs(work, exist_ok=True)
+    if is_local(out):
+        os.makedirs(out, exist_ok=True)
+        return _evaluate_in(config, out, out)
+    # A remote output is evaluated in a private local folder (lm-eval and Levanter's loaders write
+    # local files); the logs are copied beside results.json whatever happens, then the folder goes.
+    work = tempfile.mkdtemp(prefix="marin-eval-")
+    try:
+        return _evaluate_in(config, out, work)
+    finally:
+        _upload_logs(work, out)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+EVAL_LOGS = ("lm_eval.log", "levanter_eval.log")
+
+
+def _upload_logs(work: str, out: str) -> None:
+    """Copy the evaluation logs of a local work folder into the (remote) output folder."""
+    fs, _ = filesystem(out)
+    for name in EVAL_LOGS:
+        local = os.path.join(work, name)
+        if os.path.exists(local):
+            try:
+                fs.put_file(local, join_path(out, name))
+            except OSError as exc:  # the evaluation's own outcome matters more than its log's copy
+                logger.warning("could not copy %s to %s: %s", local, join_path(out, name), exc)
+
+
+def _evaluate_in(config: EvaluationConfig, out: str, work: str) -> dict[str, Any]:
+    """``run_evaluation`` with its local files (HF export copy, logs, lm-eval output) in ``work``."""
     if config.model_path is None:
         raise ValueError("EvaluationConfig.model_path is required")
     hf_export = resolve_hf_export(str(config.model_path), config.discover_latest_checkpoint)
@@ -287,7 +316,8 @@ def run_evaluation(config: EvaluationConfig) -> dict[str, Any]:
             raise missing
     for name, code in codes.items():
         if code != 0:
-            raise RuntimeError(f"{name} evaluation exited with {code}; log {jobs[name][1]}:\n{texts[name][-4000:]}")
+            log = jobs[name][1] if work == out else join_path(out, os.path.basename(jobs[name][1]))
+            raise RuntimeError(f"{name} evaluation exited with {code}; log {log}:\n{texts[name][-4000:]}")
     if levanter_job is not None:  # the subprocess's pickled input only; levanter_eval.yaml records what ran
         with contextlib.suppress(OSError):
             os.remove(os.path.join(work, "levanter_eval.pkl"))

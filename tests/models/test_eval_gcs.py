@@ -95,3 +95,6 @@ def test_eval_on_gcs_records_levanter_bits_per_byte(gcs_server, gcs_prefix, monk
     assert 0.0 <= meta["marin_docstring_mc/acc"] <= 1.0
     # The metadata names the export that was evaluated, not the worker's temporary copy of it.
     assert meta["hf_export"] == export
+    # Both evaluations' logs are kept beside results.json, not left in the worker's /tmp.
+    assert fs.size(f"{out}/lm_eval.log") > 0
+    assert fs.size(f"{out}/levanter_eval.log") > 0
