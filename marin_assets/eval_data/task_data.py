@@ -1,8 +1,9 @@
 """Where lm-eval task data comes from offline, shared by the evaluation step and in-training evals.
 
 A task runs when lm-eval can build it with ``HF_DATASETS_OFFLINE=1``: its data is in the local Hugging
-Face cache or in the hub mirror (the evaluation step fetches a missing task's dataset from the hub
-unless ``HF_HUB_OFFLINE=1``, see :mod:`.lm_eval_main`), or the task is given as task YAML with local ``data_files`` -- the tasks shipped in
+Face cache or in the hub mirror (the evaluation step, and training for its in-training evals, fetch a
+missing task's dataset from the hub unless ``HF_HUB_OFFLINE=1``, see :mod:`.lm_eval_main` and
+:data:`HUB_FETCH_ENV`), or the task is given as task YAML with local ``data_files`` -- the tasks shipped in
 ``eval_tasks/`` (``marin_docstring_*``, :data:`SHIPPED_TASKS`), a folder passed as ``include_path``, or
 the folders named by the environment variable :data:`TASKS_PATH_ENV` (``os.pathsep``-separated; a YAML
 there may define a task under a built-in name, e.g. a local stand-in for ``arc_easy``, and wins over
@@ -30,6 +31,10 @@ from marin_assets.execution.step import unwrap_versioned_value
 EVAL_TASKS_DIR = os.path.join(os.path.dirname(__file__), "eval_tasks")
 SHIPPED_TASKS = ("marin_docstring_mc", "marin_docstring_cloze", "marin_docstring_ppl")
 TASKS_PATH_ENV = "MARIN_EVAL_TASKS_PATH"
+# Set by a step that may reach the hub for the offline subprocess it starts (training's in-training
+# evals): a task whose data is not on this machine is fetched into the hub mirror, as the evaluation
+# step does (lm_eval_main).
+HUB_FETCH_ENV = "MARIN_EVAL_DATA_FROM_HUB"
 OFFLINE_TASK_HINT = (
     "nothing is downloaded at run time: on a machine with network run "
     "`python -c \"import datasets; datasets.load_dataset('{dataset}')\"` and copy the Hugging Face cache "
@@ -145,12 +150,22 @@ def missing_message(missing: Iterable[Mapping[str, Any]], remedy: str = "") -> s
     return "\n".join(lines)
 
 
-def check_tasks(specs: Sequence[Mapping[str, Any]], include_path: str) -> tuple[Any, list[dict[str, Any]]]:
-    """Build every task offline (its data loads); returns ``(TaskManager, missing)``.
+def check_tasks(
+    specs: Sequence[dict[str, Any]], include_path: str, hub: bool = False
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Build every task offline (its data loads); returns ``(TaskManager, missing)``. With ``hub``, a
+    task whose data is not local is fetched from the hub into the mirror first, and its spec gets
+    ``"dataset_path"``: the folder it was built from.
 
     The manager indexes lm-eval's built-in tasks only when a name is not among the local YAMLs
     (indexing them takes about half a minute on a busy machine).
     """
     manager = task_manager(include_path, [spec["task"] for spec in specs])
-    _, missing = load_tasks(list(specs), manager)
+    _, missing = load_tasks(list(specs), manager, hub=hub)
     return manager, missing
+
+
+def hub_fetch_requested() -> bool:
+    """Whether this (offline) subprocess may fetch missing task data from the hub: its parent, which
+    was not run with ``HF_HUB_OFFLINE=1``, says so with :data:`HUB_FETCH_ENV`."""
+    return os.environ.get(HUB_FETCH_ENV) == "1"

@@ -2,8 +2,9 @@
 
 Runs in the training subprocess, before Levanter's ``train_lm`` main:
 
-1. :func:`check_harness_tasks` builds every task offline (:mod:`marin_assets.eval_data.task_data`);
-   when one has no local data it writes them to ``missing_tasks_path`` and raises
+1. :func:`check_harness_tasks` builds every task offline (:mod:`marin_assets.eval_data.task_data`),
+   fetching a task's missing data from the hub into the mirror when the step may reach the hub;
+   when one has no data it writes them to ``missing_tasks_path`` and raises
    :class:`~marin_assets.eval_data.task_data.TaskDataMissing` -- before the model is built, so
    nothing trains. The step turns that into an error naming each task and ``eval_harness_tasks=()``.
 2. :func:`use_local_tasks` points Levanter's harness at the same task index: Levanter builds its
@@ -28,6 +29,7 @@ from typing import Any
 from marin_assets.eval_data.task_data import (
     TaskDataMissing,
     check_tasks,
+    hub_fetch_requested,
     missing_message,
     prepare_include_path,
     task_entries,
@@ -50,17 +52,20 @@ def read_missing_tasks(local_yaml: str) -> TaskDataMissing | None:
         return TaskDataMissing(missing_message(json.load(handle), REMEDY))
 
 
-def check_harness_tasks(tasks: Sequence[Any], local_yaml: str) -> Any:
-    """Build ``tasks`` offline; returns lm-eval's ``TaskManager`` that holds them, or writes the missing
-    ones to :func:`missing_tasks_path` and raises ``TaskDataMissing``."""
+def check_harness_tasks(tasks: Sequence[Any], local_yaml: str) -> tuple[Any, dict[str, str]]:
+    """Build ``tasks`` offline -- fetching a task's missing data from the hub into the mirror when the
+    step may reach the hub (:func:`~marin_assets.eval_data.task_data.hub_fetch_requested`); returns
+    lm-eval's ``TaskManager`` that holds them and, per task whose data was fetched, the local folder
+    it was built from. Otherwise writes the missing ones to :func:`missing_tasks_path` and raises
+    ``TaskDataMissing``."""
     specs = task_entries(tasks)
     include = prepare_include_path(os.path.splitext(local_yaml)[0] + "_eval_tasks")
-    manager, missing = check_tasks(specs, include)
+    manager, missing = check_tasks(specs, include, hub=hub_fetch_requested())
     if missing:
         with open(missing_tasks_path(local_yaml), "w") as handle:
             json.dump(missing, handle, indent=2)
         raise TaskDataMissing(missing_message(missing, REMEDY))
-    return manager
+    return manager, {spec["task"]: spec["dataset_path"] for spec in specs if spec.get("dataset_path")}
 
 
 def levanter_task_spec(tasks: Sequence[Any]) -> list[Any]:
@@ -130,8 +135,10 @@ def _legacy_task_dict(obj: Any) -> dict[Any, Any]:
     return {obj.task_name: obj}
 
 
-def use_local_tasks(manager: Any) -> None:
-    """Make Levanter's harness (in this process) load tasks from ``manager`` and average numbers only."""
+def use_local_tasks(manager: Any, dataset_paths: Mapping[str, str] | None = None) -> None:
+    """Make Levanter's harness (in this process) load tasks from ``manager`` -- a task named in
+    ``dataset_paths`` from the folder its data was fetched into -- and average numbers only."""
+    fetched = dict(dataset_paths or {})
     import levanter.eval_harness
     import lm_eval.tasks
     from lm_eval.api.group import ConfigurableGroup
@@ -150,8 +157,12 @@ def use_local_tasks(manager: Any) -> None:
         index = tasks_manager.task_index
         out: dict[Any, Any] = {}
         for spec in task_list if isinstance(task_list, list) else [task_list]:
+            if isinstance(spec, str) and spec in fetched:
+                spec = {"task": spec}
             if isinstance(spec, Mapping) and spec.get("task") in index:
                 overrides = {k: v for k, v in spec.items() if k != "task" and v is not None}
+                if spec["task"] in fetched:
+                    overrides["dataset_path"] = fetched[spec["task"]]
                 built = tasks_manager._factory.build(index[spec["task"]], overrides=overrides or None, registry=index)
                 out.update(_legacy_task_dict(built))
             else:

@@ -344,7 +344,7 @@ def prepare_training(config: Any, local_yaml: str) -> str:
         tasks = harness_tasks_of(spec.eval_harness) if getattr(spec, "eval_harness", None) is not None else []
     if tasks:
         # Before anything is built or written: a task without local data fails the step untrained.
-        use_local_tasks(check_harness_tasks(tasks, local_yaml))
+        use_local_tasks(*check_harness_tasks(tasks, local_yaml))
     lev_config = build_levanter_config(config)
     reference = reference_checkpoint_dir(str(config.output_path), lev_config.trainer.id)
     write_reference_checkpoint(reference, lev_config.model, lev_config.data.tokenizer)

@@ -45,6 +45,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from marin_assets.download.huggingface import hub
+from marin_assets.eval_data.task_data import HUB_FETCH_ENV
 from marin_assets.execution.metadata import markdown, table
 from marin_assets.execution.storage import atomic_write_bytes, atomic_write_text, join_path
 from marin_assets.training import eval_harness, levanter_main, subprocess_runner
@@ -120,8 +122,13 @@ class TrainLmOnPodConfig:
 
 
 def training_env(extra: Mapping[str, str] | None = None, accelerator: str = "cpu") -> dict[str, str]:
-    """Environment for a Levanter subprocess: offline HF, no W&B unless a key is set."""
+    """Environment for a Levanter subprocess: offline HF, no W&B unless a key is set. When this
+    process may reach the hub (no ``HF_HUB_OFFLINE=1``), the subprocess may still fetch the data of an
+    in-training eval task it lacks, into this process's hub mirror (see ``eval_data.task_data``)."""
     env = dict(os.environ)
+    if not hub.hub_offline():
+        env[HUB_FETCH_ENV] = "1"
+        env[hub.MIRROR_ENV] = hub.mirror_root()
     env.update({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
     if not use_wandb():
         env["WANDB_MODE"] = "disabled"

@@ -307,3 +307,62 @@ def test_dataset_tokenizer_and_task_from_the_hub_then_from_the_prefix(tmp_path, 
     (line,) = [ln for ln in missing.stderr.splitlines() if "is unreachable" in ln and "FAILED" in ln]
     assert "raw/elsewhere" in line and host in line, line
     assert time.monotonic() - start < 120  # interpreter and imports included; the hub check is seconds
+
+
+def _tiny_task_rows() -> list[dict]:
+    words = ["alpha", "beta", "gamma", "delta"]
+    return [
+        {
+            "context": f"{words[i % 4]} {words[(i + 1) % 4]}",
+            "choices": [words[(i + 2) % 4], words[(i + 3) % 4]],
+            "label": 0,
+        }
+        for i in range(8)
+    ]
+
+
+def test_in_training_eval_task_data_is_fetched_from_the_hub_into_the_mirror(hub, tmp_path, monkeypatch):
+    """Training's subprocess runs offline; its parent, online, lets it fetch a missing task's data."""
+    import levanter.eval_harness
+    import lm_eval.tasks
+
+    from marin_assets.eval_data.task_data import HUB_FETCH_ENV
+    from marin_assets.training.eval_harness import check_harness_tasks, use_local_tasks
+    from marin_assets.training.training import training_env
+
+    hub.add_repo(
+        "tiny-org/tiny-task", {"test.jsonl": "".join(json.dumps(r) + "\n" for r in _tiny_task_rows()).encode()}
+    )
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "tiny_hub_mc.yaml").write_text(TASK_YAML)
+    monkeypatch.setenv("MARIN_EVAL_TASKS_PATH", str(tmp_path / "tasks"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("MARIN_HF_MIRROR", str(tmp_path / "mirror"))
+    env = training_env()
+    assert (
+        env[HUB_FETCH_ENV] == "1"
+        and env["HF_HUB_OFFLINE"] == "1"
+        and env["MARIN_HF_MIRROR"] == str(tmp_path / "mirror")
+    )
+    # From here on, this process is the training subprocess.
+    for name in (HUB_FETCH_ENV, "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.setenv(name, env[name])
+    for module, name in ((lm_eval.tasks, "TaskManager"), (lm_eval.tasks, "get_task_dict")):
+        monkeypatch.setattr(module, name, getattr(module, name))  # undone after the test
+    monkeypatch.setattr(levanter.eval_harness, "_compute_averages", levanter.eval_harness._compute_averages)
+
+    manager, fetched = check_harness_tasks([{"task": "tiny_hub_mc", "num_fewshot": 0}], str(tmp_path / "train.yaml"))
+    assert list(fetched) == ["tiny_hub_mc"] and fetched["tiny_hub_mc"].startswith(str(tmp_path / "mirror"))
+    assert any("tiny-task/resolve" in p for p in hub.files_requested())
+    use_local_tasks(manager, fetched)
+    # Levanter's harness builds the task by name, offline: it reads the mirror's copy.
+    (task,) = lm_eval.tasks.get_task_dict([{"task": "tiny_hub_mc", "num_fewshot": 0}]).values()
+    assert len(list(task.test_docs())) == 8
+
+    # Without the parent's word (it ran with HF_HUB_OFFLINE=1) nothing is fetched: the task is missing.
+    monkeypatch.delenv(HUB_FETCH_ENV)
+    monkeypatch.setenv("MARIN_HF_MIRROR", str(tmp_path / "other-mirror"))
+    from marin_assets.eval_data.task_data import TaskDataMissing
+
+    with pytest.raises(TaskDataMissing, match="tiny_hub_mc"):
+        check_harness_tasks([{"task": "tiny_hub_mc", "num_fewshot": 0}], str(tmp_path / "train2.yaml"))
