@@ -417,10 +417,11 @@ def submit(args: argparse.Namespace, command: list[str]) -> int:
     return command_status(status, code)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Options of every form of the command (the command itself goes after ``--``)."""
+def build_parser(prog: str = "python -m marin_assets.run.ray_run") -> argparse.ArgumentParser:
+    """Options of every form of the command (the command itself goes after ``--``); ``prog`` is how
+    the user called it (``marin ray-run`` from the console script)."""
     parser = argparse.ArgumentParser(
-        prog="python -m marin_assets.run.ray_run",
+        prog=prog,
         description="Run an experiment on a Ray cluster as a Ray job; list, read logs of and stop jobs.",
         epilog="submit: ray_run [options] -- python experiments/x.py ...; manage: ray_run list | logs JOB | stop JOB",
     )
@@ -474,19 +475,20 @@ def split_env_assignments(argv: Sequence[str]) -> list[str]:
     return out
 
 
-def parse_command_line(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+def parse_command_line(argv: Sequence[str], prog: str | None = None) -> tuple[argparse.Namespace, list[str]]:
     """Options (anywhere before ``--``, also after a subcommand's job id) and the command after ``--``."""
     argv = list(argv)
     head, command = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
-    args = build_parser().parse_intermixed_args(split_env_assignments(head))
+    parser = build_parser(prog) if prog else build_parser()
+    args = parser.parse_intermixed_args(split_env_assignments(head))
     args.address = args.address or default_address()
     return args, command
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """Entry point; returns the exit status (2: the cluster could not be used, reported in one line)."""
-    args, command = parse_command_line(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    args, command = parse_command_line(sys.argv[1:] if argv is None else argv, prog)
+    parser = build_parser(prog) if prog else build_parser()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if command:
         if args.action:

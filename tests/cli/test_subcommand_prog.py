@@ -17,6 +17,7 @@ MODULES = {
     "manifest": "marin_assets.landing.zone",
     "browse": "marin_assets.browse",
     "sample-drop": "marin_assets.experiments.sample_data",
+    "ray-run": "marin_assets.run.ray_run",
 }
 
 
