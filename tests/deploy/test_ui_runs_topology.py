@@ -45,7 +45,7 @@ from tests.conftest import (
 )
 from tests.dagster_bridge.run_steps import failing_family, independent_steps, interval_of
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 REPO = Path(__file__).resolve().parents[2]
 BUCKET = "marin-ui-runs-topology"
