@@ -1,7 +1,8 @@
 """Where a step ran on Ray, links to it in the dashboard, and the job records behind those links.
 
 No Dagster import. A step launched on Ray is wrapped by :func:`recording_placement`: its metadata
-records the node, resources, Ray job, task and worker (``marin/ran_on``) and, given the dashboard's
+records the node, resources, Ray job, task and worker (``marin/ran_on``), the nodes its shard tasks
+ran on (``shard_nodes``, see :func:`collecting_shard_nodes`) and, given the dashboard's
 URL (``$MARIN_RAY_DASHBOARD_URL``), links to the job, task and worker log (``marin/ray_*``). Jobs are
 named by a submission id unique across cluster restarts; a driver connected by ``ensure_ray`` records
 itself as a job under such an id (:func:`register_driver_job`).
@@ -9,10 +10,14 @@ itself as a job under such an id (:func:`register_driver_job`).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import sys
 import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from marin_resources import ray_internals
@@ -20,6 +25,8 @@ from marin_resources import ray_internals
 logger = logging.getLogger(__name__)
 
 PLACEMENT_KEY = "marin/ran_on"
+# In ``marin/ran_on``: Ray node id -> how many of the step's shard tasks ran there.
+SHARD_NODES_KEY = "shard_nodes"
 DASHBOARD_URL_ENV = "MARIN_RAY_DASHBOARD_URL"
 # One link, to the task's page (its state, its job, its logs). The dashboard's job page and log viewer
 # say "Job Query Error" / "Failed to load" for a job or node of an earlier cluster (after a restart);
@@ -103,9 +110,51 @@ def task_name_of(fn: Any) -> str | None:
     return getattr(fn, TASK_NAME_ATTR, None)
 
 
+# The shard nodes of the step running in this thread (None: nobody collects them).
+_SHARD_NODES: contextvars.ContextVar[Counter[str] | None] = contextvars.ContextVar("marin_shard_nodes", default=None)
+
+
+@contextlib.contextmanager
+def collecting_shard_nodes() -> Iterator[Counter[str]]:
+    """Count, by Ray node id, the shard tasks that :func:`record_shard_nodes` reports inside the block
+    (in this thread: a stage maps its shards from the step's own thread)."""
+    nodes: Counter[str] = Counter()
+    token = _SHARD_NODES.set(nodes)
+    try:
+        yield nodes
+    finally:
+        _SHARD_NODES.reset(token)
+
+
+def record_shard_nodes(node_ids: Iterable[str]) -> None:
+    """Report the Ray nodes some shard tasks ran on (one id per task) to the step collecting them."""
+    nodes = _SHARD_NODES.get()
+    if nodes is not None:
+        nodes.update(node_ids)
+
+
+def returning_node(fn: Callable[..., Any]) -> Callable[..., tuple[Any, str]]:
+    """``fn`` as a Ray task that also returns the id of the node it ran on: ``(fn(*args), node id)``."""
+
+    def call(*args: Any) -> tuple[Any, str]:
+        import ray
+
+        return fn(*args), ray.get_runtime_context().get_node_id()
+
+    # The dashboard names the task after the function, not after this wrapper.
+    call.__name__ = getattr(fn, "__name__", "shard")
+    call.__qualname__ = getattr(fn, "__qualname__", call.__name__)
+    return call
+
+
+def with_shard_nodes(placement: dict[str, Any], nodes: Counter[str]) -> dict[str, Any]:
+    """``placement`` with :data:`SHARD_NODES_KEY` (node id -> shard tasks) when shards ran on Ray."""
+    return {**placement, SHARD_NODES_KEY: dict(sorted(nodes.items()))} if nodes else placement
+
+
 def recording_placement(fn: Any) -> Any:
-    """Wrap a step function so that its metadata records where it ran (:func:`ray_placement`) and
-    links to its Ray job, task and worker log (:func:`ray_links`).
+    """Wrap a step function so that its metadata records where it ran (:func:`ray_placement`), where
+    its shard tasks ran (:func:`collecting_shard_nodes`) and links to its Ray task (:func:`ray_links`).
 
     The wrapper is a plain function (``ray.remote`` and Levanter's TPU launcher need one); its result
     is the step's metadata dict with :data:`PLACEMENT_KEY` (and the links) added (a None result
@@ -113,10 +162,11 @@ def recording_placement(fn: Any) -> Any:
     """
 
     def call(config: Any) -> Any:
-        result = fn(config)
+        with collecting_shard_nodes() as shard_nodes:
+            result = fn(config)
         if result is not None and not isinstance(result, dict):
             return result
-        placement = ray_placement()
+        placement = with_shard_nodes(ray_placement(), shard_nodes)
         return {**(result or {}), PLACEMENT_KEY: placement, **ray_links(placement)}
 
     call.__name__ = getattr(fn, "__name__", "step")

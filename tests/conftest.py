@@ -2,8 +2,10 @@
 
 Shared helpers too, imported by the tests that use them (``from tests.conftest import ...``):
 :func:`marin_hash` (Marin's step hash rule), :data:`LAUNCH_RUN` (the GraphQL mutation the UI's
-*Materialize* sends) and :class:`Topology` / :func:`deploy_topology` (a client of the topology
-``marin deploy up`` started).
+*Materialize* sends), :func:`launch_assets` / :func:`materialized_in` / :func:`first_failure_description`
+/ :data:`REEXECUTE` / :func:`latest_materialization` (a UI run of some assets, what it materialized,
+its failure, *Re-execute*, an asset's latest metadata; for ``dagster dev`` and the topology alike) and :class:`Topology` / :func:`deploy_topology` (a client of
+the topology ``marin deploy up`` started).
 """
 
 from __future__ import annotations
@@ -17,12 +19,23 @@ from typing import TYPE_CHECKING
 import pytest
 
 import marin_alias
-from tests.ui.conftest import LAUNCH_RUN, DagsterDev
+from tests.ui.conftest import LAUNCH_RUN, LOCATION, REPOSITORY, DagsterDev
 
 if TYPE_CHECKING:
     from marin_resources.deploy.services import DeployState
 
-__all__ = ["LAUNCH_RUN", "Topology", "deploy_client_env", "deploy_topology", "marin_hash"]
+__all__ = [
+    "LAUNCH_RUN",
+    "REEXECUTE",
+    "Topology",
+    "deploy_client_env",
+    "deploy_topology",
+    "first_failure_description",
+    "launch_assets",
+    "latest_materialization",
+    "marin_hash",
+    "materialized_in",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,6 +121,120 @@ def gcs_prefix(gcs_server, monkeypatch) -> str:
 def marin_hash(version: dict) -> str:
     """Marin's step hash: ``hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]``."""
     return hashlib.md5(json.dumps(version, sort_keys=True).encode()).hexdigest()[:6]
+
+
+REEXECUTE = """
+mutation Reexecute($params: ReexecutionParams!) {
+  launchRunReexecution(reexecutionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+  }
+}
+"""
+
+RUN_DETAILS = """
+query Run($runId: ID!) {
+  runOrError(runId: $runId) {
+    ... on Run {
+      startTime endTime
+      stepStats { stepKey status }
+      assetMaterializations { assetKey { path } }
+    }
+  }
+}
+"""
+
+FAILURE_MESSAGE = """
+query Logs($runId: ID!) {
+  logsForRun(runId: $runId) {
+    ... on EventConnection {
+      events {
+        __typename
+        ... on MessageEvent { message }
+        ... on ExecutionStepFailureEvent { error { message } failureMetadata { description } }
+      }
+    }
+  }
+}
+"""
+
+
+def launch_assets(server: DagsterDev, paths: list[list[str]]) -> str:
+    """``launchRun`` on ``__ASSET_JOB`` for the assets at ``paths`` (what *Materialize selected* sends);
+    returns the run id."""
+    params = {
+        "selector": {
+            "repositoryLocationName": LOCATION,
+            "repositoryName": REPOSITORY,
+            "jobName": "__ASSET_JOB",
+            "assetSelection": [{"path": p} for p in paths],
+        },
+        "runConfigData": {},
+    }
+    launched = server.graphql(LAUNCH_RUN, {"params": params})["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    return launched["run"]["runId"]
+
+
+def materialized_in(server: DagsterDev, run_id: str) -> set[str]:
+    """The asset keys (``a/b``) the run materialized."""
+    run = server.graphql(RUN_DETAILS, {"runId": run_id})["runOrError"]
+    return {"/".join(m["assetKey"]["path"]) for m in run["assetMaterializations"]}
+
+
+def first_failure_description(server: DagsterDev, run_id: str) -> str:
+    """The description of the run's first step failure (what its run page shows first)."""
+    events = server.graphql(FAILURE_MESSAGE, {"runId": run_id})["logsForRun"]["events"]
+    failures = [e for e in events if e["__typename"] == "ExecutionStepFailureEvent"]
+    assert failures, events
+    return (failures[0].get("failureMetadata") or {}).get("description") or failures[0]["error"]["message"]
+
+
+LATEST_MATERIALIZATION = """
+query Latest($key: AssetKeyInput!) {
+  assetOrError(assetKey: $key) {
+    __typename
+    ... on Asset {
+      assetMaterializations(limit: 1) {
+        runId
+        timestamp
+        metadataEntries {
+          label
+          __typename
+          ... on JsonMetadataEntry { jsonString }
+          ... on TextMetadataEntry { text }
+          ... on IntMetadataEntry { intValue }
+          ... on FloatMetadataEntry { floatValue }
+          ... on BoolMetadataEntry { boolValue }
+          ... on PathMetadataEntry { path }
+          ... on UrlMetadataEntry { url }
+        }
+      }
+    }
+  }
+}
+"""
+_METADATA_VALUE_FIELDS = ("text", "intValue", "floatValue", "boolValue", "path", "url")
+
+
+def latest_materialization(server: DagsterDev, path: list[str]) -> dict | None:
+    """The asset's latest materialization as ``{"runId", "timestamp", "metadata": {label: value}}`` (JSON
+    entries parsed, other kinds by their value; an entry of another kind by its type name); None
+    when it has none."""
+    asset = server.graphql(LATEST_MATERIALIZATION, {"key": {"path": path}})["assetOrError"]
+    assert asset["__typename"] == "Asset", (path, asset)
+    if not asset["assetMaterializations"]:
+        return None
+    (latest,) = asset["assetMaterializations"]
+    metadata = {}
+    for entry in latest["metadataEntries"]:
+        if "jsonString" in entry:
+            metadata[entry["label"]] = json.loads(entry["jsonString"])
+        else:
+            field = next((f for f in _METADATA_VALUE_FIELDS if f in entry), None)
+            metadata[entry["label"]] = entry[field] if field else entry["__typename"]
+    return {"runId": latest["runId"], "timestamp": latest["timestamp"], "metadata": metadata}
 
 
 class Topology(DagsterDev):

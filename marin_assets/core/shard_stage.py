@@ -9,7 +9,8 @@ the rest, the same way for every stage:
   before the first shard runs, so nothing of an old attempt mixes into the new one;
 * **parallelism** -- shards run through :func:`map_shards` on the pool the engine chose
   (:func:`current_pool`): a step whose ``resources`` made the engine launch it as a Ray task
-  fans its shards out as Ray tasks; a step run in process uses a local pool
+  fans its shards out as Ray tasks (the nodes they ran on go into the step's ``marin/ran_on``,
+  ``shard_nodes``); a step run in process uses a local pool
   (``MARIN_LOCAL_SHARD_WORKERS`` processes; 1, the default, runs the shards in this process).
   Stage configs carry no ``use_ray``;
 * **counters with timing** -- :class:`Counters` (``add`` / ``timer``), summed over shards and
@@ -220,12 +221,15 @@ def map_shards(fn: Callable[..., R], args: Sequence[tuple], pool: ShardPool | No
     if pool.backend == "ray":
         import ray
 
-        from marin_resources.ray_cluster import ensure_ray
+        from marin_resources.ray_cluster import ensure_ray, record_shard_nodes, returning_node
 
         if not ray.is_initialized():
             ensure_ray()
-        remote = ray.remote(num_cpus=pool.num_cpus, max_retries=2)(fn)
-        return ray.get([remote.remote(*a) for a in args])
+        remote = ray.remote(num_cpus=pool.num_cpus, max_retries=2)(returning_node(fn))
+        placed = ray.get([remote.remote(*a) for a in args])
+        # Where the shards ran, for the step's ``marin/ran_on`` (``shard_nodes``).
+        record_shard_nodes(node for _, node in placed)
+        return [result for result, _ in placed]
     if pool.workers <= 1 or len(args) == 1:
         return [fn(*a) for a in args]
     import concurrent.futures

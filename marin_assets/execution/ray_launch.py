@@ -4,7 +4,8 @@ The runner (:mod:`marin_assets.execution.runner`) decides *when* a unit runs and
 this module decides *where* its function runs and how: in process for a plain function, on Ray for a
 ``@ray.remote`` function, a step that declares ``resources``, a step whose pip groups this interpreter
 lacks, or every step when ``ray_cluster.steps_on_ray()``. A Ray task is fenced by the step's lease
-(cancelled when the lease is lost) and records where it ran (``marin/ran_on``).
+(cancelled when the lease is lost) and records where it ran (``marin/ran_on``), its shard tasks'
+nodes included.
 
 Progress: the step's progress lines (:func:`marin_resources.progress.report_progress`) are tagged
 with its name wherever it runs. On Ray the task gets the driver's relay (a Ray actor; public API),
@@ -82,6 +83,18 @@ def launch_step_function(node: ResolvedStep, config: Any) -> Any:
     return _with_progress_summary(result, node.name)
 
 
+def _in_process(fn: Callable[[Any], Any], config: Any) -> Any:
+    """Call ``fn`` here; when its shards ran as Ray tasks (an explicit Ray shard pool), its metadata
+    says where (``marin/ran_on``: ``shard_nodes`` alone, the step itself ran on no Ray node)."""
+    from marin_resources.ray_jobs import PLACEMENT_KEY, collecting_shard_nodes, with_shard_nodes
+
+    with collecting_shard_nodes() as shard_nodes:
+        result = fn(config)
+    if not shard_nodes or (result is not None and not isinstance(result, dict)):
+        return result
+    return {**(result or {}), PLACEMENT_KEY: with_shard_nodes({}, shard_nodes)}
+
+
 def _launch(node: ResolvedStep, config: Any) -> Any:
     """Call the step function: on Ray when it is a remote function, declares resources or needs pip
     groups this interpreter lacks, or when ``ray_cluster.steps_on_ray()`` (a Ray Client address or
@@ -91,7 +104,7 @@ def _launch(node: ResolvedStep, config: Any) -> Any:
 
     runtime_env = runtime_env_for(step.pip_dependency_groups)
     if runs_in_process(step, runtime_env):
-        return step.fn(config)
+        return _in_process(step.fn, config)
     import ray
 
     from marin_resources.progress import driver_relay, run_reporting

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from marin_assets.execution import ExecutorStep, output_path_of, this_output_path, versioned
-from marin_assets.execution.storage import atomic_write_text
+from marin_assets.execution.storage import atomic_write_text, join_path, read_bytes
 
 
 @dataclass(frozen=True)
@@ -31,14 +31,16 @@ def nap(config: NapConfig) -> dict[str, Any]:
         raise ValueError(f"planned failure of {config.tag}")
     time.sleep(config.seconds)
     interval = {"start": start, "end": time.time(), "pid": os.getpid()}
-    atomic_write_text(os.path.join(config.output_path, "interval.json"), json.dumps(interval))
+    atomic_write_text(join_path(config.output_path, "interval.json"), json.dumps(interval))
     return {"slept": config.seconds}
 
 
 def interval_of(output_path: str) -> tuple[float, float]:
-    with open(os.path.join(output_path, "interval.json")) as handle:
-        data = json.load(handle)
-    return data["start"], data["end"]
+    """When the step ran (its own ``interval.json``), on any filesystem (``gs://`` on the topology)."""
+    data = read_bytes(join_path(output_path, "interval.json"))
+    assert data is not None, f"{output_path}: no interval.json"
+    interval = json.loads(data)
+    return interval["start"], interval["end"]
 
 
 def independent_steps(count: int, seconds: float, name: str = "nap") -> list[ExecutorStep]:

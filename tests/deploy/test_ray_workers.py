@@ -5,11 +5,16 @@ step process is one.
 * the independent steps of one run (``run_steps``, the engine path a UI run takes: every step a Ray
   task because the driver uses Ray Client) land on both workers -- ``marin/ran_on`` says where;
 * the shards of one stage (``core.shard_stage.map_shards`` inside a step on Ray: one Ray task per
-  shard) land on both workers.
+  shard) land on both workers -- the step's ``marin/ran_on`` says where (``shard_nodes``), and so do
+  the shards themselves.
+
+The same through GraphQL ``launchRun`` on the whole topology (a UI run's steps, a real curation
+stage's shards): ``tests/deploy/test_ui_runs_topology.py``.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import shutil
@@ -56,7 +61,7 @@ def work(config):
     from marin_assets.core.shard_stage import map_shards
     time.sleep(2.0)  # the steps overlap: each is placed while the others run
     shard_nodes = map_shards(node_of, [(i,) for i in range(6)]) if config.n == 0 else []
-    return {"shard_nodes": shard_nodes}
+    return {"shards_saw": shard_nodes}
 
 
 steps = [ExecutorStep(f"spread/step{i}", work, Job(this_output_path(), versioned(i)), resources=CpuConfig())
@@ -65,7 +70,9 @@ report = run_steps(steps, sys.argv[1])
 out = []
 for outcome in report.outcomes:
     meta = read_metadata(outcome.output_path)
-    out.append({"node": meta["marin/ran_on"]["ray_node_id"], "shards": meta["shard_nodes"]})
+    placement = meta["marin/ran_on"]
+    out.append({"node": placement["ray_node_id"], "shards": placement.get("shard_nodes", {}),
+                "shards_saw": meta["shards_saw"]})
 print("RESULT " + json.dumps(out), flush=True)
 """
 
@@ -110,5 +117,8 @@ def test_steps_and_shards_land_on_both_workers(two_workers):
     result = json.loads(line[len("RESULT ") :])
     step_nodes = {r["node"] for r in result}
     assert step_nodes == workers, (step_nodes, workers)
-    shard_nodes = {n for r in result for n in r["shards"]}
-    assert shard_nodes == workers, (shard_nodes, workers)
+    # marin/ran_on records where the shards ran: both workers, every shard counted, as they saw it.
+    (stage,) = [r for r in result if r["shards"]]
+    assert set(stage["shards"]) == workers, (stage, workers)
+    assert sum(stage["shards"].values()) == 6, stage
+    assert stage["shards"] == dict(collections.Counter(stage["shards_saw"])), stage

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from marin_assets.execution.status import read_status
+from tests.conftest import REEXECUTE, first_failure_description, launch_assets, materialized_in
 from tests.dagster_bridge.run_steps import failing_family, independent_steps, interval_of
 from tests.ui import test_browser
-from tests.ui.conftest import LAUNCH_RUN, LOCATION, REPOSITORY, DagsterDev
+from tests.ui.conftest import LOCATION, DagsterDev
 from tests.ui.test_browser import body_text, open_page, screenshot
 
 # The headless Chromium of the browser tests (skips with the reason when the browser stack is missing).
@@ -42,62 +43,6 @@ load_from:
       working_directory: {Path(__file__).resolve().parents[2]}
 """
 DAGSTER_ENV = {"MARIN_TEST_FAIL_FLAG": str(FLAG), "MARIN_TEST_NAP_SECONDS": str(NAP_SECONDS)}
-
-REEXECUTE = """
-mutation Reexecute($params: ReexecutionParams!) {
-  launchRunReexecution(reexecutionParams: $params) {
-    __typename
-    ... on LaunchRunSuccess { run { runId } }
-    ... on PythonError { message }
-  }
-}
-"""
-
-RUN_DETAILS = """
-query Run($runId: ID!) {
-  runOrError(runId: $runId) {
-    ... on Run {
-      startTime endTime
-      stepStats { stepKey status }
-      assetMaterializations { assetKey { path } }
-    }
-  }
-}
-"""
-
-FAILURE_MESSAGE = """
-query Logs($runId: ID!) {
-  logsForRun(runId: $runId) {
-    ... on EventConnection {
-      events {
-        __typename
-        ... on MessageEvent { message }
-        ... on ExecutionStepFailureEvent { error { message } failureMetadata { description } }
-      }
-    }
-  }
-}
-"""
-
-
-def launch_assets(server: DagsterDev, paths: list[list[str]]) -> str:
-    params = {
-        "selector": {
-            "repositoryLocationName": LOCATION,
-            "repositoryName": REPOSITORY,
-            "jobName": "__ASSET_JOB",
-            "assetSelection": [{"path": p} for p in paths],
-        },
-        "runConfigData": {},
-    }
-    launched = server.graphql(LAUNCH_RUN, {"params": params})["launchRun"]
-    assert launched["__typename"] == "LaunchRunSuccess", launched
-    return launched["run"]["runId"]
-
-
-def materialized_in(server: DagsterDev, run_id: str) -> set[str]:
-    run = server.graphql(RUN_DETAILS, {"runId": run_id})["runOrError"]
-    return {"/".join(m["assetKey"]["path"]) for m in run["assetMaterializations"]}
 
 
 def test_independent_steps_of_a_ui_run_run_together(dagster_dev: DagsterDev):
@@ -138,10 +83,7 @@ def test_a_failure_stops_only_descendants_then_reexecute_from_failure_runs_what_
             "child": "DEP_FAILED",
             "grandchild": "DEP_FAILED",
         }
-        events = dagster_dev.graphql(FAILURE_MESSAGE, {"runId": run_id})["logsForRun"]["events"]
-        failures = [e for e in events if e["__typename"] == "ExecutionStepFailureEvent"]
-        assert failures, events
-        description = (failures[0].get("failureMetadata") or {}).get("description") or failures[0]["error"]["message"]
+        description = first_failure_description(dagster_dev, run_id)
         assert description.splitlines()[0].startswith("ValueError: planned failure of bad"), description
     finally:
         FLAG.unlink(missing_ok=True)
