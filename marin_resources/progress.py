@@ -326,7 +326,8 @@ _RELAY_LOCK = threading.Lock()
 _RELAY_EXIT_HOOK: list[bool] = []
 
 
-def _stop_relays() -> None:
+def stop_relays() -> None:
+    """Stop the relay threads (waiting for each to leave its Ray call): before ``ray.shutdown``."""
     for relay in list(_RELAY):
         relay.stop(wait_s=3.0)
 
@@ -346,7 +347,7 @@ def driver_relay() -> ProgressRelay:
 
             # Registered after ray.init's own exit hook, so it runs first: the thread is out of its
             # Ray call before Ray shuts down.
-            atexit.register(_stop_relays)
+            atexit.register(stop_relays)
             _RELAY_EXIT_HOOK.append(True)
         _RELAY.append(relay)
         logger.debug("progress relay started in %.1fs", time.monotonic() - started)

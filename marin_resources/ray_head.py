@@ -329,6 +329,37 @@ def _head_processes(temp_dir: str, address: str | None) -> list[Any]:
     return list(found.values())
 
 
+def _head_address(temp_dir: str) -> str | None:
+    with contextlib.suppress(FileNotFoundError), open(os.path.join(temp_dir, ADDRESS_FILE)) as handle:
+        return handle.read().strip() or None
+    return None
+
+
+def disconnect_driver(temp_dir: str | None = None) -> None:
+    """Disconnect this process's Ray driver if it is connected to the embedded head in ``temp_dir``
+    (a driver left connected to a stopped head hangs on the dead GCS, then exits the process).
+
+    Call it from the thread that makes this process's Ray calls, never beside one: Ray ends the
+    whole process, silently with status 1, when any thread calls into its core worker while or
+    after it shuts down. The progress relay's thread is stopped first for the same reason.
+    """
+    temp_dir = os.path.abspath(temp_dir or default_temp_dir())
+    address = _head_address(temp_dir)
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized() or not address:
+        return
+    try:
+        gcs = ray.get_runtime_context().gcs_address
+    except Exception as exc:  # noqa: BLE001 - a broken connection: drop it, it can only be to a dying head
+        logger.warning("disconnecting from Ray before stopping the head in %s: %s", temp_dir, exc)
+        gcs = address
+    if gcs.rpartition(":")[2] == address.rpartition(":")[2]:
+        from marin_resources.progress import stop_relays
+
+        stop_relays()
+        ray.shutdown()
+
+
 def stop_embedded_head(temp_dir: str | None = None) -> None:
     """Stop the machine-local head started by :func:`start_embedded_head` (tests, shutdown).
 
@@ -339,19 +370,8 @@ def stop_embedded_head(temp_dir: str | None = None) -> None:
 
     temp_dir = os.path.abspath(temp_dir or default_temp_dir())
     address_file = os.path.join(temp_dir, ADDRESS_FILE)
-    address = None
-    with contextlib.suppress(FileNotFoundError), open(address_file) as handle:
-        address = handle.read().strip() or None
-    ray = sys.modules.get("ray")
-    # A driver of this process connected to that head would otherwise hang on a dead GCS.
-    if ray is not None and ray.is_initialized() and address:
-        try:
-            gcs = ray.get_runtime_context().gcs_address
-        except Exception as exc:  # noqa: BLE001 - a broken connection: drop it, it can only be to a dying head
-            logger.warning("disconnecting from Ray before stopping the head in %s: %s", temp_dir, exc)
-            gcs = address
-        if gcs.rpartition(":")[2] == address.rpartition(":")[2]:
-            ray.shutdown()
+    address = _head_address(temp_dir)
+    disconnect_driver(temp_dir)
     procs = _head_processes(temp_dir, address)
     for proc in procs:
         with contextlib.suppress(psutil.Error):

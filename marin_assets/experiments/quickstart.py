@@ -133,6 +133,11 @@ class RayStopper:
 
     def __call__(self, **_: object) -> None:
         if self.thread is None:
+            from marin_resources.ray_head import disconnect_driver
+
+            # Here, in the thread that ran the steps, not in the stopping thread: Ray ends the
+            # process (status 1, no word) when one thread calls into it while another shuts it down.
+            disconnect_driver()
             self.thread = threading.Thread(target=self._stop, name="marin-ray-stop", daemon=True)
             self.thread.start()
 
