@@ -155,7 +155,18 @@ def run_readme_command(repo: str, prefix: str, home: str, ray_tmp: str, size: st
         proc.wait()
     wall = time.monotonic() - start
     if proc.returncode != 0:
-        raise SystemExit(f"quickstart failed ({proc.returncode}):\n" + "\n".join(line for _, line in lines[-60:]))
+        # The console is quiet by design: the run's own log (and when the process ended) tells why.
+        logs = sorted(glob.glob(os.path.join(prefix, "experiments", "logs", "*.log")), key=os.path.getmtime)
+        tail = ["(no run log)"]
+        if logs:
+            with open(logs[-1]) as handle:
+                tail = handle.read().splitlines()[-40:]
+        raise SystemExit(
+            f"quickstart failed ({proc.returncode}) after {wall:.0f} s:\n"
+            + "\n".join(f"[{t:6.0f}s] {line}" for t, line in lines[-60:])
+            + f"\n--- the run log ({logs[-1] if logs else 'none'}), last lines:\n"
+            + "\n".join(tail)
+        )
     run = Run(wall, lines, sampler, (load_before, os.getloadavg()[0]))
     for _, line in reversed(lines):
         with contextlib.suppress(ValueError):
