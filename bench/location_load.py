@@ -5,16 +5,22 @@ the scripts (a random DAG, each step depending on up to two earlier steps, possi
 script), then starts ``dagster-webserver -f <file>`` twice, side by side in one run:
 
 * **ours**: this repository's ``definitions.py`` discovering the scripts (``MARIN_PROJECT_ROOT``);
-* **plain**: a file building one plain ``dg.AssetSpec`` per step with the same keys, deps and groups;
+* **plain**: a file building one plain ``dg.AssetSpec`` per step with the same keys, deps and groups
+  (external assets: nothing to run, the cheapest Dagster has);
+* **materializable**: plain Dagster with the same specs in one subsettable ``multi_asset`` (what
+  ours is: assets the UI can materialize, in one op), the second baseline;
 * **op per step** (``--op_per_step``): plain Dagster with one ``multi_asset`` per step, the layout
   that would give each step its own bar in the run page.
 
 Each is timed from process start until the webserver answers and GraphQL ``assetNodes`` lists
-every step's asset. Prints seconds, the ratio ours/plain and the load average beside them.
+every step's asset. Prints seconds, the ratios ours/plain and ours/materializable and the load
+average beside them, and the CPU seconds the webserver and its code server spent until then (on a
+shared, loaded machine wall times swing by tens of percent; CPU seconds much less).
 
 ``--phases`` also shows where the time goes, in a fresh process per side: building the definitions
 (discovery, hashing, Dagster specs and ops), the repository, the snapshot the code server sends,
-its serialization and the webserver's deserialization, with the snapshot's size.
+its serialization and the webserver's deserialization, with the snapshot's size (and, for
+materializable, the job snapshot of its ``__ASSET_JOB``, which the phases also build).
 
     python -m bench.location_load [--steps 1000 10000] [--scripts 1 100] [--timeout 600] [--phases] [--op_per_step]
 """
@@ -33,6 +39,8 @@ import textwrap
 import time
 import urllib.error
 import urllib.request
+
+import psutil
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -102,6 +110,38 @@ defs = dg.Definitions(
 '''
 
 
+MATERIALIZABLE = '''
+"""Plain Dagster, materializable: the same specs in one subsettable ``multi_asset`` (same keys, deps, groups)."""
+import sys
+
+sys.path.insert(0, {root!r})
+import dagster as dg
+from benchdag import SCRIPTS, dag
+
+
+def key(step):
+    return dg.AssetKey(step.name.split("/"))
+
+
+steps, parents_of = dag()
+specs = [
+    dg.AssetSpec(
+        key(step), deps=[key(steps[p]) for p in parents], group_name=f"exp_{{i % SCRIPTS:03d}}", code_version=str(i)
+    )
+    for i, (step, parents) in enumerate(zip(steps, parents_of))
+]
+
+
+@dg.multi_asset(name="steps", specs=specs, can_subset=True)
+def _steps(context: dg.AssetExecutionContext):
+    for selected in context.selected_asset_keys:
+        yield dg.MaterializeResult(asset_key=selected)
+
+
+defs = dg.Definitions(assets=[_steps])
+'''
+
+
 OP_PER_STEP = '''
 """Plain Dagster, one op per step: a ``multi_asset`` per step of the benchmark DAG (same keys, deps, groups)."""
 import sys
@@ -144,6 +184,8 @@ def write_project(root: str, steps: int, scripts: int) -> None:
             handle.write(SCRIPT.format(index=index))
     with open(os.path.join(root, "plain_defs.py"), "w") as handle:
         handle.write(PLAIN.format(root=root))
+    with open(os.path.join(root, "materializable_defs.py"), "w") as handle:
+        handle.write(MATERIALIZABLE.format(root=root))
     with open(os.path.join(root, "op_per_step_defs.py"), "w") as handle:
         handle.write(OP_PER_STEP.format(root=root))
 
@@ -166,8 +208,22 @@ def _asset_count(url: str) -> int:
     return len(nodes)
 
 
-def time_load(file: str, env: dict[str, str], expected: int, timeout: float) -> float:
-    """Seconds from starting ``dagster-webserver -f file`` until ``assetNodes`` lists ``expected`` assets."""
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and its live descendants (the code server)."""
+    root = psutil.Process(pid)
+    total = 0.0
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def time_load(file: str, env: dict[str, str], expected: int, timeout: float) -> tuple[float, float]:
+    """Seconds from starting ``dagster-webserver -f file`` until ``assetNodes`` lists ``expected``
+    assets, and the CPU seconds the webserver and its code server spent until then."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as home:
@@ -189,7 +245,7 @@ def time_load(file: str, env: dict[str, str], expected: int, timeout: float) -> 
                 if time.perf_counter() - start > timeout:
                     raise TimeoutError(f"{file}: not every asset listed after {timeout} s")
                 if _asset_count(url) >= expected:
-                    return time.perf_counter() - start
+                    return time.perf_counter() - start, _cpu_seconds(process.pid)
                 time.sleep(0.25)
         finally:
             os.killpg(process.pid, signal.SIGTERM)
@@ -227,6 +283,7 @@ t = time.perf_counter()
 for text in texts:
     deserialize_value(text)
 times["deserialize"] = time.perf_counter() - t
+times["cpu"] = time.process_time()  # the whole process, import dagster included
 times["MB"] = sum(len(text) for text in texts) / 1e6
 print(json.dumps(times))
 """
@@ -262,19 +319,33 @@ def main() -> None:
                 files = {
                     "ours": os.path.join(REPO_ROOT, "definitions.py"),
                     "plain": os.path.join(root, "plain_defs.py"),
+                    "materializable": os.path.join(root, "materializable_defs.py"),
                 }
                 load_before = os.getloadavg()[0]
-                plain = time_load(files["plain"], env, steps, args.timeout)
-                ours = time_load(files["ours"], env, steps, args.timeout)
+                plain, plain_cpu = time_load(files["plain"], env, steps, args.timeout)
+                ours, ours_cpu = time_load(files["ours"], env, steps, args.timeout)
                 load_after = os.getloadavg()[0]
                 print(
                     f"  {steps:>6} steps / {scripts:>3} script(s): ours {ours:7.1f} s  plain {plain:7.1f} s  "
                     f"ratio {ours / plain:4.2f}  (goal <= 1.5; load avg {load_before:.1f} -> {load_after:.1f})",
                     flush=True,
                 )
+                materializable, materializable_cpu = time_load(files["materializable"], env, steps, args.timeout)
+                print(
+                    f"  {steps:>6} steps / {scripts:>3} script(s): plain materializable (one subsettable "
+                    f"multi_asset) {materializable:7.1f} s, ours / materializable {ours / materializable:4.2f} "
+                    f"(load avg {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
+                print(
+                    f"  {steps:>6} steps / {scripts:>3} script(s): CPU s (webserver + code server): ours "
+                    f"{ours_cpu:6.1f}  plain {plain_cpu:6.1f}  materializable {materializable_cpu:6.1f}  "
+                    f"ratios {ours_cpu / plain_cpu:4.2f} / {ours_cpu / materializable_cpu:4.2f}",
+                    flush=True,
+                )
                 if args.op_per_step:
                     files["op per step"] = os.path.join(root, "op_per_step_defs.py")
-                    per_step = time_load(files["op per step"], env, steps, args.timeout)
+                    per_step, _ = time_load(files["op per step"], env, steps, args.timeout)
                     print(
                         f"  {steps:>6} steps / {scripts:>3} script(s): plain Dagster with an op per step "
                         f"{per_step:7.1f} s, ratio to plain specs {per_step / plain:4.2f} "

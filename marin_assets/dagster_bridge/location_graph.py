@@ -104,7 +104,7 @@ class AssetKeys:
     ) -> None:
         """``groups`` names each graph's experiment; ``modules`` maps a module name to its group."""
         self._versions: dict[str, dict[str, ResolvedStep]] = {}
-        self._reached_by: dict[int, list[str]] = {}
+        self._reached_by: dict[int, dict[str, None]] = {}  # id(node) -> groups reaching it, in order
         self._definitions: dict[int, ExecutorStep] = {}  # id(node) -> the step object defining it
         self._modules = dict(modules or {})
         self._paths: dict[str, dict[int, str]] = {}  # module -> id(step) -> variable path
@@ -117,21 +117,21 @@ class AssetKeys:
         self._keys.clear()
         engine = graph.graph if isinstance(graph, GraphView) else graph
         for node in graph.topological():
-            self._versions.setdefault(node.name, {}).setdefault(code_version_of(node), node)
-            self._definitions.setdefault(id(node), engine.definition_of(node))
+            node_id = id(node)
+            if node_id not in self._definitions:  # a node shared by several experiments' views: once
+                self._versions.setdefault(node.name, {}).setdefault(code_version_of(node), node)
+                self._definitions[node_id] = engine.definition_of(node)
             if group is not None:
-                reachers = self._reached_by.setdefault(id(node), [])
-                if group not in reachers:
-                    reachers.append(group)
+                self._reached_by.setdefault(node_id, {})[group] = None
 
     def group_of(self, node: ResolvedStep) -> str | None:
         """The group showing ``node``: its defining script's when that script is in the location."""
-        reachers = self._reached_by.get(id(node), [])
+        reachers = self._reached_by.get(id(node), {})
         for module in self._definitions.get(id(node), node.step).defined_in:
             group = self._modules.get(module)
             if group is not None and (group in reachers or not reachers):
                 return group
-        return reachers[0] if reachers else None
+        return next(iter(reachers), None)
 
     def variants(self) -> dict[str, list[ResolvedStep]]:
         """Step names with several configs in the location -> one node per config."""
