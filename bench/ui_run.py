@@ -7,13 +7,17 @@ loop), then for N in ``--counts`` (1, 8, 32):
   start to exit (every ready step at once, its default);
 * **ui**: GraphQL ``launchRun`` on ``__ASSET_JOB`` with the N assets selected (what *Materialize
   all* sends) to a running ``dagster dev`` on the same project, from the launch until the run is
-  SUCCESS (the run queue, the run worker's start and the location load included).
+  SUCCESS (the run queue, the run worker's start and the location load included). Its instance is
+  the one ``scripts/dagster_home.sh`` writes for users (run queue, dequeue interval).
 
 Each side computes fresh steps (their versions differ), so nothing is cached. Prints both walls,
 the ratio ui/cli (goal <= 1.1) and the fixed cost of a UI run (a one-step run of a no-op step,
-minus the same through ``executor_main``), with the load average beside them.
+minus the same through ``executor_main``), with the load average beside them. ``--phases`` adds
+where each UI run's time went, from the run's own event log (webserver, queue, run worker start,
+location load, executor, the op's planning, the steps, the end); ``--events`` lists the no-op
+run's events with their times.
 
-    python -m bench.ui_run [--counts 1 8 32] [--seconds 5] [--kinds sleep cpu]
+    python -m bench.ui_run [--counts 1 8 32] [--seconds 5] [--kinds sleep cpu] [--phases] [--events]
 """
 
 from __future__ import annotations
