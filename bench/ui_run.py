@@ -14,7 +14,8 @@ Each side computes fresh steps (their versions differ), so nothing is cached. Pr
 the ratio ui/cli (goal <= 1.1) and the fixed cost of a UI run (a one-step run of a no-op step,
 minus the same through ``executor_main``), with the load average beside them. ``--phases`` adds
 where each UI run's time went, from the run's own event log (webserver, queue, run worker start,
-location load, executor, the op's planning, the steps, the end); ``--events`` lists the no-op
+location load, executor, the op's planning, the steps, the end; when short steps end before the
+last one starts, two step phases overlap and one reads negative); ``--events`` lists the no-op
 run's events with their times.
 
     python -m bench.ui_run [--counts 1 8 32] [--seconds 5] [--kinds sleep cpu] [--phases] [--events]
@@ -197,7 +198,9 @@ PHASES = (
     ("location load in the run worker (-> RUN_START)", "RUN_START"),
     ("executor start (-> STEP_START)", "STEP_START"),
     ("op planning (-> first step started)", "MESSAGE:: started ("),
-    ("steps (-> last materialization)", "LAST:ASSET_MATERIALIZATION"),
+    ("steps started (-> last step started)", "LAST:MESSAGE:: started ("),
+    ("steps run (-> first step done)", "MESSAGE:: done in "),
+    ("results written (-> last materialization)", "LAST:ASSET_MATERIALIZATION"),
     ("op end (-> STEP_SUCCESS)", "STEP_SUCCESS"),
     ("run end (-> RUN_SUCCESS)", "RUN_SUCCESS"),
 )
