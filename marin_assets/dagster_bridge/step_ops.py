@@ -34,8 +34,8 @@ _INVALID_KEY_CHARS = re.compile(r"[^A-Za-z0-9_]")
 # The executor of the location's jobs (``__ASSET_JOB``, the experiments' jobs). A run's steps run
 # concurrently inside its group op already (threads, Ray tasks), so Dagster's default multiprocess
 # executor only added a process per op that imports Dagster and loads the whole location again,
-# then waits for it to exit: 4-8 s of a UI run's fixed cost on a busy 2-core machine, about half of
-# it (``bench/ui_run --phases``). In process, the run worker that already loaded the location runs
+# then waits for it to exit: 2.5-3 s of a UI run on a 2-core machine at load 3, 4-8 s at load 7-9
+# (``bench/ui_run --phases``). In process, the run worker that already loaded the location runs
 # the op. The cost: two ops of one run (a rare second op of a partition set) run one after the other.
 RUN_EXECUTOR = dg.in_process_executor
 
