@@ -7,13 +7,18 @@ loop), then for N in ``--counts`` (1, 8, 32):
   start to exit (every ready step at once, its default);
 * **ui**: GraphQL ``launchRun`` on ``__ASSET_JOB`` with the N assets selected (what *Materialize
   all* sends) to a running ``dagster dev`` on the same project, from the launch until the run is
-  SUCCESS (the run queue, the run worker's start and the location load included).
+  SUCCESS (the run queue, the run worker's start and the location load included). Its instance is
+  the one ``scripts/dagster_home.sh`` writes for users (run queue, dequeue interval).
 
 Each side computes fresh steps (their versions differ), so nothing is cached. Prints both walls,
 the ratio ui/cli (goal <= 1.1) and the fixed cost of a UI run (a one-step run of a no-op step,
-minus the same through ``executor_main``), with the load average beside them.
+minus the same through ``executor_main``), with the load average beside them. ``--phases`` adds
+where each UI run's time went, from the run's own event log (webserver, queue, run worker start,
+location load, executor, the op's planning, the steps, the end; when short steps end before the
+last one starts, two step phases overlap and one reads negative); ``--events`` lists the no-op
+run's events with their times.
 
-    python -m bench.ui_run [--counts 1 8 32] [--seconds 5] [--kinds sleep cpu]
+    python -m bench.ui_run [--counts 1 8 32] [--seconds 5] [--kinds sleep cpu] [--phases] [--events]
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import tempfile
 import textwrap
 import time
 import urllib.request
+from dataclasses import dataclass
 from typing import Any
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -99,6 +105,7 @@ GROUPS = json.loads(os.environ["BENCH_GROUPS"])
 defs = build_definitions(
     [Experiment(name=f"{kind}{count}", steps=steps(count, kind, seconds, "ui")) for count, kind, seconds in GROUPS]
 )
+
 """
 
 LAUNCH = """
@@ -145,8 +152,18 @@ def _wait_loaded(url: str, process: subprocess.Popen, timeout: float) -> None:
     raise TimeoutError("dagster dev did not load the location")
 
 
-def ui_wall(url: str, count: int, kind: str) -> tuple[float, float]:
-    """(seconds from launchRun to SUCCESS, seconds the run itself took by Dagster's start/end)."""
+@dataclass(frozen=True)
+class UiRun:
+    """One UI run as the bench saw it: when it launched (wall clock), how long until SUCCESS."""
+
+    run_id: str
+    launched_at: float
+    wall: float
+    in_run: float
+
+
+def ui_wall(url: str, count: int, kind: str) -> UiRun:
+    """The run of ``count`` steps of ``kind``: launchRun until the webserver says SUCCESS."""
     params = {
         "selector": {
             "repositoryLocationName": "marin",
@@ -156,6 +173,7 @@ def ui_wall(url: str, count: int, kind: str) -> tuple[float, float]:
         },
         "runConfigData": {},
     }
+    launched_at = time.time()
     start = time.perf_counter()
     launched = _graphql(url, LAUNCH, {"params": params})["launchRun"]
     if launched["__typename"] != "LaunchRunSuccess":
@@ -167,8 +185,71 @@ def ui_wall(url: str, count: int, kind: str) -> tuple[float, float]:
             wall = time.perf_counter() - start
             if run["status"] != "SUCCESS":
                 raise RuntimeError(f"UI run {run_id} of {kind}{count}: {run['status']}")
-            return wall, (run["endTime"] or 0) - (run["startTime"] or 0)
+            return UiRun(run_id, launched_at, wall, (run["endTime"] or 0) - (run["startTime"] or 0))
         time.sleep(0.1)
+
+
+# The phases of a UI run, each ending at the first (LAST: the last) event that matches
+# "EVENT_TYPE[:text in its message]" or "MESSAGE:text" (a log line of the op).
+PHASES = (
+    ("webserver (launchRun -> RUN_ENQUEUED)", "RUN_ENQUEUED"),
+    ("queue (-> RUN_STARTING: daemon tick, launcher)", "RUN_STARTING"),
+    ("run worker start (python, Dagster's imports)", "ENGINE_EVENT:Started process for run"),
+    ("location load in the run worker (-> RUN_START)", "RUN_START"),
+    ("executor start (-> STEP_START)", "STEP_START"),
+    ("op planning (-> first step started)", "MESSAGE:: started ("),
+    ("steps started (-> last step started)", "LAST:MESSAGE:: started ("),
+    ("steps run (-> first step done)", "MESSAGE:: done in "),
+    ("results written (-> last materialization)", "LAST:ASSET_MATERIALIZATION"),
+    ("op end (-> STEP_SUCCESS)", "STEP_SUCCESS"),
+    ("run end (-> RUN_SUCCESS)", "RUN_SUCCESS"),
+)
+
+
+def _matches(entry: Any, what: str) -> bool:
+    kind, _, text = what.removeprefix("LAST:").partition(":")
+    event_type = entry.dagster_event_type
+    if kind == "MESSAGE":
+        return event_type is None and text in entry.message
+    return event_type is not None and event_type.name == kind and text in entry.message
+
+
+def _run_logs(home: str, run_id: str) -> list[Any]:
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(home) as instance:
+        return list(instance.all_logs(run_id))
+
+
+def run_phases(home: str, run: UiRun) -> list[tuple[str, float]]:
+    """Seconds of each phase of ``run`` by its own event log's timestamps, then until the bench
+    saw SUCCESS; a phase whose event is missing is NaN and the next one counts from the last found."""
+    entries = _run_logs(home, run.run_id)
+    phases: list[tuple[str, float]] = []
+    previous = run.launched_at
+    for name, what in PHASES:
+        hits = [e.timestamp for e in entries if _matches(e, what)]
+        if not hits:
+            phases.append((name, float("nan")))
+            continue
+        at = max(hits) if what.startswith("LAST:") else min(hits)
+        phases.append((name, at - previous))
+        previous = at
+    phases.append(("bench sees SUCCESS (its 0.1 s poll)", run.launched_at + run.wall - previous))
+    return phases
+
+
+def _print_events(home: str, run: UiRun) -> None:
+    for entry in _run_logs(home, run.run_id):
+        kind = entry.dagster_event_type.name if entry.dagster_event_type else "LOG"
+        text = entry.message.replace("\n", " ")[:70]
+        print(f"      +{entry.timestamp - run.launched_at:6.2f} s  {kind:<29} {text}", flush=True)
+
+
+def _print_phases(home: str, run: UiRun) -> None:
+    for name, seconds in run_phases(home, run):
+        print(f"      {name:<48} " + (f"{seconds:6.2f} s" if seconds == seconds else "  (no such event)"), flush=True)
+    print(f"      events written: {len(_run_logs(home, run.run_id))}", flush=True)
 
 
 def cli_wall(root: str, env: dict[str, str], count: int, kind: str, seconds: float) -> float:
@@ -191,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="each sleeping step's seconds")
     parser.add_argument("--cpu_seconds", type=float, default=0.1, help="each CPU-light step's loop, roughly")
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--phases", action="store_true", help="print each UI run's phases from its event log")
+    parser.add_argument("--events", action="store_true", help="print the no-op run's events with their times")
     args = parser.parse_args(argv)
     seconds_of = {"sleep": args.seconds, "cpu": args.cpu_seconds, "noop": 0.0}
     groups = [(1, "noop", 0.0)] + [(n, k, seconds_of[k]) for k in args.kinds for n in args.counts]
@@ -204,9 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(os.path.join(root, "workspace.yaml"), "w") as handle:
             handle.write("load_from:\n  - python_file:\n      relative_path: location.py\n      location_name: marin\n")
         home = os.path.join(root, "home")
-        os.makedirs(home)
-        with open(os.path.join(home, "dagster.yaml"), "w") as handle:
-            handle.write("telemetry:\n  enabled: false\n")
+        # The instance a user's `dagster dev` gets (its run queue and dequeue interval).
+        subprocess.run(["bash", os.path.join(REPO_ROOT, "scripts", "dagster_home.sh"), home], check=True)
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([root, REPO_ROOT, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
@@ -230,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             _wait_loaded(url, process, args.timeout)
             print(f"UI run vs executor_main, {os.cpu_count()} cores (ui: launchRun -> SUCCESS under dagster dev)")
-            fixed_ui, _ = ui_wall(url, 1, "noop")
+            fixed = ui_wall(url, 1, "noop")
+            fixed_ui = fixed.wall
             fixed_cli = cli_wall(root, env, 1, "noop", 0.0)
             load = os.getloadavg()[0]
             print(
@@ -238,16 +321,22 @@ def main(argv: list[str] | None = None) -> int:
                 f"ui - cli {fixed_ui - fixed_cli:4.1f} s  (load avg {load:.1f})",
                 flush=True,
             )
+            if args.events:
+                _print_events(home, fixed)
+            if args.phases:
+                _print_phases(home, fixed)
             for count, kind, seconds in groups[1:]:
                 load_before = os.getloadavg()[0]
                 cli = cli_wall(root, env, count, kind, seconds)
-                ui, in_run = ui_wall(url, count, kind)
+                run = ui_wall(url, count, kind)
                 print(
-                    f"  {count:>3} x {kind:<5} ({seconds:g} s): cli {cli:6.1f} s  ui {ui:6.1f} s "
-                    f"(run itself {in_run:5.1f} s)  ratio {ui / cli:4.2f} (goal <= 1.1; "
+                    f"  {count:>3} x {kind:<5} ({seconds:g} s): cli {cli:6.1f} s  ui {run.wall:6.1f} s "
+                    f"(run itself {run.in_run:5.1f} s)  ratio {run.wall / cli:4.2f} (goal <= 1.1; "
                     f"load avg {load_before:.1f} -> {os.getloadavg()[0]:.1f})",
                     flush=True,
                 )
+                if args.phases:
+                    _print_phases(home, run)
         finally:
             os.killpg(process.pid, signal.SIGINT)
             try:

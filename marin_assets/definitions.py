@@ -42,6 +42,7 @@ from marin_assets.dagster_bridge.location_graph import (
 )
 from marin_assets.dagster_bridge.maintenance_jobs import MAINTENANCE_JOBS
 from marin_assets.dagster_bridge.partition_sets import build_partition_set_sensor, partition_set_assets
+from marin_assets.dagster_bridge.step_ops import RUN_EXECUTOR
 from marin_assets.execution.declarations import Experiment, declared_partition_sources
 from marin_assets.execution.discovery import Script, discover
 from marin_assets.execution.executor_main import default_prefix
@@ -346,6 +347,7 @@ def build_definitions(
         sensors=sensors,
         schedules=schedules,
         resources={"marin_storage": storage_resource(), "ray": RayResource()},
+        executor=RUN_EXECUTOR,
     )
 
 

@@ -12,6 +12,9 @@ telemetry:
 # dedup of a drop needs the indices of every earlier drop.
 run_queue:
   max_concurrent_runs: 4
+  # The daemon starts queued runs every second (Dagster's default is 5 s: a UI run waited 2.5 s
+  # on average before its run worker started; bench/ui_run).
+  dequeue_interval_seconds: 1
   tag_concurrency_limits:
     - key: marin/curation
       limit: 1

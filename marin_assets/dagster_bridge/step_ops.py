@@ -10,6 +10,8 @@ Materializing one asset runs that step only; a selection runs as ``executor_main
 The op receives the storage and the Ray resources as typed parameters: the prefix is the storage
 resource's ``root()`` when the run starts, and setting the Ray resource up makes its settings the
 engine's default for the steps that run on Ray.
+
+The location's jobs run their ops in the run worker itself (:data:`RUN_EXECUTOR`).
 """
 
 # No ``from __future__ import annotations``: Dagster reads the op's resource parameters from
@@ -28,6 +30,14 @@ from marin_assets.execution.versioning import StepGraph
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
 _INVALID_KEY_CHARS = re.compile(r"[^A-Za-z0-9_]")
+
+# The executor of the location's jobs (``__ASSET_JOB``, the experiments' jobs). A run's steps run
+# concurrently inside its group op already (threads, Ray tasks), so Dagster's default multiprocess
+# executor only added a process per op that imports Dagster and loads the whole location again,
+# then waits for it to exit: 2.5-3 s of a UI run on a 2-core machine at load 3, 4-8 s at load 7-9
+# (``bench/ui_run --phases``). In process, the run worker that already loaded the location runs
+# the op. The cost: two ops of one run (a rare second op of a partition set) run one after the other.
+RUN_EXECUTOR = dg.in_process_executor
 
 
 def assemble_step_ops(

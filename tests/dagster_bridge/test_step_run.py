@@ -4,10 +4,14 @@
 * ``Experiment(max_concurrent=1)`` (or the run tag ``marin/max_concurrent``) runs them one by one;
 * a failing step stops only its descendants (DEP_FAILED, not materialized, never "failed"), every
   other step is materialized, and the run fails naming the failed step with its cause first;
-* each step's lines in the run's log start with its name (one step's log lines, filtered).
+* each step's lines in the run's log start with its name (one step's log lines, filtered);
+* a run of the location's jobs (with their own executor, as a run worker runs them) runs the op in
+  the run's process: no step process that loads the location again.
 """
 
 from __future__ import annotations
+
+import os
 
 import dagster as dg
 import pytest
@@ -149,3 +153,26 @@ def test_progress_lines_of_concurrent_steps_carry_their_step_name(prefix, dagste
     lines = _log_lines(instance, result.run_id)
     for i in range(3):  # each step's progress line is among its own lines (the log filter on its name)
         assert f"talk/s{i}: train: step 1: loss 2.0 (t{i})" in lines, lines
+
+
+def location_naps_job() -> dg.JobDefinition:
+    """A job of the location (an experiment's) over two sleeping steps (module level: ``dg.reconstructable``)."""
+    from marin_assets.definitions import build_definitions
+
+    experiment = Experiment("inproc", independent_steps(2, 0.2, name="inproc"))
+    return build_definitions([experiment]).resolve_job_def("inproc_job")
+
+
+def test_a_run_of_the_location_runs_its_op_in_the_run_process(prefix, dagster_home, monkeypatch):
+    # execute_job, unlike execute_in_process, runs the job with its own executor, as a run worker does.
+    monkeypatch.setenv("MARIN_PREFIX", prefix)
+    instance = dg.DagsterInstance.get()
+    with dg.execute_job(dg.reconstructable(location_naps_job), instance) as result:
+        assert result.success
+        run_id = result.run_id
+    types = [r.event_log_entry.dagster_event_type for r in instance.get_records_for_run(run_id).records]
+    # No step process that imports Dagster and loads the location again (the multiprocess executor's).
+    assert dg.DagsterEventType.STEP_WORKER_STARTING not in types
+    lines = [r.event_log_entry.message for r in instance.get_records_for_run(run_id).records]
+    assert any(line.startswith(f"Executing steps in process (pid: {os.getpid()})") for line in lines), lines
+    assert sum(t == dg.DagsterEventType.ASSET_MATERIALIZATION for t in types) == 2
