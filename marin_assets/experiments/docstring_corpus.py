@@ -16,9 +16,26 @@ from collections.abc import Iterable, Iterator
 
 _DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 # CPython 3.11's AST constructor keeps its recursion depth in interpreter-wide state: two threads
-# parsing at once (two steps of one run building corpora concurrently) fail with "SystemError: AST
-# constructor recursion depth mismatch". One parse at a time in this process.
+# parsing at once fail with "SystemError: AST constructor recursion depth mismatch". Our own parses
+# (two steps of one run building corpora) take turns; other code parses too -- Python 3.11 parses a
+# source segment to draw the carets of every traceback it formats, in whichever thread logs an
+# error -- so a parse that lost that race is simply repeated (the state is reset at each parse).
 _PARSE_LOCK = threading.Lock()
+_PARSE_ATTEMPTS = 5
+_DEPTH_MISMATCH = "recursion depth mismatch"
+
+
+def parse_source(source: str) -> ast.Module:
+    """``ast.parse(source)``, safe beside other threads' parses (see ``_PARSE_LOCK``)."""
+    for _ in range(_PARSE_ATTEMPTS - 1):
+        try:
+            with _PARSE_LOCK:
+                return ast.parse(source)
+        except SystemError as exc:
+            if _DEPTH_MISMATCH not in str(exc):
+                raise
+    with _PARSE_LOCK:
+        return ast.parse(source)
 
 
 def stdlib_dir() -> str:
@@ -45,8 +62,7 @@ def iter_docstrings(paths: Iterable[str]) -> Iterator[str]:
         try:
             with open(path, encoding="utf-8") as handle:  # local source files, never a remote path
                 source = handle.read()
-            with _PARSE_LOCK:
-                tree = ast.parse(source)
+            tree = parse_source(source)
         except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
             continue
         for node in ast.walk(tree):
