@@ -11,6 +11,11 @@ Dagster events, in the op's own thread (Dagster's run log is written from one th
 * a line per step when it starts (with why it runs), ends (seconds, or the cause of its failure)
   or is not run (DEP_FAILED, naming the failed input); each line starts with the step's label,
   so filtering the run's logs by a step's name shows that step's lines alone;
+* the same states as structured events on the step's own asset: an ``AssetObservation`` with
+  ``marin/state`` ``running`` (and ``marin/started``) when it starts, ``failed`` (``marin/seconds``,
+  ``marin/cause``) or ``not run`` (``marin/cause``) -- so the run's event log (type filter
+  *Observation*) and each asset's Events tab say which step runs, since when, and why one did not
+  finish; a step that succeeds ends with its materialization;
 * the step's materialization the moment it succeeds (``marin/seconds``, ``marin/started``, its
   metadata, its checks);
 * inputs an explicit request brought along (units that were not SUCCESS), recorded as
@@ -338,7 +343,9 @@ def _drain(
         if kind == "log":
             context.log.info(payload)
         elif kind == "start":
-            context.log.info(f"{plan.label(unit)}: started ({plan.reasons.get(_key(unit), 'requested')})")
+            reason = plan.reasons.get(_key(unit), "requested")
+            context.log.info(f"{plan.label(unit)}: started ({reason})")
+            _observe(context, plan, unit, "running", started=_iso(payload), reason=reason)
         elif kind == "done":
             started, outcome = payload
             finished.add(_key(unit))
@@ -353,7 +360,9 @@ def _drain(
             path = unit[0].partition_output_path(unit[1])
             failed[_key(unit)] = FailedStep(plan.label(unit), path, str(exc))
             cause, _ = failure_cause(path, str(exc))
-            context.log.error(f"{plan.label(unit)}: FAILED after {time.time() - started:.1f}s: {cause}")
+            seconds = time.time() - started
+            context.log.error(f"{plan.label(unit)}: FAILED after {seconds:.1f}s: {cause}")
+            _observe(context, plan, unit, "failed", started=_iso(started), seconds=round(seconds, 3), cause=cause)
         elif kind == "end":
             thread.join()
             if payload is not None:
@@ -386,7 +395,21 @@ def _not_run(
         cause = _failed_ancestor(unit, plan, failed)
         not_run.append((plan.label(unit), cause))
         context.log.warning(f"{plan.label(unit)}: not run, input {cause} failed (DEP_FAILED)")
+        _observe(context, plan, unit, "not run", cause=f"input {cause} failed (DEP_FAILED)")
     return not_run
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat()
+
+
+def _observe(context: dg.AssetExecutionContext, plan: _RunPlan, unit: Unit, state: str, **facts: Any) -> None:
+    """A structured event of the unit's state on its own asset (see the module docstring)."""
+    node, partition = unit
+    metadata: dict[str, Any] = {"marin/state": dg.MetadataValue.text(state)}
+    for name, value in facts.items():
+        metadata[f"marin/{name}"] = dg.MetadataValue.float(value) if isinstance(value, float) else value
+    context.log_event(dg.AssetObservation(asset_key=plan.keys.key_for(node), partition=partition, metadata=metadata))
 
 
 def _failed_ancestor(unit: Unit, plan: _RunPlan, failed: Mapping[UnitKey, FailedStep]) -> str:

@@ -108,6 +108,29 @@ def test_a_failure_stops_only_its_descendants_and_names_its_cause_first(prefix, 
     # failing step's asset may carry a failed-to-materialize event with a compute failure.
     failed_keys = _failed_to_materialize(instance, result.run_id)
     assert "family/sibling" not in failed_keys and "family/root" not in failed_keys, failed_keys
+    # Each step's states are structured events on its own asset, in order.
+    states = _observed_states(instance, result.run_id)
+    assert [m["marin/state"] for m in states["family/bad"]] == ["running", "failed"], states["family/bad"]
+    assert states["family/bad"][1]["marin/cause"].startswith("ValueError: planned failure of bad")
+    assert states["family/bad"][1]["marin/seconds"] >= 0 and states["family/bad"][1]["marin/started"]
+    assert [m["marin/state"] for m in states["family/sibling"]] == ["running"]
+    for name in ("child", "grandchild"):
+        (observed,) = states[f"family/{name}"]
+        assert (
+            observed["marin/state"] == "not run" and observed["marin/cause"] == "input family/bad failed (DEP_FAILED)"
+        )
+
+
+def _observed_states(instance: dg.DagsterInstance, run_id: str) -> dict[str, list[dict]]:
+    """The ``marin/*`` metadata of each asset observation of the run, per asset, in order."""
+    out: dict[str, list[dict]] = {}
+    for record in instance.get_records_for_run(run_id).records:
+        event = record.event_log_entry.dagster_event
+        if event is not None and event.event_type_value == "ASSET_OBSERVATION":
+            observation = event.event_specific_data.asset_observation
+            facts = {k: v.value for k, v in observation.metadata.items() if k.startswith("marin/")}
+            out.setdefault(observation.asset_key.to_user_string(), []).append(facts)
+    return out
 
 
 def _failed_to_materialize(instance: dg.DagsterInstance, run_id: str) -> dict[str, str]:
