@@ -74,6 +74,16 @@ def failing_family(flag: str, seconds: float = 1.0, name: str = "family") -> dic
     return {"root": root, "bad": bad, "sibling": sibling, "child": child, "grandchild": grandchild}
 
 
+# What the engine records for each of ``failing_family``'s steps after a run in which ``bad`` failed.
+FAMILY_STATUS_AFTER_BAD_FAILED = {
+    "root": "SUCCESS",
+    "sibling": "SUCCESS",
+    "bad": "FAILED",
+    "child": "DEP_FAILED",
+    "grandchild": "DEP_FAILED",
+}
+
+
 def talk(config: NapConfig) -> dict[str, Any]:
     """Report a progress line (as training does), then nap."""
     from marin_resources.ray_cluster import report_progress

@@ -21,7 +21,12 @@ from marin_assets.dagster_bridge.assets import MAX_CONCURRENT_TAG, build_step_as
 from marin_assets.execution import StepGraph
 from marin_assets.execution.status import read_status
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
-from tests.dagster_bridge.run_steps import failing_family, independent_steps, interval_of
+from tests.dagster_bridge.run_steps import (
+    FAMILY_STATUS_AFTER_BAD_FAILED,
+    failing_family,
+    independent_steps,
+    interval_of,
+)
 
 
 def _resources(prefix: str) -> dict:
@@ -91,13 +96,7 @@ def test_a_failure_stops_only_its_descendants_and_names_its_cause_first(prefix, 
     assert _materialized(result) == {"family/root", "family/sibling"}
     graph = StepGraph(list(family.values()), prefix)
     status = {name: read_status(graph.resolved(step).output_path).status for name, step in family.items()}
-    assert status == {
-        "root": "SUCCESS",
-        "sibling": "SUCCESS",
-        "bad": "FAILED",
-        "child": "DEP_FAILED",
-        "grandchild": "DEP_FAILED",
-    }
+    assert status == FAMILY_STATUS_AFTER_BAD_FAILED
     (failure,) = result.get_step_failure_events()
     first_line = failure.step_failure_data.user_failure_data.description.splitlines()[0]
     assert first_line.startswith("ValueError: planned failure of bad") and "[step family/bad," in first_line

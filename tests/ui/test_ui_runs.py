@@ -20,7 +20,12 @@ import pytest
 
 from marin_assets.execution.status import read_status
 from tests.conftest import REEXECUTE, first_failure_description, launch_assets, materialized_in
-from tests.dagster_bridge.run_steps import failing_family, independent_steps, interval_of
+from tests.dagster_bridge.run_steps import (
+    FAMILY_STATUS_AFTER_BAD_FAILED,
+    failing_family,
+    independent_steps,
+    interval_of,
+)
 from tests.ui import test_browser
 from tests.ui.conftest import LOCATION, DagsterDev
 from tests.ui.test_browser import body_text, open_page, screenshot
@@ -76,13 +81,7 @@ def test_a_failure_stops_only_descendants_then_reexecute_from_failure_runs_what_
 
         graph = StepGraph(list(family.values()), str(dagster_dev.prefix))
         statuses = {n: read_status(graph.resolved(s).output_path).status for n, s in family.items()}
-        assert statuses == {
-            "root": "SUCCESS",
-            "sibling": "SUCCESS",
-            "bad": "FAILED",
-            "child": "DEP_FAILED",
-            "grandchild": "DEP_FAILED",
-        }
+        assert statuses == FAMILY_STATUS_AFTER_BAD_FAILED
         description = first_failure_description(dagster_dev, run_id)
         assert description.splitlines()[0].startswith("ValueError: planned failure of bad"), description
     finally:
