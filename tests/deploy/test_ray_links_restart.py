@@ -222,7 +222,7 @@ def test_a_ui_run_is_named_in_ray_and_its_steps_output_arrives_once(ray_part, tm
     assert result["success"], proc.stderr[-5000:]
     # The step's printed line: once in the driver's output (the run's captured stdout), once in the
     # run's event log under the step's name; its progress line too.
-    printed = [x for x in proc.stdout.splitlines() if "hello from the worker" in x]
+    printed = [x for x in proc.stdout.splitlines() if "hello from the worker" in x and not x.startswith("RESULT ")]
     assert len(printed) == 1 and printed[0].startswith(f"({UI_STEP}) "), proc.stdout[-3000:]
     logged = [m for m in result["messages"] if "hello from the worker" in m]
     assert len(logged) == 1 and logged[0].startswith(f"{UI_STEP}: hello from the worker"), result["messages"]
