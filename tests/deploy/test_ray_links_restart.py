@@ -197,7 +197,9 @@ result = dg.materialize(
     resources={"marin_storage": MarinStorageResource(prefix=prefix), "ray": RayResource()},
 )
 messages = [e.user_message for e in instance.all_logs(result.run_id) if e.dagster_event is None and e.user_message]
-print("RESULT " + json.dumps({"success": result.success, "run_id": result.run_id, "messages": messages}), flush=True)
+job = result.dagster_run.job_name
+print("RESULT " + json.dumps({"success": result.success, "run_id": result.run_id, "job": job, "messages": messages}),
+      flush=True)
 """
 
 
@@ -231,7 +233,7 @@ def test_a_ui_run_is_named_in_ray_and_its_steps_output_arrives_once(ray_part, tm
     run_id = result["run_id"]
     jobs = _api(state, "/api/jobs/")
     (job,) = [j for j in jobs if run_id in (j.get("entrypoint") or "")]
-    assert job["entrypoint"] == f"dagster run {run_id} (__ASSET_JOB, step {UI_STEP})", job
+    assert job["entrypoint"] == f"dagster run {run_id} ({result['job']}, step {UI_STEP})", job
     tasks = _api(
         state,
         f"/api/v0/tasks?detail=1&limit=1000&filter_keys=job_id&filter_predicates=%3D&filter_values={job['job_id']}",
