@@ -18,11 +18,13 @@ request, and :func:`redact_runtime_env` hides them before anything is logged.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -73,9 +75,28 @@ def use_secret_name_rule(rule: Callable[[str], bool]) -> None:
     _SECRET_NAME_RULE[:] = [rule]
 
 
+# The rule of the run whose step is being launched in this thread (the engine's
+# ``ExecutorOptions.secret_name_rule``), over the installed one.
+_RUN_RULE: contextvars.ContextVar[Callable[[str], bool] | None] = contextvars.ContextVar(
+    "marin_secret_name_rule", default=None
+)
+
+
+@contextlib.contextmanager
+def secret_names_by(rule: Callable[[str], bool]) -> Iterator[None]:
+    """While the block runs, ``rule`` decides in this thread which environment variables are secrets."""
+    token = _RUN_RULE.set(rule)
+    try:
+        yield
+    finally:
+        _RUN_RULE.reset(token)
+
+
 def is_secret_env_name(name: str) -> bool:
-    """Whether the environment variable ``name`` holds a secret (the installed rule, else the pattern)."""
-    return _SECRET_NAME_RULE[0](name) if _SECRET_NAME_RULE else bool(_SECRET_NAME.search(name))
+    """Whether the environment variable ``name`` holds a secret (the launching run's rule, else the
+    installed rule, else the pattern)."""
+    rule = _RUN_RULE.get() or (_SECRET_NAME_RULE[0] if _SECRET_NAME_RULE else None)
+    return rule(name) if rule is not None else bool(_SECRET_NAME.search(name))
 
 
 def split_secret_env_vars(runtime_env: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, str]]:

@@ -172,6 +172,7 @@ class StepRunner:
                 self.launch,
                 start,
                 listeners=self.options.listeners,
+                secret_name_rule=self.options.secret_name_rule,
             )
             return attempt.run()
         finally:

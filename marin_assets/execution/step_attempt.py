@@ -47,6 +47,7 @@ from marin_assets.execution.lease import StepLease
 from marin_assets.execution.outcomes import StepFailedError, StepOutcome
 from marin_assets.execution.secrets import (
     environment_secrets,
+    is_secret_name,
     redact_secrets,
     resolve_secrets,
     scrub,
@@ -68,6 +69,7 @@ from marin_assets.execution.storage import join_path
 from marin_assets.execution.units import unit_label
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, instantiate_config
 from marin_resources.progress import reporting_to
+from marin_resources.runtime_env import secret_names_by
 
 logger = logging.getLogger("marin.executor")
 
@@ -152,6 +154,7 @@ class StepAttempt:
     launch: Callable[[ResolvedStep, Any], Any]
     start: float = field(default_factory=time.monotonic)
     listeners: tuple[EventListener, ...] = ()
+    secret_name_rule: Callable[[str], bool] = is_secret_name  # what the launch keeps out of Ray's runtime_env
 
     @property
     def output_path(self) -> str:
@@ -257,7 +260,7 @@ class StepAttempt:
                 attempt,
             )
             emit(self.listeners, Started(self.node.name, self.partition, self.output_path, where=host_id()))
-            with self.lease.fencing(), reporting_to(self._report):
+            with self.lease.fencing(), reporting_to(self._report), secret_names_by(self.secret_name_rule):
                 result = self.launch(self.node, resolve_secrets(config))
             self.lease.check()
             # Files the step wrote that name its staging folder (summaries, Levanter's configs)

@@ -149,3 +149,18 @@ def test_the_consoles_cadence_in_seconds_and_from_the_environment(monkeypatch, c
     monkeypatch.setenv(PROGRESS_EVERY_ENV, "often")
     with pytest.raises(ValueError, match=PROGRESS_EVERY_ENV):
         progress_cadence_from_env()
+
+
+def _judge(config: dict) -> dict:
+    from marin_resources.runtime_env import is_secret_env_name, split_secret_env_vars
+
+    public, secrets = split_secret_env_vars({"env_vars": {"PLAIN_LOOKING": "x", "OTHER": "y"}})
+    return {"plain_is_secret": is_secret_env_name("PLAIN_LOOKING"), "kept_out": sorted(secrets)}
+
+
+def test_the_runs_secret_rule_travels_in_its_options_to_the_launch(prefix):
+    step = ExecutorStep("judge/one", _judge, {"output_path": this_output_path()})
+    default = _run([step], prefix).outcomes[0].metadata
+    assert default == {"plain_is_secret": False, "kept_out": []}
+    strict = _run([step], prefix + "/strict", secret_name_rule=lambda name: name == "PLAIN_LOOKING")
+    assert strict.outcomes[0].metadata == {"plain_is_secret": True, "kept_out": ["PLAIN_LOOKING"]}
