@@ -5,12 +5,16 @@ prefix and drop set into one graph, and the engine's own scheduler (:meth:`StepR
 them: every ready step at once, up to the run's limit (:func:`concurrency_limit`); a failed step
 stops only its descendants, which the engine records DEP_FAILED; every other selected step runs.
 
-While the scheduler works in a background thread, this generator turns what it reports into
-Dagster events, in the op's own thread (Dagster's run log is written from one thread):
+The op is a listener of the engine's event stream (:mod:`marin_assets.execution.events`, passed in
+``ExecutorOptions.listeners``; the run's identity, ``description``, names the Ray driver's job after
+the Dagster run and its step). While the scheduler works in a background thread, the listener
+queues each event and this generator turns them into Dagster events, in the op's own thread
+(Dagster's run log is written from one thread):
 
 * a line per step when it starts (with why it runs), ends (seconds, or the cause of its failure)
   or is not run (DEP_FAILED, naming the failed input); each line starts with the step's label,
-  so filtering the run's logs by a step's name shows that step's lines alone;
+  so filtering the run's logs by a step's name shows that step's lines alone -- its progress lines
+  and every line it prints (in this process or on a Ray worker) included, once each;
 * the same states as structured events on the step's own asset: an ``AssetObservation`` with
   ``marin/state`` ``running`` (and ``marin/started``) when it starts, ``failed`` (``marin/seconds``,
   ``marin/cause``) or ``not run`` (``marin/cause``) -- so the run's event log (type filter
