@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import io
 import itertools
 import logging
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 logger = logging.getLogger(__name__)
 
@@ -74,13 +73,15 @@ def report_progress(
     _deliver(reporter, line, dict(metrics or {}), stream)
 
 
+_FAILED_REPORTERS: set[int] = set()  # ids of reporters whose failure was said already
+
+
 def _deliver(reporter: Reporter, line: str, metrics: Mapping[str, float], stream: str) -> None:
     try:
         reporter(line, metrics, stream)
     except Exception as exc:  # noqa: BLE001 - a listener's failure never fails the step; said once
-        if not getattr(reporter, "_marin_failed_once", False):
-            with contextlib.suppress(AttributeError, TypeError):
-                reporter._marin_failed_once = True  # type: ignore[attr-defined]
+        if id(reporter) not in _FAILED_REPORTERS:
+            _FAILED_REPORTERS.add(id(reporter))
             logger.warning("a progress reporter failed (%s: %s); the step goes on", type(exc).__name__, exc)
 
 
@@ -101,13 +102,13 @@ def reporting_to(reporter: Reporter, whole_process: bool = False) -> Iterator[No
 
 
 # ------------------------------------------------------------------ printed output
-class _StepOutput(io.TextIOBase):
+class _StepOutput:
     """``sys.stdout`` / ``sys.stderr`` while steps run: everything is written to the stream it
     replaced (so the process's captured output holds each line once), and each complete line a
-    step prints is also given to that step's reporter (``stream``: ``stdout`` / ``stderr``)."""
+    step prints is also given to that step's reporter (``stream``: ``stdout`` / ``stderr``). Any
+    other attribute is the replaced stream's (``encoding``, ``fileno``, ``isatty`` ...)."""
 
     def __init__(self, underlying: TextIO, stream: str) -> None:
-        super().__init__()
         self.underlying = underlying
         self.stream = stream
         self._pending = threading.local()
@@ -127,18 +128,8 @@ class _StepOutput(io.TextIOBase):
     def flush(self) -> None:
         self.underlying.flush()
 
-    def writable(self) -> bool:
-        return True
-
-    def isatty(self) -> bool:
-        return self.underlying.isatty()
-
-    def fileno(self) -> int:
-        return self.underlying.fileno()
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return getattr(self.underlying, "encoding", "utf-8")
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.underlying, name)
 
 
 _CAPTURE_LOCK = threading.Lock()
@@ -156,8 +147,8 @@ def capturing_output() -> Iterator[None]:
     :class:`_StepOutput`); nested and concurrent blocks share one capture, removed by the last."""
     with _CAPTURE_LOCK:
         if _CAPTURES[0] == 0 and not isinstance(sys.stdout, _StepOutput):
-            sys.stdout = _StepOutput(sys.stdout, "stdout")
-            sys.stderr = _StepOutput(sys.stderr, "stderr")
+            sys.stdout = cast(TextIO, _StepOutput(sys.stdout, "stdout"))
+            sys.stderr = cast(TextIO, _StepOutput(sys.stderr, "stderr"))
         _CAPTURES[0] += 1
     try:
         yield
