@@ -127,16 +127,17 @@ class _RunPlan:
     selected: dict[UnitKey, tuple[Unit, StepTarget]]
     inputs: dict[UnitKey, tuple[Unit, str]] = field(default_factory=dict)  # input unit, label of who needs it
     reasons: dict[UnitKey, str] = field(default_factory=dict)
-    _by_name: dict[tuple[str, str | None], Unit] = field(default_factory=dict)
+    _by_output: dict[str, Unit] = field(default_factory=dict)
 
     def units(self) -> list[Unit]:
         return [u for u, _ in self.selected.values()] + [u for u, _ in self.inputs.values()]
 
     def unit_of(self, event: StepEvent) -> Unit:
-        """The unit an event of the run's stream is about."""
-        if not self._by_name:
-            self._by_name.update({(u[0].name, u[1]): u for u in self.units()})
-        return self._by_name[(event.step, event.partition)]
+        """The unit an event of the run's stream is about (by its output: versions of one step, a
+        sweep's, share a name)."""
+        if not self._by_output:
+            self._by_output.update({u[0].partition_output_path(u[1]): u for u in self.units()})
+        return self._by_output[event.output_path]
 
     def label(self, unit: Unit) -> str:
         needed_by = self.inputs.get(_key(unit))

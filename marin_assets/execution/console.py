@@ -32,7 +32,7 @@ class ConsoleProgress:
             raise ValueError(f"progress cadence: every_s must not be negative, got {every_s}")
         self.every_steps = every_steps
         self.every_s = every_s
-        self._shown_at: dict[tuple[str, str | None], float] = {}
+        self._shown_at: dict[str, float] = {}  # by output path: versions of one step share a name
         self._lock = threading.Lock()
         self._logger = logging.getLogger(PROGRESS_LOGGER)
 
@@ -49,7 +49,7 @@ class ConsoleProgress:
             return False
         if not self.every_s:
             return True
-        unit = (event.step, event.partition)
+        unit = event.output_path
         with self._lock:
             last = self._shown_at.get(unit)
             if last is not None and event.at - last < self.every_s:
