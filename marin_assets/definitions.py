@@ -25,7 +25,6 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.assets import SOURCE_TAG, StepAssetMember, assemble_step_ops, step_asset_members
 from marin_assets.dagster_bridge.landing_assets import (
     build_landing_status_sensor,
     landing_key,
@@ -42,12 +41,14 @@ from marin_assets.dagster_bridge.location_graph import (
 )
 from marin_assets.dagster_bridge.maintenance_jobs import MAINTENANCE_JOBS
 from marin_assets.dagster_bridge.partition_sets import build_partition_set_sensor, partition_set_assets
-from marin_assets.dagster_bridge.step_ops import RUN_EXECUTOR
+from marin_assets.dagster_bridge.step_ops import RUN_EXECUTOR, assemble_step_ops
+from marin_assets.dagster_bridge.step_specs import StepAssetMember, step_asset_members
+from marin_assets.dagster_bridge.unit_run import SOURCE_TAG
 from marin_assets.execution.declarations import Experiment, declared_partition_sources
 from marin_assets.execution.discovery import Script, discover
-from marin_assets.execution.executor_main import default_prefix
 from marin_assets.landing.zone import LandingDrops
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
+from marin_resources.storage import default_prefix
 
 logger = logging.getLogger("marin.definitions")
 ERROR_PREFIX = "experiment_errors"
@@ -167,7 +168,7 @@ def _experiment_definitions(
     landing: list = []
     for step_schedule in experiment.schedules:
         # Only the listed steps; inputs that are not materialized (the caches of drops that
-        # arrived since the last run) are brought along by the run itself (unit_run.bring_inputs).
+        # arrived since the last run) are brought along by the run itself (step_run._bring_inputs).
         scheduled = [keys.key_for(graph.resolved(s)) for s in step_schedule.steps if s.partitioned_by is None]
         scheduled_job = dg.define_asset_job(
             f"{step_schedule.name}_job",

@@ -26,12 +26,10 @@ import logging
 import os
 import subprocess
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from marin_resources import ray_internals
-
-if TYPE_CHECKING:
-    from marin_resources.ray_connect import RayClusterConfig
+from marin_resources.ray_config import RayClusterConfig
 
 logger = logging.getLogger(__name__)
 

@@ -122,7 +122,7 @@ def quickstart(argv: list[str]) -> int:
     if any(arg in HELP_FLAGS for arg in argv):
         # The quickstart's own flags are read before executor_main's (which print below); the choices
         # of --size come from the module.
-        from marin_assets.experiments.quickstart import SIZES
+        from marin_assets.experiments.quickstart_steps import SIZES
 
         print(
             f"usage: {PROG} quickstart [--size {{{','.join(sorted(SIZES))}}}] [-v] [--stop_ray] "
@@ -161,7 +161,7 @@ def ray(argv: list[str]) -> int:
         "--temp_dir", default=None, help="the head's temp dir (default: $MARIN_RAY_TMPDIR, else /tmp/marin-ray-UID)"
     )
     args = parser.parse_args(argv)
-    from marin_resources.ray_cluster import default_temp_dir, stop_embedded_head
+    from marin_resources.ray_head import default_temp_dir, stop_embedded_head
 
     temp_dir = os.path.abspath(args.temp_dir or default_temp_dir())
     stop_embedded_head(temp_dir)

@@ -1,8 +1,10 @@
 """Every use of Dagster's private API (``dagster._*``) in the project, in one place.
 
 Dagster has no public name for these; each entry says what it is for and what breaks when a Dagster
-upgrade moves it. Nothing else in the project imports ``dagster._`` (``tests/dagster_bridge/
-test_dagster_internals.py`` checks), so an upgrade is checked here and nowhere else.
+upgrade moves it. Nothing else in the product imports ``dagster._`` (``tests/dagster_bridge/
+test_dagster_internals.py`` checks; the tests' own uses -- what the UI's *Unsynced* shows, a
+``dagster.yaml`` checked against Dagster's schema -- are in ``tests/dagster_private.py``), so an
+upgrade is checked here and there only.
 
 * :data:`DATA_VERSION_TAG` -- the tag an asset observation carries its data version in (what
   Dagster's own observable source assets write; ``AssetObservation`` takes no data version). Read
@@ -12,11 +14,9 @@ test_dagster_internals.py`` checks), so an upgrade is checked here and nowhere e
   the tag itself, partition-set observations stop carrying a data version and steps that read
   every partition no longer turn *unsynced* when a drop is added (``test_partition_set_tag_*``
   fails).
-* The rest are imported when called, so a move breaks only its caller, never the code location:
-  :func:`stale_causes` / :func:`stale_status` (what the UI's *Unsynced* shows; Dagster serves it
-  only through GraphQL) for the tests; :func:`validated_instance_config` (a ``dagster.yaml``
-  checked against Dagster's schema) for the deployment tests; :func:`code_server_snapshots`
-  (what a code server sends the webserver) for ``bench/location_load.py``.
+* :func:`code_server_snapshots` (what a code server sends the webserver, for
+  ``bench/location_load.py``) is imported when called, so a move breaks only its caller, never the
+  code location.
 """
 
 from __future__ import annotations
@@ -39,41 +39,6 @@ except ImportError as exc:  # a Dagster upgrade moved it: the persisted value is
         PERSISTED_DATA_VERSION_TAG,
     )
     DATA_VERSION_TAG = PERSISTED_DATA_VERSION_TAG
-
-
-def _stale_resolver(defs: dg.Definitions, instance: dg.DagsterInstance) -> Any:
-    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
-    from dagster._core.definitions.data_version import CachingStaleStatusResolver
-    from dagster._time import get_current_datetime
-
-    graph = defs.resolve_asset_graph()
-    view = AssetGraphView(
-        temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-        instance=instance,
-        asset_graph=graph,
-    )
-    return CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
-
-
-def stale_causes(defs: dg.Definitions, instance: dg.DagsterInstance, key: dg.AssetKey) -> list[tuple[str, str]]:
-    """Dagster's stale causes of ``key`` (what the UI's *Unsynced* lists) as (category, dependency key)."""
-    return [
-        (cause.category.value, cause.dependency.asset_key.to_user_string() if cause.dependency else "")
-        for cause in _stale_resolver(defs, instance).get_stale_causes(key)
-    ]
-
-
-def stale_status(defs: dg.Definitions, instance: dg.DagsterInstance, key: dg.AssetKey) -> str:
-    """Dagster's stale status of ``key``: ``"FRESH"``, ``"STALE"`` or ``"MISSING"``."""
-    return _stale_resolver(defs, instance).get_status(key).value
-
-
-def validated_instance_config(dagster_home: str) -> dict[str, Any]:
-    """The ``dagster.yaml`` of ``dagster_home`` as Dagster validates it (raises on a schema error)."""
-    from dagster._core.instance.config import dagster_instance_config
-
-    validated, _ = dagster_instance_config(dagster_home)
-    return validated
 
 
 def code_server_snapshots(repository: Any) -> list[Any]:

@@ -25,18 +25,21 @@ from typing import Any
 
 from marin_assets.execution import run_log
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
-from marin_assets.execution.declarations import PartitionSource, describe_source, partition_sources
+from marin_assets.execution.declarations import describe_source, partition_sources
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.observers import load_run_observers
+from marin_assets.execution.outcomes import ExecutionReport, ExecutorError, ExecutorOptions
 from marin_assets.execution.reachability import StoreUnreachableError, check_store
-from marin_assets.execution.runner import ExecutionReport, ExecutorError, ExecutorOptions, StepRunner, function_name
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.status import host_id, write_json
-from marin_assets.execution.step import ExecutorStep, InputName
+from marin_assets.execution.step import ExecutorStep, InputName, PartitionSource
+from marin_assets.execution.step_attempt import function_name
 from marin_assets.execution.step_walk import walk_steps
 from marin_assets.execution.storage import join_path, local_prefix
+from marin_assets.execution.units import select_units
 from marin_assets.execution.versioning import StepGraph, hash_version
-from marin_resources.storage import default_prefix as default_prefix  # re-exported: the one default
+from marin_resources.storage import default_prefix
 
 logger = logging.getLogger("marin.executor")
 
@@ -309,7 +312,7 @@ def executor_main(
     if args.dry_run:
         print(format_plan(plan(graph, args.run_only, args.force_run_failed)))
         return None
-    concurrency = args.max_concurrent or max_concurrent or max(1, len(StepRunner.units(graph)))
+    concurrency = args.max_concurrent or max_concurrent or max(1, len(select_units(graph)))
     options = ExecutorOptions(
         force_run_failed=args.force_run_failed,
         max_concurrent=concurrency,

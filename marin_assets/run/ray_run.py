@@ -58,15 +58,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from marin_assets.run.job_entry import (
-    CONFIG_VARIABLES,
-    ENV_FILE,
-    ENV_MODULE_VAR,
-    REDACTED,
-    StreamScrubber,
-    secret_values,
-)
-from marin_resources.ray_cluster import DRIVER_MARK_KEY
+from marin_assets.execution.secrets import REDACTED, StreamScrubber
+from marin_assets.run.job_entry import CONFIG_VARIABLES, ENV_FILE, ENV_MODULE_VAR, secret_values
+from marin_resources.ray_jobs import DRIVER_MARK_KEY
 from marin_resources.runtime_env import runtime_env_for
 
 logger = logging.getLogger("marin.ray_run")
