@@ -83,7 +83,7 @@ def run_script(argv: list[str]) -> int:
             executor_flags_help(
                 "Run an experiment script: a file (experiments/x.py) or a module (marin_assets.experiments."
                 "hello_world), as `python SCRIPT FLAGS` / `python -m MODULE FLAGS` would. Its executor_main "
-                "reads the flags below (Marin's, parsed as draccus does: `--dry_run true`, `--run_only "
+                "reads the flags below (Marin's, parsed by draccus: `--dry_run true`, `--run_only "
                 '"[a, b]"`); a script passes any others to its own parser. Other libraries\' INFO lines '
                 "(alembic, SQLAlchemy, Dagster) go to the run's log file only, unless -v. Exit status: the "
                 "script's (1: steps failed; 2: the run could not be recorded in the Dagster instance).",
