@@ -22,13 +22,8 @@ from typing import Any
 
 from marin_assets.execution.fence import active_fence, on_lease_lost
 from marin_assets.execution.lease import StepLease, guard_remote
-from marin_assets.execution.secrets import is_secret_name
 from marin_assets.execution.versioning import ResolvedStep
-from marin_resources.runtime_env import split_secret_env_vars, use_secret_name_rule, with_secret_environment
-
-# What Ray is kept from seeing (secret env vars travel with the task's function, not in the
-# runtime_env Ray logs) is decided by the engine's own masking rule.
-use_secret_name_rule(is_secret_name)
+from marin_resources.runtime_env import split_secret_env_vars, with_secret_environment
 
 
 def is_ray_remote_function(fn: Any) -> bool:

@@ -244,7 +244,8 @@ def test_a_failing_step_quoting_its_secret_records_and_raises_it_scrubbed(prefix
     ],
 )
 def test_common_credential_names_are_masked(name, monkeypatch):
-    from marin_assets.execution.secrets import environment_secrets, is_secret_name
+    from marin_assets.execution.secrets import environment_secrets
+    from marin_resources.secret_rule import is_secret_name
 
     value = f"value-of-{name.lower()}-SECRET"
     assert is_secret_name(name)
