@@ -224,9 +224,7 @@ def redact_runtime_env(runtime_env: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``runtime_env`` safe to log: values of secret-looking env vars become ``***``."""
     out = dict(runtime_env)
     if isinstance(out.get("env_vars"), Mapping):
-        out["env_vars"] = {
-            key: (REDACTED if is_secret_name(key) else value) for key, value in out["env_vars"].items()
-        }
+        out["env_vars"] = {key: (REDACTED if is_secret_name(key) else value) for key, value in out["env_vars"].items()}
     return out
 
 

@@ -6,11 +6,14 @@ test_dagster_internals.py`` checks; the tests' own uses -- what the UI's *Unsync
 ``dagster.yaml`` checked against Dagster's schema -- are in ``tests/dagster_private.py``), so an
 upgrade is checked here and there only.
 
-* :data:`DATA_VERSION_TAG` -- the tag an asset observation carries its data version in (what
-  Dagster's own observable source assets write; ``AssetObservation`` takes no data version). Read
-  at import: the ``partition_sets`` observations (``partition_sets.py``) need it. If it moves, the
-  persisted value (``"dagster/data_version"``: Dagster reads it from every stored event, so it
-  cannot change without a migration) is used and one warning says so; should Dagster ever rename
+* Dagster's tag names (it has no public constants for them), read at import and used everywhere
+  instead of strings: :data:`DATA_VERSION_TAG` -- the tag an asset observation carries its data
+  version in (what Dagster's own observable source assets write; ``AssetObservation`` takes no data
+  version; the ``partition_sets`` observations need it) -- and the code-version, input-version,
+  partition and resume-retry tags the recorder (``recording.py``) and the step op (``step_run.py``)
+  write and read. If they move, the
+  persisted values (:data:`PERSISTED_TAGS`: Dagster reads them from every stored event, so they
+  cannot change without a migration) are used and one warning says so; should Dagster ever rename
   the tag itself, partition-set observations stop carrying a data version and steps that read
   every partition no longer turn *unsynced* when a drop is added (``test_partition_set_tag_*``
   fails).
@@ -27,18 +30,42 @@ from typing import Any
 import dagster as dg
 
 PERSISTED_DATA_VERSION_TAG = "dagster/data_version"
+# The values Dagster persists in every stored event and run (it reads them back, so they cannot
+# change without a migration): the fallback when a Dagster upgrade moves the names below.
+PERSISTED_TAGS = {
+    "CODE_VERSION_TAG": "dagster/code_version",
+    "DATA_VERSION_TAG": PERSISTED_DATA_VERSION_TAG,
+    "DATA_VERSION_IS_USER_PROVIDED_TAG": "dagster/data_version_is_user_provided",
+    "INPUT_DATA_VERSION_TAG_PREFIX": "dagster/input_data_version",
+    "INPUT_EVENT_POINTER_TAG_PREFIX": "dagster/input_event_pointer",
+    "PARTITION_NAME_TAG": "dagster/partition",
+    "RESUME_RETRY_TAG": "dagster/is_resume_retry",
+}
 
 try:
-    from dagster._core.definitions.data_version import DATA_VERSION_TAG
-except ImportError as exc:  # a Dagster upgrade moved it: the persisted value is the same (see above)
+    from dagster._core.definitions.data_version import (
+        CODE_VERSION_TAG,
+        DATA_VERSION_IS_USER_PROVIDED_TAG,
+        DATA_VERSION_TAG,
+        INPUT_DATA_VERSION_TAG_PREFIX,
+        INPUT_EVENT_POINTER_TAG_PREFIX,
+    )
+    from dagster._core.storage.tags import PARTITION_NAME_TAG, RESUME_RETRY_TAG
+except ImportError as exc:  # a Dagster upgrade moved them: the persisted values are the same (see above)
     logging.getLogger(__name__).warning(
-        "dagster %s: dagster._core.definitions.data_version.DATA_VERSION_TAG is gone (%s); partition-set "
-        "observations use the persisted tag %r (update marin_assets/dagster_bridge/dagster_internals.py)",
+        "dagster %s: a tag name moved out of dagster._core (%s); the persisted tags %s are used "
+        "(update marin_assets/dagster_bridge/dagster_internals.py)",
         dg.__version__,
         exc,
-        PERSISTED_DATA_VERSION_TAG,
+        PERSISTED_TAGS,
     )
-    DATA_VERSION_TAG = PERSISTED_DATA_VERSION_TAG
+    CODE_VERSION_TAG = PERSISTED_TAGS["CODE_VERSION_TAG"]
+    DATA_VERSION_TAG = PERSISTED_TAGS["DATA_VERSION_TAG"]
+    DATA_VERSION_IS_USER_PROVIDED_TAG = PERSISTED_TAGS["DATA_VERSION_IS_USER_PROVIDED_TAG"]
+    INPUT_DATA_VERSION_TAG_PREFIX = PERSISTED_TAGS["INPUT_DATA_VERSION_TAG_PREFIX"]
+    INPUT_EVENT_POINTER_TAG_PREFIX = PERSISTED_TAGS["INPUT_EVENT_POINTER_TAG_PREFIX"]
+    PARTITION_NAME_TAG = PERSISTED_TAGS["PARTITION_NAME_TAG"]
+    RESUME_RETRY_TAG = PERSISTED_TAGS["RESUME_RETRY_TAG"]
 
 
 def code_server_snapshots(repository: Any) -> list[Any]:

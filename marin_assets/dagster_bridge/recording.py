@@ -45,6 +45,13 @@ from typing import Any
 import dagster as dg
 
 from marin_assets.browse.links import browser_url
+from marin_assets.dagster_bridge.dagster_internals import (
+    CODE_VERSION_TAG,
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    DATA_VERSION_TAG,
+    INPUT_DATA_VERSION_TAG_PREFIX,
+    INPUT_EVENT_POINTER_TAG_PREFIX,
+)
 from marin_assets.dagster_bridge.location_graph import AssetKeys, location_asset_keys, location_graphs
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
 from marin_assets.dagster_bridge.partition_sets import observation, partition_set_key, partition_set_version
@@ -77,11 +84,6 @@ MAX_PROGRESS_LINES = 200
 
 # Dagster's tag names for what a materialization was computed from (what staleness compares). A
 # materialization Dagster computes itself carries them; this recording writes them the same way.
-CODE_VERSION_TAG = "dagster/code_version"
-DATA_VERSION_TAG = "dagster/data_version"
-USER_DATA_VERSION_TAG = "dagster/data_version_is_user_provided"
-INPUT_DATA_VERSION_PREFIX = "dagster/input_data_version/"
-INPUT_EVENT_POINTER_PREFIX = "dagster/input_event_pointer/"
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -285,11 +287,15 @@ def materialization_of(
     url = browser_url(record.output_path, prefix)
     if url:
         metadata["marin/browser"] = dg.MetadataValue.url(url)
-    tags = {CODE_VERSION_TAG: code_version_of(node), DATA_VERSION_TAG: node.hash, USER_DATA_VERSION_TAG: "true"}
+    tags = {
+        CODE_VERSION_TAG: code_version_of(node),
+        DATA_VERSION_TAG: node.hash,
+        DATA_VERSION_IS_USER_PROVIDED_TAG: "true",
+    }
     for key, (version, storage_id) in inputs.items():
         if version is not None:
-            tags[INPUT_DATA_VERSION_PREFIX + key.to_user_string()] = version
-            tags[INPUT_EVENT_POINTER_PREFIX + key.to_user_string()] = str(storage_id) if storage_id else "NULL"
+            tags[f"{INPUT_DATA_VERSION_TAG_PREFIX}/{key.to_user_string()}"] = version
+            tags[f"{INPUT_EVENT_POINTER_TAG_PREFIX}/{key.to_user_string()}"] = str(storage_id) if storage_id else "NULL"
     return dg.AssetMaterialization(asset_key=record.key, partition=record.partition, metadata=metadata, tags=tags)
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 import dagster as dg
 
+from marin_assets.dagster_bridge.dagster_internals import RESUME_RETRY_TAG  # a "Re-execute from failure" run
 from marin_assets.dagster_bridge.experiment_records import record_dagster_run
 from marin_assets.dagster_bridge.location_graph import AssetKeys
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
@@ -220,9 +221,6 @@ def _bring_inputs(plan: _RunPlan) -> None:
                 continue
             plan.inputs[_key(dep)] = (dep, needed_by)
             stack.append((dep, needed_by))
-
-
-RESUME_RETRY_TAG = "dagster/is_resume_retry"  # what Dagster tags a "Re-execute from failure" run with
 
 
 def _materialized_by_earlier_attempts(context: dg.AssetExecutionContext) -> set[dg.AssetKey]:

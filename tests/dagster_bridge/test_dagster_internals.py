@@ -57,6 +57,10 @@ def test_partition_set_tag_is_the_one_dagster_writes_for_a_data_version(tmp_path
         tags = records[0].asset_observation.tags
     assert tags.get(dagster_internals.DATA_VERSION_TAG) == "v-probe", tags
     assert dagster_internals.DATA_VERSION_TAG == dagster_internals.PERSISTED_DATA_VERSION_TAG
+    # Every tag name read from Dagster is the value it persists (the fallback if a name moves).
+    assert {name: getattr(dagster_internals, name) for name in dagster_internals.PERSISTED_TAGS} == (
+        dagster_internals.PERSISTED_TAGS
+    )
 
     ours = observation("drops", ["d2", "d1"])
     assert ours.asset_key == partition_set_key("drops")
