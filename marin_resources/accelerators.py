@@ -311,7 +311,7 @@ class GpuConfig:
         """``ray.remote(**self.as_remote_kwargs())``."""
         import ray
 
-        return ray.remote(**self.as_remote_kwargs())  # type: ignore[attr-defined]
+        return ray.remote(**self.as_remote_kwargs())
 
     def accelerator_descriptor(self) -> str | None:
         """The GPU type, or None for any GPU."""

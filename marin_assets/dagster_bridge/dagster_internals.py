@@ -42,30 +42,33 @@ PERSISTED_TAGS = {
     "RESUME_RETRY_TAG": "dagster/is_resume_retry",
 }
 
-try:
-    from dagster._core.definitions.data_version import (
-        CODE_VERSION_TAG,
-        DATA_VERSION_IS_USER_PROVIDED_TAG,
-        DATA_VERSION_TAG,
-        INPUT_DATA_VERSION_TAG_PREFIX,
-        INPUT_EVENT_POINTER_TAG_PREFIX,
-    )
-    from dagster._core.storage.tags import PARTITION_NAME_TAG, RESUME_RETRY_TAG
-except ImportError as exc:  # a Dagster upgrade moved them: the persisted values are the same (see above)
-    logging.getLogger(__name__).warning(
-        "dagster %s: a tag name moved out of dagster._core (%s); the persisted tags %s are used "
-        "(update marin_assets/dagster_bridge/dagster_internals.py)",
-        dg.__version__,
-        exc,
-        PERSISTED_TAGS,
-    )
-    CODE_VERSION_TAG = PERSISTED_TAGS["CODE_VERSION_TAG"]
-    DATA_VERSION_TAG = PERSISTED_TAGS["DATA_VERSION_TAG"]
-    DATA_VERSION_IS_USER_PROVIDED_TAG = PERSISTED_TAGS["DATA_VERSION_IS_USER_PROVIDED_TAG"]
-    INPUT_DATA_VERSION_TAG_PREFIX = PERSISTED_TAGS["INPUT_DATA_VERSION_TAG_PREFIX"]
-    INPUT_EVENT_POINTER_TAG_PREFIX = PERSISTED_TAGS["INPUT_EVENT_POINTER_TAG_PREFIX"]
-    PARTITION_NAME_TAG = PERSISTED_TAGS["PARTITION_NAME_TAG"]
-    RESUME_RETRY_TAG = PERSISTED_TAGS["RESUME_RETRY_TAG"]
+
+def _dagster_tags() -> dict[str, str]:
+    """The tag names as Dagster defines them; the persisted values (one warning) if they moved."""
+    try:
+        from dagster._core.definitions import data_version
+        from dagster._core.storage import tags
+
+        return {name: str(getattr(data_version, name, None) or getattr(tags, name)) for name in PERSISTED_TAGS}
+    except (ImportError, AttributeError) as exc:  # a Dagster upgrade moved them: the values are the same
+        logging.getLogger(__name__).warning(
+            "dagster %s: a tag name moved out of dagster._core (%s); the persisted tags %s are used "
+            "(update marin_assets/dagster_bridge/dagster_internals.py)",
+            dg.__version__,
+            exc,
+            PERSISTED_TAGS,
+        )
+        return dict(PERSISTED_TAGS)
+
+
+_TAGS = _dagster_tags()
+CODE_VERSION_TAG = _TAGS["CODE_VERSION_TAG"]
+DATA_VERSION_TAG = _TAGS["DATA_VERSION_TAG"]
+DATA_VERSION_IS_USER_PROVIDED_TAG = _TAGS["DATA_VERSION_IS_USER_PROVIDED_TAG"]
+INPUT_DATA_VERSION_TAG_PREFIX = _TAGS["INPUT_DATA_VERSION_TAG_PREFIX"]
+INPUT_EVENT_POINTER_TAG_PREFIX = _TAGS["INPUT_EVENT_POINTER_TAG_PREFIX"]
+PARTITION_NAME_TAG = _TAGS["PARTITION_NAME_TAG"]
+RESUME_RETRY_TAG = _TAGS["RESUME_RETRY_TAG"]
 
 
 def code_server_snapshots(repository: Any) -> list[Any]:

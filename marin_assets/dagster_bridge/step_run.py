@@ -125,7 +125,7 @@ class _ObservedRunner(StepRunner):
         """Start no further unit (the run was terminated); units already running finish."""
         self._stopped.set()
 
-    def units(self, graph: StepGraph, run_only: Sequence[str] | None = None) -> list[Unit]:  # type: ignore[override]
+    def units(self, graph: StepGraph, run_only: Sequence[str] | None = None) -> list[Unit]:
         return list(self._selected_units)
 
     def execute_unit(self, unit: Unit, graph: StepGraph) -> StepOutcome:
