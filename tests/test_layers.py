@@ -203,3 +203,61 @@ def test_no_room_imports_a_room_that_imports_it_back():
             if _room(target) != _room(module):
                 rooms.setdefault(_room(module), set()).add(_room(target))
     assert not _circles(rooms), _circles(rooms)
+
+
+# Marin's module paths, whose job includes offering Marin's names from where Marin keeps them
+# (``from marin.execution.executor import ExecutorStep``): the only modules besides packages'
+# ``__init__`` that may pass on a name they import.
+MARIN_PATHS = frozenset(
+    {
+        "marin_assets.execution.executor",
+        "marin_assets.training.training",
+        "marin_assets.processing.classification.dedupe",
+        "marin_assets.download.huggingface.download",
+        "marin_resources.resource_config",
+    }
+)
+
+
+def _defined_and_imported(path: pathlib.Path) -> tuple[set[str], dict[str, tuple[str, str]]]:
+    """A module's own top-level names, and the names it imports (name -> (module, original name))."""
+    defined: set[str] = set()
+    imported: dict[str, tuple[str, str]] = {}
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                defined.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                defined.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.update({a.asname or a.name: (node.module, a.name) for a in node.names})
+            elif isinstance(node, ast.If | ast.Try):
+                visit(node.body)
+                visit(node.orelse)
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return defined, imported
+
+
+def test_every_name_is_imported_from_the_module_that_owns_it():
+    """A split is finished when no caller imports a name through a module that only passes it on
+    (packages' ``__init__`` and Marin's own module paths excepted)."""
+    tables = {module: _defined_and_imported(path) for module, path in MODULES.items()}
+    passed_on = []
+    for module, path in MODULES.items():
+        for node in _import_nodes(path.read_text(encoding="utf-8")):
+            if not isinstance(node, ast.ImportFrom) or node.module not in tables or node.level != 0:
+                continue
+            if node.module in MARIN_PATHS or MODULES[node.module].name == "__init__.py":
+                continue
+            defined, imported = tables[node.module]
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in MODULES or alias.name in defined:
+                    continue
+                if alias.name in imported:
+                    passed_on.append(f"{module}: {alias.name} from {node.module} (owned by {imported[alias.name][0]})")
+    assert not passed_on, passed_on

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from marin_assets.execution.lease import lease_for_output
-from marin_assets.execution.secrets import REDACTED, is_secret_name, redact_secrets
+from marin_assets.execution.secrets import REDACTED, redact_secrets
 from marin_assets.execution.status import (
     STATUS_FAILED,
     STATUS_RUNNING,
@@ -18,6 +18,7 @@ from marin_assets.execution.status import (
 from marin_assets.execution.storage import join_path, list_dir
 from marin_assets.execution.units import select_units, unit_dependencies
 from marin_assets.execution.versioning import HASH_LENGTH, ResolvedStep, StepGraph, canonical_version
+from marin_resources.secret_rule import is_secret_name
 
 
 @dataclass
