@@ -26,10 +26,13 @@ import logging
 import os
 import subprocess
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marin_resources import ray_internals
 from marin_resources.ray_config import RayClusterConfig
+
+if TYPE_CHECKING:  # psutil is imported where it is used (it costs import time)
+    import psutil
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +125,7 @@ def missing_daemons(temp_dir: str, address: str | None = None) -> list[str]:
     ]
 
 
-def _program(proc: Any) -> str:
+def _program(proc: psutil.Process) -> str:
     """What ``proc`` runs: its program, or the script a Python runs, or the title it gave itself."""
     import psutil
 
