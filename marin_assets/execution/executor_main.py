@@ -192,9 +192,13 @@ def build_parser(description: str | None = None, prog: str | None = None) -> arg
     """The command line of ``executor_main`` as draccus builds it from :class:`ExecutorMainConfig` (for help)."""
     from draccus.argparsing import ArgumentParser
 
-    return ArgumentParser(
+    parser = ArgumentParser(
         ExecutorMainConfig, prog=prog, description=description or "Run a Marin experiment", epilog=_SHORTER_FORMS
     ).parser
+    for action in parser._actions:  # booleans as they are typed on the command line: (default: true)
+        if isinstance(action.default, bool):
+            action.default = str(action.default).lower()
+    return parser
 
 
 def parse_config(
