@@ -117,16 +117,13 @@ class _ObservedRunner(StepRunner):
 
     def __init__(self, options: ExecutorOptions, units: Sequence[Unit], events: queue.Queue) -> None:
         super().__init__(options)
-        self._selected_units = list(units)
+        self.selected_units = list(units)
         self._events = events
         self._stopped = threading.Event()
 
     def stop(self) -> None:
         """Start no further unit (the run was terminated); units already running finish."""
         self._stopped.set()
-
-    def units(self, graph: StepGraph, run_only: Sequence[str] | None = None) -> list[Unit]:
-        return list(self._selected_units)
 
     def execute_unit(self, unit: Unit, graph: StepGraph) -> StepOutcome:
         if self._stopped.is_set():
@@ -306,8 +303,8 @@ def run_selected_steps(
         raise
 
 
-def _run_graph(_progress: Any, runner: StepRunner, graph: StepGraph) -> None:
-    runner.run(graph)
+def _run_graph(_progress: Any, runner: _ObservedRunner, graph: StepGraph) -> None:
+    runner.run(graph, units=runner.selected_units)
 
 
 @dataclass

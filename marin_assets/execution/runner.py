@@ -93,10 +93,6 @@ class StepRunner:
         # Statuses read in one batch at the start of run(): each unit's first look uses it.
         self._prefetched: dict[str, StatusRecord | None] = {}
 
-    def units(self, graph: StepGraph, run_only: Sequence[str] | None = None) -> list[Unit]:
-        """The units :meth:`run` schedules (a subclass may run a fixed selection: the Dagster op)."""
-        return select_units(graph, run_only)
-
     def _lease(self, output_path: str) -> StepLease:
         return lease_for_output(output_path, self.options.heartbeat_s, self.options.stale_s)
 
@@ -252,14 +248,17 @@ class StepRunner:
         return True
 
     # ----------------------------------------------------------------- whole graph
-    def run(self, graph: StepGraph, run_only: Sequence[str] | None = None) -> ExecutionReport:
-        """Run every unit (dependencies first, up to ``max_concurrent`` at once).
+    def run(
+        self, graph: StepGraph, run_only: Sequence[str] | None = None, units: Sequence[Unit] | None = None
+    ) -> ExecutionReport:
+        """Run every unit (dependencies first, up to ``max_concurrent`` at once); ``units``: a fixed
+        selection instead (the Dagster op's), else those ``run_only`` selects.
 
         Raises ExecutorError listing the failed steps when any failed.
         """
         backend_for(graph.prefix)  # a store without conditional writes fails here, once, not per step
         check_store(graph.prefix, sorted(node.name for node in graph.topological()))
-        units = self.units(graph, run_only)  # a subclass may run a fixed selection (the Dagster op)
+        units = list(units) if units is not None else select_units(graph, run_only)
         self._prefetched = read_statuses([node.partition_output_path(partition) for node, partition in units])
         scheduler = Scheduler(
             units=units,
