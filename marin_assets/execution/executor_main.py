@@ -226,6 +226,12 @@ def parse_config(
         parser.parser.error(str(exc))
     if base is None:
         return parsed
+    if "config_path" in named:  # draccus's config file: the fields it sets override the script's too
+        import yaml
+
+        path = args[args.index("--config_path") + 1]
+        with open(path, encoding="utf-8") as handle:
+            named |= set(yaml.safe_load(handle) or {})
     return dataclasses.replace(base, **{name: getattr(parsed, name) for name in named if name != "config_path"})
 
 

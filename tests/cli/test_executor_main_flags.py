@@ -88,6 +88,17 @@ def test_a_scripts_own_config_gives_the_defaults_and_the_command_line_wins():
         parse_config(["--model", "1b"])
 
 
+def test_a_draccus_config_file_overrides_a_scripts_own_config(tmp_path):
+    own = ExecutorMainConfig(prefix="/script/prefix", max_concurrent=2)
+    config = tmp_path / "run.yaml"
+    config.write_text("prefix: /file/prefix\nrun_only: [a, b]\n")
+    given = parse_config(["--config_path", str(config), "--dry_run", "true"], base=own)
+    assert given == dataclasses.replace(own, prefix="/file/prefix", run_only=["a", "b"], dry_run=True)
+    assert parse_config(["--config_path", str(config)]) == ExecutorMainConfig(
+        prefix="/file/prefix", run_only=["a", "b"]
+    )
+
+
 def _run(script: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(script), *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
