@@ -64,7 +64,7 @@ class InferenceConfig:
     """
 
     input_path: StepPath
-    model_name: str
+    model_name: StepPath
     attribute_name: str
     model_type: str | None = None
     output_path: StepPath | None = None
