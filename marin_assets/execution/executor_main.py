@@ -113,9 +113,9 @@ class ExecutorMainConfig:
     # as a script's own defaults.
 
     prefix: str | None = None
-    """Root of every output path (default: $MARIN_PREFIX, else ./data)."""
+    """Root of every output path (None: $MARIN_PREFIX, else ./data)."""
     executor_info_base_path: str | None = None
-    """Where experiment records and run logs go (default: <prefix>/experiments)."""
+    """Where experiment records and run logs go (None: <prefix>/experiments)."""
     dry_run: bool = False
     """Print what would run and why; run nothing."""
     force_run_failed: bool = True
@@ -123,7 +123,7 @@ class ExecutorMainConfig:
     run_only: list[str] | None = None
     """Run only steps whose name matches one of these regexes (re.search), plus what they need: "[a, b]"."""
     max_concurrent: int | None = None
-    """Most units running at once (default: every ready unit)."""
+    """Most units running at once (None: every ready unit)."""
     # Ours (Marin has none of these).
     partitions: list[str] | None = None
     """Partition keys per partition set, instead of the declared sources: "[SET=k1,k2, SET2=k3]"."""
