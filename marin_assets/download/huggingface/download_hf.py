@@ -81,7 +81,7 @@ class DownloadConfig:
     hf_urls_glob: list[str] = field(default_factory=list)
     gcs_output_path: StepPath = THIS_OUTPUT_PATH
     append_sha_to_path: bool = False
-    public_gcs_path: str = "gs://hf_dataset_transfer_bucket"
+    public_gcs_path: StepPath = "gs://hf_dataset_transfer_bucket"
     wait_for_completion: bool = True
     timeout: int = 1800
     poll_interval: int = 10
