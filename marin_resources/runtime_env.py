@@ -29,6 +29,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from marin_resources.secret_rule import is_secret_name
+
 logger = logging.getLogger(__name__)
 
 # Copied from the driver when set: they select devices, caches and offline modes.
@@ -61,24 +63,13 @@ PASSTHROUGH_ENV_VARS: tuple[str, ...] = (
 # Passed only with include_secrets=True (the runtime env is stored in Ray's GCS and shown by the
 # dashboard); on Kubernetes the Ray pods get them from a Secret instead.
 SECRET_ENV_VARS: tuple[str, ...] = ("WANDB_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 REDACTED = "***"
-# The rule that says which environment variable names hold secrets. The engine's masking rule
-# (``marin_assets.execution.secrets.is_secret_name``) is installed here by the step launcher, so
-# that what Ray is kept from seeing and what the engine masks are one rule; without it (this package
-# used alone) the pattern above decides.
-_SECRET_NAME_RULE: list[Callable[[str], bool]] = []
-
-
-def use_secret_name_rule(rule: Callable[[str], bool]) -> None:
-    """Make ``rule(name)`` decide which environment variables are secrets (see :func:`is_secret_env_name`)."""
-    _SECRET_NAME_RULE[:] = [rule]
 
 
 # The rule of the run whose step is being launched in this thread (the engine's
-# ``ExecutorOptions.secret_name_rule``), over the installed one.
-_RUN_RULE: contextvars.ContextVar[Callable[[str], bool] | None] = contextvars.ContextVar(
-    "marin_secret_name_rule", default=None
+# ``ExecutorOptions.secret_name_rule``; default: the one rule, ``secret_rule.is_secret_name``).
+_RUN_RULE: contextvars.ContextVar[Callable[[str], bool]] = contextvars.ContextVar(
+    "marin_secret_name_rule", default=is_secret_name
 )
 
 
@@ -92,13 +83,6 @@ def secret_names_by(rule: Callable[[str], bool]) -> Iterator[None]:
         _RUN_RULE.reset(token)
 
 
-def is_secret_env_name(name: str) -> bool:
-    """Whether the environment variable ``name`` holds a secret (the launching run's rule, else the
-    installed rule, else the pattern)."""
-    rule = _RUN_RULE.get() or (_SECRET_NAME_RULE[0] if _SECRET_NAME_RULE else None)
-    return rule(name) if rule is not None else bool(_SECRET_NAME.search(name))
-
-
 def split_secret_env_vars(runtime_env: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, str]]:
     """``(runtime_env without its secret env vars, those vars)``.
 
@@ -110,7 +94,8 @@ def split_secret_env_vars(runtime_env: Mapping[str, Any] | None) -> tuple[dict[s
     if not runtime_env:
         return (dict(runtime_env) if runtime_env is not None else None), {}
     env_vars = dict(runtime_env.get("env_vars") or {})
-    secrets = {k: str(v) for k, v in env_vars.items() if is_secret_env_name(k)}
+    is_secret = _RUN_RULE.get()
+    secrets = {k: str(v) for k, v in env_vars.items() if is_secret(k)}
     if not secrets:
         return dict(runtime_env), {}
     public = {k: v for k, v in runtime_env.items() if k != "env_vars"}
@@ -259,9 +244,7 @@ def redact_runtime_env(runtime_env: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``runtime_env`` safe to log: values of secret-looking env vars become ``***``."""
     out = dict(runtime_env)
     if isinstance(out.get("env_vars"), Mapping):
-        out["env_vars"] = {
-            key: (REDACTED if is_secret_env_name(key) else value) for key, value in out["env_vars"].items()
-        }
+        out["env_vars"] = {key: (REDACTED if is_secret_name(key) else value) for key, value in out["env_vars"].items()}
     return out
 
 
