@@ -9,7 +9,7 @@ from typing import Any
 
 from marin_assets.execution.events import Done, EventListener, Failed, NotRun, StepEvent
 from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S
-from marin_assets.execution.secrets import is_secret_name
+from marin_resources.secret_rule import is_secret_name
 
 
 class StepFailedError(RuntimeError):

@@ -47,7 +47,6 @@ from marin_assets.execution.lease import StepLease
 from marin_assets.execution.outcomes import StepFailedError, StepOutcome
 from marin_assets.execution.secrets import (
     environment_secrets,
-    is_secret_name,
     redact_secrets,
     resolve_secrets,
     scrub,
@@ -70,6 +69,7 @@ from marin_assets.execution.units import unit_label
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, instantiate_config
 from marin_resources.progress import reporting_to
 from marin_resources.runtime_env import secret_names_by
+from marin_resources.secret_rule import is_secret_name
 
 logger = logging.getLogger("marin.executor")
 

@@ -12,7 +12,8 @@ import pytest
 from marin_assets.execution import ExecutorStep, StepGraph, this_output_path, versioned
 from marin_assets.execution.console import PROGRESS_EVERY_ENV, ConsoleProgress, progress_cadence_from_env
 from marin_assets.execution.events import Done, Failed, NotRun, Progress, Started, StepEvent
-from marin_assets.execution.runner import ExecutorError, ExecutorOptions, StepRunner
+from marin_assets.execution.outcomes import ExecutorError, ExecutorOptions
+from marin_assets.execution.runner import StepRunner
 from marin_resources.progress import PROGRESS_LOGGER, report_progress
 from tests.dagster_bridge.run_steps import failing_family
 
@@ -152,15 +153,15 @@ def test_the_consoles_cadence_in_seconds_and_from_the_environment(monkeypatch, c
 
 
 def _judge(config: dict) -> dict:
-    from marin_resources.runtime_env import is_secret_env_name, split_secret_env_vars
+    from marin_resources.runtime_env import split_secret_env_vars
 
-    public, secrets = split_secret_env_vars({"env_vars": {"PLAIN_LOOKING": "x", "OTHER": "y"}})
-    return {"plain_is_secret": is_secret_env_name("PLAIN_LOOKING"), "kept_out": sorted(secrets)}
+    _, secrets = split_secret_env_vars({"env_vars": {"PLAIN_LOOKING": "x", "OTHER": "y", "HF_TOKEN": "z"}})
+    return {"kept_out": sorted(secrets)}
 
 
 def test_the_runs_secret_rule_travels_in_its_options_to_the_launch(prefix):
     step = ExecutorStep("judge/one", _judge, {"output_path": this_output_path()})
     default = _run([step], prefix).outcomes[0].metadata
-    assert default == {"plain_is_secret": False, "kept_out": []}
+    assert default == {"kept_out": ["HF_TOKEN"]}  # the one rule (secret_rule.is_secret_name)
     strict = _run([step], prefix + "/strict", secret_name_rule=lambda name: name == "PLAIN_LOOKING")
-    assert strict.outcomes[0].metadata == {"plain_is_secret": True, "kept_out": ["PLAIN_LOOKING"]}
+    assert strict.outcomes[0].metadata == {"kept_out": ["PLAIN_LOOKING"]}
