@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from marin_assets.dagster_bridge import Experiment
-from marin_assets.dagster_bridge.assets import build_step_assets
+from marin_assets.execution.declarations import Experiment
+from marin_assets.dagster_bridge.step_ops import build_step_assets
 from marin_assets.execution import ExecutorStep, this_output_path
 from marin_resources.accelerators import CpuConfig
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
