@@ -19,13 +19,15 @@ O(new drops), not O(all drops), on local folders and gs:// alike. Each tick:
    and reports every drop that is still rejected on **every** tick: in the tick's log and, when
    the tick requests no run, as its ``SkipReason`` (what the UI's tick history shows). Incomplete
    drops (no manifest yet) are left alone and picked up when complete. A drop rejected by its
-   checksums is remembered with its content fingerprint (the manifest plus size and mtime of
-   every listed file, :func:`~marin_assets.landing.zone.content_fingerprint`) and hashed
-   again as soon as that changes -- a rewritten manifest *or* a replaced data file (e.g. an
-   upload that was still running when the drop was first checked).
+   checksums is remembered with its stat signature (the manifest plus size, mtime and ctime --
+   or generation and the store's checksum -- of every listed file,
+   :func:`~marin_assets.landing.zone.stat_signature`) and hashed again as soon as that changes --
+   a rewritten manifest *or* a replaced data file. A drop whose upload is still running (a listed
+   file shorter than the manifest says, or missing while the uploader's hidden temporaries are
+   there) is ``incomplete``: waited for, logged at debug level only, never reported as rejected.
 
 Cursor (JSON, read by :mod:`~marin_assets.dagster_bridge.cursors`): ``{"processed": [compact drop
-ids], "rejected": {drop: reason}, "checksum_rejected": {drop: {"manifest": content fingerprint,
+ids], "rejected": {drop: reason}, "checksum_rejected": {drop: {"manifest": stat signature,
 "reason": reason}}}`` -- ``drop-001`` ... ``drop-900`` are stored as ``"drop-{001..900}"``, so it
 stays small with thousands of drops. Older cursors (``"seen": {drop: fingerprint}``) load fine.
 
@@ -50,16 +52,17 @@ from typing import Any
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.cursors import compact_ids, dump_cursor, expand_ids, load_cursor, mapping
+from marin_assets.dagster_bridge.cursors import dump_cursor, load_cursor, mapping
+from marin_assets.landing.drop_ids import compact_ids, expand_ids
 from marin_assets.landing.zone import (
     STATUS_INCOMPLETE,
     STATUS_REJECTED,
     STATUS_VALID,
     DropStatus,
     LandingDrops,
-    content_fingerprint,
     drop_sort_key,
     list_drop_folders,
+    stat_signature,
     validate_drop,
 )
 from marin_resources.dagster_resources import MarinStorageResource
@@ -103,7 +106,7 @@ MAX_VERIFIED_PER_TICK = 200
 def _examine(
     source: str, drop_id: str, path: str, checksum_rejected: dict[str, dict[str, str]]
 ) -> tuple[DropStatus, str, str, str | None]:
-    """``(drop after the cheap checks, status, reason, content fingerprint if hashed else None)``.
+    """``(drop after the cheap checks, status, reason, stat signature if hashed else None)``.
 
     Checksums are verified once per drop content: a drop they rejected (``checksum_rejected``) is
     hashed again only once its manifest or a listed file changed.
@@ -113,11 +116,11 @@ def _examine(
     if status != STATUS_VALID:
         return drop, status, reason, None
     cached = checksum_rejected.get(drop_id)
-    if cached is not None and cached["manifest"] == content_fingerprint(path, manifest):
+    if cached is not None and cached["manifest"] == stat_signature(path, manifest):
         return drop, STATUS_REJECTED, cached["reason"], None
     status, reason, verified = validate_drop(path, drop_id, verify_checksums=True)
-    # Keyed by the content actually verified (it may have changed since the cheap checks).
-    return drop, status, reason, content_fingerprint(path, verified)
+    # Keyed by the files actually verified (they may have changed since the cheap checks).
+    return drop, status, reason, stat_signature(path, verified)
 
 
 def evaluate_landing(

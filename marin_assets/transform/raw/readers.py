@@ -270,22 +270,61 @@ def finite_or_text(value: float) -> float | str:
     return value if math.isfinite(value) else non_finite_text(value)
 
 
+MAX_JSON_DEPTH = 100
+"""Arrays and objects nested deeper than this in one record: quarantined (``too_deep``). Every
+later step walks a record recursively (encoders, ``json_safe``); a bound here keeps one record
+from exhausting the stack of the process that reads it."""
+
+
 def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(v) for v in value)
+    """True when a string in ``value`` (keys included) holds a lone surrogate (iterative: a value
+    of any depth costs no stack)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return False
 
 
+def nesting_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep arrays and objects nest in ``value`` (a scalar: 0), counted up to ``limit + 1``
+    (iterative: never recursion, whatever the depth)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+            stack.extend((child, depth) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _text_depth_bound(text: str) -> int:
+    """An upper bound of the nesting depth of the JSON ``text``: its count of ``{`` and ``[`` (fast:
+    a real depth is only measured when this reaches the limit)."""
+    return text.count("{") + text.count("[")
+
+
 def parse_json_line(raw: bytes, line: int, quarantine: Quarantine) -> Any:
-    """The JSON value of one line, or ``_SKIP`` (blank, or quarantined with the reason)."""
+    """The JSON value of one line, or ``_SKIP`` (blank, or quarantined with the reason).
+
+    Nothing in a line can fail its file: a line that is not JSON (``not_json``), holds a number
+    Python will not convert (an integer over 4,300 digits: ``number_too_long``), nests deeper than
+    :data:`MAX_JSON_DEPTH` (``too_deep``) or holds a lone surrogate (``unencodable_text``) is
+    quarantined alone, naming the file and the line.
+    """
     raw = raw.rstrip(b"\r")
     if raw.startswith(UTF8_BOM):  # concatenated files: a byte order mark at the start of a middle line
         raw = raw[3:]
@@ -296,24 +335,43 @@ def parse_json_line(raw: bytes, line: int, quarantine: Quarantine) -> Any:
     except UnicodeDecodeError as exc:
         quarantine.add("invalid_utf8", f"invalid UTF-8 at byte {exc.start}", line=line, sample=raw)
         return _SKIP
+    where = f"{quarantine.where} line {line}"
     try:
         value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except RecursionError:
+        quarantine.add("too_deep", f"{where}: nested deeper than the JSON parser's stack", line=line, sample=text)
+        return _SKIP
+    except json.JSONDecodeError as exc:
         quarantine.add("not_json", f"not JSON: {str(exc)[:120]}", line=line, sample=text)
+        return _SKIP
+    except ValueError as exc:  # Python's int conversion limit: "Exceeds the limit (4300 digits) ..."
+        quarantine.add("number_too_long", f"{where}: {str(exc)[:160]}", line=line, sample=text)
+        return _SKIP
+    if _text_depth_bound(text) > MAX_JSON_DEPTH and nesting_depth(value) > MAX_JSON_DEPTH:
+        quarantine.add(
+            "too_deep",
+            f"{where}: arrays/objects nested deeper than {MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)",
+            line=line,
+            doc_id=_string_id(value),
+            sample=text,
+        )
         return _SKIP
     # Only a \uD800-\uDFFF escape can put a lone surrogate into valid UTF-8 JSON; such a string
     # cannot be written as UTF-8 again, so the record goes (alone) to quarantine.
     if "\\u" in text and _has_lone_surrogate(value):
         quarantine.add(
             "unencodable_text",
-            f"{quarantine.file} line {line}: a string holds a lone surrogate (\\uD800-\\uDFFF escape) "
-            "that cannot be encoded as UTF-8",
+            f"{where}: a string holds a lone surrogate (\\uD800-\\uDFFF escape) that cannot be encoded as UTF-8",
             line=line,
-            doc_id=value.get("id") if isinstance(value, dict) and isinstance(value.get("id"), str) else None,
+            doc_id=_string_id(value),
             sample=text,
         )
         return _SKIP
     return value
+
+
+def _string_id(value: Any) -> str | None:
+    return value.get("id") if isinstance(value, dict) and isinstance(value.get("id"), str) else None
 
 
 _JSON_TYPES = {type(None): "null", bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
@@ -555,15 +613,15 @@ def _records(
 ) -> Iterator[tuple[int, Any]]:
     readers: dict[str, Callable[[], Iterator[tuple[int, Any]]]] = {
         "parquet": lambda: read_parquet(handle, q, id_prefix, text_key, id_key),
-        "warc": lambda: read_warc(handle, q, None, max_record),
-        "warc.gz": lambda: read_warc(handle, q, "gzip", max_record),
-        "warc.zst": lambda: read_warc(handle, q, "zstd", max_record),
+        "warc": lambda: read_warc(handle, q, None, max_record, id_prefix),
+        "warc.gz": lambda: read_warc(handle, q, "gzip", max_record, id_prefix),
+        "warc.zst": lambda: read_warc(handle, q, "zstd", max_record, id_prefix),
     }
     max_line = max_doc_bytes * 2 + (1 << 20)  # JSON escaping can double a document
     max_record = max(max_line, 64 << 20)  # a WARC record buffered whole (HTTP headers, compressed bodies)
     try:
         if fmt is None:
-            lines = sum(1 for _ in iter_lines(handle, None, max_line, Quarantine(q.stage, q.file)))
+            lines = sum(1 for _ in iter_lines(handle, None, max_line, Quarantine(q.stage, q.file, q.drop)))
             q.add(
                 "unsupported_format",
                 f"content is none of {', '.join(FORMATS)} (sniffed, not from the name); {lines} line(s) not read",
