@@ -36,8 +36,8 @@ from marin_assets.core.compression import (
     ZSTD_MAGIC,
     Codec,
     StreamDecoder,
+    decompress_head,
     is_zstd_skippable,
-    new_decompressor,
     skip_zstd_skippable,
 )
 from marin_assets.core.io import non_finite_text
@@ -72,8 +72,9 @@ def open_input(path: str) -> BinaryIO:
 
 
 def _decompress_head(codec: Codec, head: bytes) -> bytes:
+    """The first 64 decompressed bytes of ``head`` (never more decompressed: a bomb's head is small)."""
     try:
-        return new_decompressor(codec).decompress(head)[:64]
+        return decompress_head(codec, head, 64)
     except Exception:  # noqa: BLE001 - corrupt from the start: safe, the line reader quarantines it with its offset
         return b""
 
@@ -157,105 +158,136 @@ class Utf16AsUtf8(io.RawIOBase):
 # JSON lines
 
 
+class _LineSplitter:
+    """Cuts a byte stream into lines as it arrives; a line over ``max_line`` bytes is quarantined
+    (``line_too_long``) and its bytes dropped as they stream in, never buffered whole.
+
+    A raw CR is never inside a JSON line (JSON escapes control characters), so a lone CR ends a
+    line as LF and CRLF do (old Mac line ends must not join records). Lines are split at LF (fast;
+    a CRLF's CR is stripped with the line) until a lone CR shows -- a CR inside a line, or a chunk
+    without any LF -- then at LF, CRLF and lone CR for the rest of the stream.
+    """
+
+    def __init__(self, max_line: int, quarantine: Quarantine) -> None:
+        self.max_line = max_line
+        self.quarantine = quarantine
+        self.buf = bytearray()
+        self.line_no = 0
+        self.skipping = False  # inside an over-long line: drop bytes until the next newline
+        self.lone_cr = False
+
+    def _next_end(self, start: int, final: bool) -> tuple[int, int] | None:
+        """``(end of the line starting at start, start of the next)`` or None (no line end yet)."""
+        buf = self.buf
+        while True:
+            if self.lone_cr:
+                match = _LINE_END.search(buf, start)
+                if match is None:
+                    return None
+                if match.group() == b"\r" and match.end() == len(buf) and not final:
+                    return None  # a CR at the end of the buffer: its LF may come with the next chunk
+                return match.start(), match.end()
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                return None
+            cr = buf.find(b"\r", start, nl)
+            if 0 <= cr < nl - 1:  # a CR inside the line: lone CRs end lines from here on
+                self.lone_cr = True
+                continue
+            return nl, nl + 1
+
+    def split(self, data: bytes, final: bool = False) -> Iterator[tuple[int, bytes]]:
+        """(line number, line) of every line ``data`` completes (``final``: the rest is the last line)."""
+        buf = self.buf
+        buf += data
+        start = 0
+        if self.line_no == 0 and buf[:3] == UTF8_BOM:  # a UTF-8 byte order mark is no part of line 1
+            start = 3
+        if not self.lone_cr and b"\n" not in buf and buf.find(b"\r", 0, len(buf) - 1) >= 0:
+            self.lone_cr = True
+        while (end := self._next_end(start, final)) is not None:
+            nl, after = end
+            line = bytes(buf[start:nl])
+            start = after
+            self.line_no += 1
+            if self.skipping:
+                self.skipping = False
+                continue
+            yield self.line_no, line
+        del buf[:start]
+        if len(buf) > self.max_line and not self.skipping:
+            self.line_no += 1
+            self.quarantine.add(
+                "line_too_long",
+                f"{self.quarantine.where} line {self.line_no}: longer than {self.max_line} bytes; dropped as it "
+                "streamed in (the limit follows RawConfig.max_doc_bytes)",
+                line=self.line_no,
+                sample=bytes(buf[:SAMPLE_CHARS]),
+            )
+            self.skipping = True
+            buf.clear()
+        elif self.skipping:
+            buf.clear()
+        if final and buf:
+            self.line_no += 1
+            if not self.skipping:
+                yield self.line_no, bytes(buf)
+            buf.clear()
+
+
+def _utf16_transcoder(first: bytes) -> Any:
+    """An incremental UTF-16 decoder when decompressed data starts with a UTF-16 BOM, else None."""
+    if first[:2] not in UTF16_BOMS:
+        return None
+    return codecs.getincrementaldecoder("utf-16-le" if first[:2] == b"\xff\xfe" else "utf-16-be")("replace")
+
+
+def _decoded_pieces(handle: BinaryIO, decoder: StreamDecoder | None) -> Iterator[bytes]:
+    """The (decompressed, UTF-8) content of ``handle`` in pieces of bounded size; stops at damage."""
+    utf16: Any = None  # a compressed stream of UTF-16 text (a BOM first): transcoded to UTF-8
+    seen_data = False
+    while chunk := handle.read(READ_BYTES):
+        for data in [chunk] if decoder is None else decoder.decode_pieces(chunk):
+            if decoder is not None and not seen_data and data:
+                seen_data = True
+                utf16 = _utf16_transcoder(data)
+                data = data[2:] if utf16 is not None else data
+            yield utf16.decode(data).encode("utf-8") if utf16 is not None else data
+        if decoder is not None and decoder.damage is not None:
+            return
+    if utf16 is not None:
+        yield utf16.decode(b"", final=True).encode("utf-8")
+
+
 def iter_lines(
     handle: BinaryIO, codec: Codec | None, max_line: int, quarantine: Quarantine
 ) -> Iterator[tuple[int, bytes]]:
     """(1-based line number, bytes) of a possibly compressed, possibly broken text stream.
 
-    Decompresses incrementally (:class:`~marin_assets.core.compression.StreamDecoder`) so that a
-    truncated or corrupt stream, or one followed by bytes that start no member, still yields
-    every complete line before the damage. The damage is quarantined once
+    Memory is bounded by ``max_line`` plus one decompressed piece
+    (:data:`~marin_assets.core.compression.MAX_PIECE`), whatever the compression ratio: the stream is
+    decompressed incrementally (:class:`~marin_assets.core.compression.StreamDecoder`) in bounded
+    pieces, and a line over ``max_line`` bytes is quarantined and skipped as it streams in (never
+    buffered whole). A truncated or corrupt stream, or one followed by bytes that start no member,
+    still yields every complete line before the damage. The damage is quarantined once
     (``truncated_<codec>``, ``corrupt_<codec>``, ``trailing_<codec>``) with its byte offset and
     the number of the line it falls in; a line cut short by it is that record's sample, never a
-    line of its own. Lines over ``max_line`` bytes are skipped as they stream in (never buffered whole).
+    line of its own.
     """
     decoder = StreamDecoder(codec) if codec else None
-    buf = bytearray()
-    line_no = 0
-    skipping = False  # inside an over-long line: drop bytes until the next newline
-    # A raw CR is never inside a JSON line (JSON escapes control characters), so a lone CR ends a
-    # line as LF and CRLF do (old Mac line ends must not join records). Lines are split at LF (fast;
-    # a CRLF's CR is stripped with the line) until a lone CR shows -- a CR inside a line, or a chunk
-    # without any LF -- then at LF, CRLF and lone CR for the rest of the stream.
-    lone_cr = False
-
-    def split(final: bool) -> Iterator[tuple[int, bytes]]:
-        nonlocal buf, line_no, skipping, lone_cr
-        start = 0
-        if line_no == 0 and buf[:3] == UTF8_BOM:  # a UTF-8 byte order mark is no part of line 1
-            start = 3
-        if not lone_cr and b"\n" not in buf and b"\r" in buf[:-1]:
-            lone_cr = True
-        while True:
-            if lone_cr:
-                match = _LINE_END.search(buf, start)
-                if match is None:
-                    break
-                if match.group() == b"\r" and match.end() == len(buf) and not final:
-                    break  # a CR at the end of the buffer: its LF may come with the next chunk
-                nl, after = match.start(), match.end()
-            else:
-                nl = buf.find(b"\n", start)
-                if nl < 0:
-                    break
-                cr = buf.find(b"\r", start, nl)
-                if 0 <= cr < nl - 1:  # a CR inside the line: lone CRs end lines from here on
-                    lone_cr = True
-                    continue
-                after = nl + 1
-            line = bytes(buf[start:nl])
-            start = after
-            line_no += 1
-            if skipping:
-                skipping = False
-                continue
-            yield line_no, line
-        del buf[:start]
-        if len(buf) > max_line and not skipping:
-            line_no += 1
-            quarantine.add(
-                "line_too_long", f"line longer than {max_line} bytes", line=line_no, sample=bytes(buf[:SAMPLE_CHARS])
-            )
-            skipping = True
-            buf.clear()
-        elif skipping:
-            buf.clear()
-        if final and buf:
-            line_no += 1
-            if not skipping:
-                yield line_no, bytes(buf)
-            buf.clear()
-
-    utf16: Any = None  # a compressed stream of UTF-16 text (a BOM first): transcoded to UTF-8
-    seen_data = False
-    while True:
-        chunk = handle.read(READ_BYTES)
-        if not chunk:
-            break
-        data = chunk if decoder is None else decoder.decode(chunk)
-        if decoder is not None and not seen_data and data:
-            seen_data = True
-            if data[:2] in UTF16_BOMS:
-                utf16 = codecs.getincrementaldecoder("utf-16-le" if data[:2] == b"\xff\xfe" else "utf-16-be")("replace")
-                data = data[2:]
-        if utf16 is not None:
-            data = utf16.decode(data).encode("utf-8")
-        buf += data
-        yield from split(final=False)
-        if decoder is not None and decoder.damage is not None:
-            break
+    lines = _LineSplitter(max_line, quarantine)
+    for data in _decoded_pieces(handle, decoder):
+        yield from lines.split(data)
     damage = decoder.finish() if decoder is not None else None
-    if utf16 is not None:
-        buf += utf16.decode(b"", final=True).encode("utf-8")
     if damage is None or damage.kind == "trailing":  # the stream's own content is whole
-        yield from split(final=True)
+        yield from lines.split(b"", final=True)
     if damage is not None:
-        cut = bytes(buf) if damage.kind != "trailing" and not skipping else b""
-        where = f"; line {line_no + 1} cut short by it" if cut else ""
+        cut = bytes(lines.buf) if damage.kind != "trailing" and not lines.skipping else b""
+        where = f"; line {lines.line_no + 1} cut short by it" if cut else ""
         quarantine.add(
             f"{damage.kind}_{codec}",
-            f"{damage.detail}; the {line_no} line(s) before kept{where}",
-            line=line_no + 1,
+            f"{damage.detail}; the {lines.line_no} line(s) before kept{where}",
+            line=lines.line_no + 1,
             sample=cut or None,
             offset=damage.offset,
         )

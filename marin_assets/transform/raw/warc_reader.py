@@ -75,12 +75,25 @@ class _Stream:
         self.buf = bytearray()
         self.base = 0
         self.eof = False
+        self._pieces: Iterator[bytes] | None = None  # the decompressed pieces of the last chunk read
         self.problem: str | None = None
         self.problem_offset: int | None = None
 
     def fill(self) -> bool:
-        """Read one more chunk into ``buf``; False at the end of the data (or of readable data)."""
-        while not self.eof:
+        """Read one more piece into ``buf`` (at most a chunk, or one bounded decompressed piece:
+        :data:`~marin_assets.core.compression.MAX_PIECE`); False at the end of the (readable) data."""
+        while True:
+            if self._pieces is not None:
+                for data in self._pieces:
+                    if data:
+                        self._take(data)
+                        return True
+                self._pieces = None
+                if self.decoder is not None and self.decoder.damage is not None:  # nothing after it is readable
+                    self.eof = True
+                    self._damaged(self.decoder.damage)
+            if self.eof:
+                return False
             chunk = self.handle.read(_READ)
             if not chunk:
                 self.eof = True
@@ -90,14 +103,7 @@ class _Stream:
             if self.decoder is None:
                 self._take(chunk)
                 return True
-            data = self.decoder.decode(chunk)
-            if self.decoder.damage is not None:  # nothing after it is readable
-                self.eof = True
-                self._damaged(self.decoder.damage)
-            if data:
-                self._take(data)
-                return True
-        return False
+            self._pieces = self.decoder.decode_pieces(chunk)
 
     def _damaged(self, damage: Damage | None) -> None:
         if damage is not None:
