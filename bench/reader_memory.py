@@ -3,7 +3,7 @@
 The file holds a good record, one JSON line of ``--line-mib`` MiB of the same letter (gzip level 9:
 about 1,000:1), and another good record. The raw stage's reader (``readers.read_file``, the raw
 stage's default ``max_doc_bytes`` of 10 MB, so lines over ~21 MB are refused) reads it in a fresh
-child process, which reports its peak RSS (``ru_maxrss``); a second child reads the two good records
+child process, which reports its peak RSS (``VmHWM``); a second child reads the two good records
 alone (the interpreter and its imports: the baseline). Printed: both peaks, the difference, and the
 quarantine reasons (the big line must be ``line_too_long``, both good records kept).
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,16 @@ def write_bomb(path: str, line_mib: int) -> None:
         handle.write(comp.flush())
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (``VmHWM``: its own, not inherited across exec as
+    ``ru_maxrss`` is from the process that started it)."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
 def child(path: str) -> None:
     """Read ``path`` with the raw reader; print ids kept, quarantine reasons and peak RSS (JSON)."""
     from marin_assets.core.shard_stage import Quarantine
@@ -47,7 +56,7 @@ def child(path: str) -> None:
     start = time.perf_counter()
     fmt, records = read_file(path, os.path.basename(path), 10_000_000, q)
     ids = [record["id"] for _, record in records]
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mib = peak_rss_mib()
     print(
         json.dumps(
             {

@@ -40,8 +40,8 @@ from marin_assets.core.compression import (
     is_zstd_skippable,
     skip_zstd_skippable,
 )
-from marin_assets.core.io import non_finite_text
 from marin_assets.core.shard_stage import SAMPLE_CHARS, Quarantine
+from marin_assets.execution.status import non_finite_text
 from marin_assets.execution.storage import filesystem
 from marin_assets.transform.raw.warc_reader import read_warc
 
