@@ -371,13 +371,25 @@ def parse_json_line(raw: bytes, line: int, quarantine: Quarantine) -> Any:
     try:
         value = json.loads(text)
     except RecursionError:
-        quarantine.add("too_deep", f"{where}: nested deeper than the JSON parser's stack", line=line, sample=text)
+        quarantine.add(
+            "too_deep",
+            f"{where}: nested deeper than the JSON parser's stack",
+            line=line,
+            doc_id=_id_hint(text),
+            sample=text,
+        )
         return _SKIP
     except json.JSONDecodeError as exc:
         quarantine.add("not_json", f"not JSON: {str(exc)[:120]}", line=line, sample=text)
         return _SKIP
     except ValueError as exc:  # Python's int conversion limit: "Exceeds the limit (4300 digits) ..."
-        quarantine.add("number_too_long", f"{where}: {str(exc)[:160]}", line=line, sample=text)
+        quarantine.add(
+            "number_too_long",
+            f"{where}: {str(exc)[:160]}",
+            line=line,
+            doc_id=_id_of_long_numbers(text),
+            sample=text,
+        )
         return _SKIP
     if _text_depth_bound(text) > MAX_JSON_DEPTH and nesting_depth(value) > MAX_JSON_DEPTH:
         quarantine.add(
@@ -400,6 +412,32 @@ def parse_json_line(raw: bytes, line: int, quarantine: Quarantine) -> Any:
         )
         return _SKIP
     return value
+
+
+_ID_HINT = re.compile(r'^\s*\{\s*"id"\s*:\s*"((?:[^"\\]|\\.){1,512})"')
+
+
+def _id_hint(text: str) -> str | None:
+    """The id of a line that does not parse, when it opens with ``{"id": "..."`` (a quarantine row
+    names the record when it can)."""
+    match = _ID_HINT.match(text)
+    if match is None:
+        return None
+    try:
+        found = json.loads(f'"{match.group(1)}"')
+    except ValueError:
+        return None
+    return found if isinstance(found, str) else None
+
+
+def _id_of_long_numbers(text: str) -> str | None:
+    """The id of a record holding an integer over Python's digit limit: parsed again with such
+    numbers read as 0 (this line only: a hook per number costs time)."""
+    try:
+        value = json.loads(text, parse_int=lambda digits: int(digits) if len(digits) <= 4000 else 0)
+    except (ValueError, RecursionError):
+        return _id_hint(text)
+    return _string_id(value)
 
 
 def _string_id(value: Any) -> str | None:
