@@ -258,56 +258,7 @@ def build_landing_sensor(
     if not partitions_def.name:
         raise ValueError("partitions_def must be a named DynamicPartitionsDefinition")
     sensor_name = name or f"landing_sensor_{source.replace('-', '_').replace('.', '_')}"
-
-    def _landing_sensor(context: dg.SensorEvaluationContext, prefix: str) -> dg.SensorResult | dg.SkipReason:
-        known: set[str] = set()
-
-        def has_partition(key: str) -> bool:
-            # One query for the set, the first time a tick asks (a fresh sensor asks for every drop).
-            if not known:
-                known.update(context.instance.get_dynamic_partitions(partitions_def.name))
-                known.add("")  # asked once even when the set is empty
-            return key in known
-
-        try:
-            new, cursor, _ = evaluate_landing(
-                prefix,
-                source,
-                context.cursor,
-                has_partition,
-                context.log,
-                landing_dir,
-                (lambda: materialized_everywhere(context.instance, processed_keys)) if processed_keys else None,
-            )
-        except Exception as exc:
-            # Not a property of any drop (a storage error, or a bug): the tick fails -- visible in the
-            # sensor's tick history with this message -- and the next tick retries from the same
-            # cursor. No drop is ever marked rejected for it.
-            context.log.error(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}")
-            raise LandingScanError(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}") from exc
-        to_add = [key for key, _, needs in new if needs]
-        run_requests = [
-            dg.RunRequest(
-                run_key=run_key,
-                partition_key=key,
-                tags={RUN_TAG: source, "marin/drop": key},
-            )
-            for key, run_key, _ in new
-            if run_key  # "": processed already (its units succeeded), only its partition was missing
-        ]
-        for request in run_requests:
-            context.log.info(f"new drop {request.partition_key!r} of {source!r}: requesting a run")
-        # Every tick, not only the first: a rejection stays visible in the UI while it persists.
-        still_rejected = rejected_summary(cursor, source)
-        if still_rejected:
-            context.log.warning(still_rejected)
-        return dg.SensorResult(
-            run_requests=run_requests,
-            skip_reason=still_rejected if still_rejected and not run_requests else None,
-            dynamic_partitions_requests=[partitions_def.build_add_request(to_add)] if to_add else [],
-            cursor=cursor,
-        )
-
+    tick = _LandingTick(source, partitions_def, landing_dir, processed_keys)
     decorate = dg.sensor(
         name=sensor_name,
         target=target,
@@ -324,9 +275,8 @@ def build_landing_sensor(
             try:
                 prefix = resolve()
             except Exception as exc:
-                context.log.error(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}")
-                raise LandingScanError(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}") from exc
-            return _landing_sensor(context, prefix)
+                raise _scan_failed(context, source, exc) from exc
+            return tick(context, prefix)
 
         return _with_resolver
 
@@ -334,6 +284,77 @@ def build_landing_sensor(
     def _with_storage(
         context: dg.SensorEvaluationContext, marin_storage: MarinStorageResource
     ) -> dg.SensorResult | dg.SkipReason:
-        return _landing_sensor(context, marin_storage.root())
+        return tick(context, marin_storage.root())
 
     return _with_storage
+
+
+def _scan_failed(context: dg.SensorEvaluationContext, source: str, exc: Exception) -> LandingScanError:
+    """The error a tick raises for what is no property of any drop (a storage error, or a bug): the
+    tick fails -- visible in the sensor's tick history with this message -- and the next tick
+    retries from the same cursor. No drop is ever marked rejected for it."""
+    message = f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}"
+    context.log.error(message)
+    return LandingScanError(message)
+
+
+class _LandingTick:
+    """One tick of a landing sensor: :func:`evaluate_landing`, then its answer in Dagster's terms."""
+
+    def __init__(
+        self,
+        source: str,
+        partitions_def: dg.DynamicPartitionsDefinition,
+        landing_dir: str | None,
+        processed_keys: Sequence[dg.AssetKey],
+    ) -> None:
+        self.source, self.partitions_def = source, partitions_def
+        self.landing_dir, self.processed_keys = landing_dir, processed_keys
+
+    def __call__(self, context: dg.SensorEvaluationContext, prefix: str) -> dg.SensorResult:
+        source = self.source
+        try:
+            new, cursor, _ = evaluate_landing(
+                prefix,
+                source,
+                context.cursor,
+                self._partition_lookup(context),
+                context.log,
+                self.landing_dir,
+                (lambda: materialized_everywhere(context.instance, self.processed_keys))
+                if self.processed_keys
+                else None,
+            )
+        except Exception as exc:
+            raise _scan_failed(context, source, exc) from exc
+        to_add = [key for key, _, needs in new if needs]
+        run_requests = [
+            dg.RunRequest(run_key=run_key, partition_key=key, tags={RUN_TAG: source, "marin/drop": key})
+            for key, run_key, _ in new
+            if run_key  # "": processed already (its units succeeded), only its partition was missing
+        ]
+        for request in run_requests:
+            context.log.info(f"new drop {request.partition_key!r} of {source!r}: requesting a run")
+        # Every tick, not only the first: a rejection stays visible in the UI while it persists.
+        still_rejected = rejected_summary(cursor, source)
+        if still_rejected:
+            context.log.warning(still_rejected)
+        return dg.SensorResult(
+            run_requests=run_requests,
+            skip_reason=still_rejected if still_rejected and not run_requests else None,
+            dynamic_partitions_requests=[self.partitions_def.build_add_request(to_add)] if to_add else [],
+            cursor=cursor,
+        )
+
+    def _partition_lookup(self, context: dg.SensorEvaluationContext) -> Callable[[str], bool]:
+        """Whether the partition set holds a key: one query for the set, the first time a tick asks
+        (a fresh sensor asks for every drop)."""
+        known: set[str] = set()
+
+        def has_partition(key: str) -> bool:
+            if not known:
+                known.update(context.instance.get_dynamic_partitions(self.partitions_def.name))
+                known.add("")  # asked once even when the set is empty
+            return key in known
+
+        return has_partition
