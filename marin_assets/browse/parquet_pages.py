@@ -5,8 +5,8 @@ page (a writer with a huge page size, or one 400 MiB cell -- a value never spans
 hundreds of MiB to show a single row, and a footer of many thousands of row groups is parsed whole
 before anything is read. So before reading, the browser looks at what the file says of itself:
 
-* the footer's length (the last 8 bytes): over the limit, the file is not opened
-  (:class:`ParquetTooLarge`, shown as such);
+* the footer's length (the last 8 bytes): over 1/8 of the limit (parsed, a footer of many row groups
+  takes several times its size), the file is not opened (:class:`ParquetTooLarge`, shown as such);
 * each column chunk of the row group it is about to read: one whose uncompressed size is within
   the limit is read as usual; a larger one has its page headers walked (Thrift compact headers, a
   few bytes each, read without the pages) -- a column with a page over the limit is left out of
@@ -35,8 +35,14 @@ class ParquetTooLarge(ValueError):
     """A parquet file the browser will not open within its limit (the message says why)."""
 
 
-def check_footer(handle: Any, size: int, limit: int) -> None:
-    """Raise :class:`ParquetTooLarge` when the footer (FileMetaData) of the open file is over ``limit``."""
+FOOTER_SHARE = 8
+"""A footer may take 1/8 of the read limit: parsed, its row groups' metadata takes several times its bytes."""
+
+
+def check_footer(handle: Any, size: int, read_limit: int) -> None:
+    """Raise :class:`ParquetTooLarge` when the footer (FileMetaData) of the open file is over
+    ``read_limit`` / :data:`FOOTER_SHARE`."""
+    limit = read_limit // FOOTER_SHARE
     if size < 12:
         raise ParquetTooLarge(f"{size} bytes: too short for a parquet file")
     handle.seek(size - 8)
@@ -46,8 +52,9 @@ def check_footer(handle: Any, size: int, limit: int) -> None:
         raise ParquetTooLarge("no parquet footer (the file does not end in PAR1)")
     if footer > limit:
         raise ParquetTooLarge(
-            f"its footer (the metadata of its row groups) is {footer / 2**20:.1f} MiB, over the browser's limit of "
-            f"{limit / 2**20:.0f} MiB (--max_read_mib); not opened"
+            f"its footer (the metadata of its {'many ' if footer > 1 << 20 else ''}row groups) is {_mib(footer)}, over "
+            f"the browser's limit for a footer, {_mib(limit)} (1/{FOOTER_SHARE} of --max_read_mib: parsed, a footer "
+            "takes several times its size); not opened"
         )
 
 
