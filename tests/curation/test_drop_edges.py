@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -338,3 +339,29 @@ def test_a_writer_killed_mid_write_leaves_no_experiment_record(tmp_path):
     os.utime(os.path.join(folder, leftover[0]), (old, old))
     assert sweep_stale_temporaries(folder) == leftover
     assert os.listdir(folder) == []
+
+
+@dataclass(frozen=True)
+class _NanConfig:
+    output_path: str
+
+
+def _returns_nan(config: _NanConfig) -> dict[str, float]:
+    os.makedirs(config.output_path, exist_ok=True)
+    return {"loss": float("nan"), "ratio": float("inf")}
+
+
+def test_a_step_returning_nan_writes_valid_executor_metadata(tmp_path):
+    from marin_assets.execution import ExecutorStep, this_output_path
+    from marin_assets.execution.runner import ExecutorOptions, run_steps
+    from marin_assets.execution.status import METADATA_FILE
+
+    step = ExecutorStep("edges/nan", _returns_nan, _NanConfig(this_output_path()))
+    report = run_steps([step], str(tmp_path), ExecutorOptions(max_concurrent=1))
+    (outcome,) = report.outcomes
+    text = Path(outcome.output_path, METADATA_FILE).read_text()
+
+    def refuse(token: str) -> float:
+        raise ValueError(f"bare {token} is not JSON")
+
+    assert json.loads(text, parse_constant=refuse) == {"loss": "NaN", "ratio": "Infinity"}
