@@ -365,3 +365,22 @@ def test_a_step_returning_nan_writes_valid_executor_metadata(tmp_path):
         raise ValueError(f"bare {token} is not JSON")
 
     assert json.loads(text, parse_constant=refuse) == {"loss": "NaN", "ratio": "Infinity"}
+
+
+def test_a_gzip_encoded_warc_payload_bomb_is_quarantined_unread():
+    from marin_assets.core.shard_stage import Quarantine
+    from marin_assets.transform.raw.warc_reader import read_warc
+
+    buf = io.BytesIO()
+    writer = WARCWriter(buf, gzip=True)
+    pages = [(b"<html><p>first</p></html>", None), (gzip.compress(b"a" * (8 << 20), 9), "gzip"), (PAGE, None)]
+    for i, (body, encoding) in enumerate(pages):
+        headers = [("Content-Type", "text/html"), *([("Content-Encoding", encoding)] if encoding else [])]
+        http = StatusAndHeaders("200 OK", headers, protocol="HTTP/1.1")
+        writer.write_record(
+            writer.create_warc_record(f"http://e.org/{i}", "response", payload=io.BytesIO(body), http_headers=http)
+        )
+    q = Quarantine("raw", "bomb.warc.gz", "drop-1")
+    docs = [doc for _, doc in read_warc(io.BytesIO(buf.getvalue()), q, "gzip", 1 << 20) if doc]
+    assert [d["metadata"]["url"] for d in docs] == ["http://e.org/0", "http://e.org/2"]
+    assert q.counts == {"too_large": 1} and q.records[0]["id"]

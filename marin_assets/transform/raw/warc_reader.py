@@ -355,7 +355,7 @@ class _RecordReader:
         stream = self.stream
         offset = stream.offset(0)
         at = f"{offset}" if stream.codec is None else f"{offset}:{stream.base}"
-        return _Position(offset, f"{self.id_prefix or self.q.file}@{at}")
+        return _Position(offset, f"{self.id_prefix or self.q.file}@{at}", self.max_record_bytes)
 
     def _lying_length(self, header: _Header, is_page: bool, ok: int | bool | None) -> bool:
         """The Content-Length does not end this record: quarantined, resynchronised on the next
@@ -440,6 +440,19 @@ class _BadPayload(Exception):
     """A record whose HTTP payload cannot be read as it declares itself (quarantined alone)."""
 
 
+class _PayloadTooLarge(Exception):
+    """A record whose decoded payload is over the reader's limit (quarantined alone, never read whole)."""
+
+
+def _read_body(record: Any, position: _Position) -> bytes:
+    """The decoded payload of ``record``, at most ``position.max_body`` bytes (FastWARC decodes a
+    ``Content-Encoding`` as it is read: reading a bounded amount bounds a compressed bomb too)."""
+    body = record.reader.read(position.max_body + 1)
+    if len(body) > position.max_body:
+        raise _PayloadTooLarge(f"its decoded payload is over {position.max_body} bytes; not read further")
+    return body
+
+
 @dataclass(frozen=True)
 class _Position:
     """Where a record starts: its byte offset (of its gzip member / zstd frame when compressed) and
@@ -447,6 +460,7 @@ class _Position:
 
     offset: int
     synthetic_id: str
+    max_body: int = 64 << 20  # the most decoded payload bytes read (a gzip-encoded body can be a bomb)
 
 
 def _parse_record(data: bytes, position: _Position, q: Quarantine, number: int, record_id: str) -> Any:
@@ -466,6 +480,15 @@ def _parse_record(data: bytes, position: _Position, q: Quarantine, number: int, 
     try:
         for record in ArchiveIterator(io.BytesIO(data), record_types=wanted, parse_http=True, auto_decode="all"):
             return _warc_document(record, position)
+    except _PayloadTooLarge as exc:
+        q.add(
+            "too_large",
+            f"{q.file} record {number} at byte {offset}: {exc}",
+            line=number,
+            doc_id=record_id or None,
+            offset=offset,
+        )
+        return _QUARANTINED
     except (OSError, _BadPayload) as exc:  # FastWARC raises OSError for an undecodable payload
         declared = "; ".join(
             f"{m.group(1).decode('latin-1')}: {m.group(2).decode('latin-1').strip()}"
@@ -497,7 +520,7 @@ def _warc_document(record: Any, position: _Position) -> dict[str, Any] | None:
     url = headers.get("WARC-Target-URI") or ""
     date = headers.get("WARC-Date") or ""
     if record.record_type == WarcRecordType.conversion:
-        content_type, body = "text/plain", record.reader.read()
+        content_type, body = "text/plain", _read_body(record, position)
         text = _decode_payload(body, "utf-8")
     else:
         content_type = (record.http_content_type or headers.get("Content-Type") or "").lower()
@@ -509,7 +532,7 @@ def _warc_document(record: Any, position: _Position) -> dict[str, Any] | None:
                 return None  # not a page (redirect, error): counted, not quarantined
         if "html" not in content_type and content_type != "text/plain":
             return None
-        body = record.reader.read()
+        body = _read_body(record, position)
         text = _decode_payload(body, record.http_charset)
     metadata = {
         "url": url,
