@@ -33,9 +33,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from marin_assets.browse.parquet_pages import MAX_READ_BYTES, LayoutCache, ParquetTooLarge
+from marin_assets.browse.parquet_pages import MAX_READ_BYTES, LayoutCache
 from marin_assets.browse.paths import Forbidden, PrefixRoot, fresh_filesystem
 from marin_assets.browse.shards import PARQUET_BATCH_ROWS, LineSource, ParquetRows, parse_line, shard_format
+from marin_assets.core.parquet_layout import ParquetTooLarge
 from marin_assets.execution.status import INFO_FILE, METADATA_FILE, STATUS_FILE, read_info, read_metadata, read_status
 from marin_assets.execution.storage import join_path, read_bytes
 

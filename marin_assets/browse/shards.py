@@ -16,7 +16,7 @@ The compression of a JSON-lines shard is sniffed from its first bytes, whatever 
   is read, through a small buffer (a data page at a time, never a whole column chunk) in batches of
   a few rows -- so one huge row group costs time to skip through, not memory. A footer, or a data
   page, over the read limit (``--max_read_mib``) is not decoded: the page says what it left out
-  (:mod:`marin_assets.browse.parquet_pages`).
+  (:mod:`marin_assets.browse.parquet_pages`, :mod:`marin_assets.core.parquet_layout`).
 
 A JSON line longer than :data:`MAX_LINE_BYTES` is dropped as it arrives and shown as an error
 record: a request's memory is bounded whatever the layout of the file.
@@ -35,16 +35,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from marin_assets.browse.parquet_pages import (
-    MAX_READ_BYTES,
-    LayoutCache,
-    ParquetTooLarge,
-    check_footer,
-    not_shown,
-    oversized_fields,
-)
+from marin_assets.browse.parquet_pages import FOOTER_SHARE, MAX_READ_BYTES, SETTING, LayoutCache, not_shown
 from marin_assets.browse.paths import fresh_filesystem
 from marin_assets.core.compression import Compression, new_decompressor, open_stream, sniff_compression
+from marin_assets.core.parquet_layout import ParquetTooLarge, check_footer, oversized_fields
 
 # Compressed bytes read at a time, and the most decompressed bytes one step may produce (keeps a
 # highly compressible shard from decompressing into a huge buffer).
@@ -421,7 +415,7 @@ class ParquetRows:
     def __init__(self, handle: Any, size: int, limit: int, layouts: LayoutCache, key: tuple[str, str]) -> None:
         import pyarrow.parquet as pq
 
-        check_footer(handle, size, limit)
+        check_footer(handle, size, limit // FOOTER_SHARE, f"1/{FOOTER_SHARE} of {SETTING}")
         handle.seek(0)
         self.handle, self.limit, self.layouts, self.key = handle, limit, layouts, key
         # Buffered column reads: a page at a time, never a whole column chunk of the row group

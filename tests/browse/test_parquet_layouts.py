@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from marin_assets.browse.parquet_pages import page_sizes
 from marin_assets.browse.server import BrowserApp
+from marin_assets.core.parquet_layout import page_sizes
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 256 << 10

@@ -384,3 +384,24 @@ def test_a_gzip_encoded_warc_payload_bomb_is_quarantined_unread():
     docs = [doc for _, doc in read_warc(io.BytesIO(buf.getvalue()), q, "gzip", 1 << 20) if doc]
     assert [d["metadata"]["url"] for d in docs] == ["http://e.org/0", "http://e.org/2"]
     assert q.counts == {"too_large": 1} and q.records[0]["id"]
+
+
+def test_a_parquet_page_over_the_limit_is_quarantined_by_id_and_other_row_groups_read(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    prefix = str(tmp_path / "prefix")
+    path = _drop_dir(prefix, "drop-001")
+    ids = [f"p-{i}" for i in range(6)]
+    texts = ["A good row."] * 3 + ["One huge cell: " + "z" * (4 << 20)] + ["Another good row."] * 2
+    # Row groups of 3 rows: the second holds the 4 MiB cell (its text page is over the reader's limit).
+    pq.write_table(pa.table({"id": ids, "text": texts}), os.path.join(path, "rows.parquet"), row_group_size=3)
+    write_manifest(path, SOURCE)
+    out = str(tmp_path / "raw")
+    # max_doc_bytes 1 MB: lines and pages may hold 3 MiB.
+    run_raw(RawConfig(os.path.join(landing_root(prefix), SOURCE), "drop-001", out, max_doc_bytes=1_000_000))
+    docs = {r["id"] for f in list_files(os.path.join(out, "docs"), ".jsonl.gz") for r in read_jsonl(f)}
+    quarantine = [r for f in list_files(os.path.join(out, "quarantine"), ".jsonl") for r in read_jsonl(f)]
+    assert docs == {"p-0", "p-1", "p-2"}
+    assert {r["id"] for r in quarantine if r["reason"] == "too_large"} == {"p-3", "p-4", "p-5"}
+    assert "row group 1 (rows 4-6)" in quarantine[0]["detail"] and "not decoded" in quarantine[0]["detail"]

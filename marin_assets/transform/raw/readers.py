@@ -40,6 +40,7 @@ from marin_assets.core.compression import (
     is_zstd_skippable,
     skip_zstd_skippable,
 )
+from marin_assets.core.parquet_layout import check_footer, oversized_fields
 from marin_assets.core.shard_stage import SAMPLE_CHARS, Quarantine
 from marin_assets.execution.status import non_finite_text
 from marin_assets.execution.storage import filesystem
@@ -526,21 +527,36 @@ def rename_fields(rec: dict, text_key: str, id_key: str) -> dict:
     return rec
 
 
+PARQUET_FOOTER_BYTES = 64 << 20
+"""A landing parquet file's footer may be this large (parsed, many row groups take several times it)."""
+
+
 def read_parquet(
-    handle: BinaryIO, q: Quarantine, id_prefix: str = "", text_key: str = "text", id_key: str = "id"
+    handle: BinaryIO,
+    q: Quarantine,
+    id_prefix: str = "",
+    text_key: str = "text",
+    id_key: str = "id",
+    max_bytes: int = 64 << 20,
 ) -> Iterator[tuple[int, Any]]:
     """(1-based row, row dict) of a parquet file with a ``text_key`` column.
 
     Without an ``id_key`` column (e.g. a Hugging Face dataset's parquet export) a row's id is
     ``<id_prefix>/<row>``; every other column stays in the record (the raw stage keeps it as
-    metadata: ``url``, ``date``, ...).
+    metadata: ``url``, ``date``, ...). Memory is bounded by ``max_bytes`` whatever the layout: a row
+    group with a data page over it (one huge page, or one huge cell) is not decoded -- its rows are
+    quarantined as ``too_large``, by id when the id column can be read -- and rows are read in
+    batches of about ``max_bytes`` (:mod:`marin_assets.core.parquet_layout`).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(handle)
-    except (pa.ArrowException, OSError, ValueError) as exc:
+        handle.seek(0, os.SEEK_END)
+        check_footer(handle, handle.tell(), PARQUET_FOOTER_BYTES, "readers.PARQUET_FOOTER_BYTES")
+        handle.seek(0)
+        pf = pq.ParquetFile(handle, buffer_size=1 << 20, pre_buffer=False)
+    except (pa.ArrowException, OSError, ValueError) as exc:  # ParquetTooLarge is a ValueError
         q.add("bad_parquet", f"not a readable parquet file: {exc}")
         return
     names = pf.schema_arrow.names
@@ -552,23 +568,55 @@ def read_parquet(
             count=pf.metadata.num_rows,
         )
         return
-    has_id = id_key in names
-    # A writer may store text as binary (bytes): decoded as UTF-8 row by row, a row that is not
-    # valid UTF-8 quarantined alone.
-    binary = [key for key in (text_key, id_key) if key in names and _is_binary(pf.schema_arrow.field(key).type)]
-    # Row group by row group: damage inside one (a corrupt page, a bad column chunk) quarantines
-    # that group's rows alone, with their range; the other groups are read.
+    group_reader = _ParquetGroups(pf, handle, q, id_prefix, text_key, id_key, max_bytes)
     first = 1
     for group in range(pf.num_row_groups):
-        rows_in_group = pf.metadata.row_group(group).num_rows
+        yield from group_reader.rows(group, first)
+        first += pf.metadata.row_group(group).num_rows
+
+
+class _ParquetGroups:
+    """The rows of a parquet file's row groups, each read within the reader's byte limit."""
+
+    def __init__(
+        self, pf: Any, handle: BinaryIO, q: Quarantine, id_prefix: str, text_key: str, id_key: str, max_bytes: int
+    ) -> None:
+        self.pf, self.handle, self.q = pf, handle, q
+        self.id_prefix, self.text_key, self.id_key, self.max_bytes = id_prefix, text_key, id_key, max_bytes
+        names = pf.schema_arrow.names
+        self.has_id = id_key in names
+        # A writer may store text as binary (bytes): decoded as UTF-8 row by row, a row that is not
+        # valid UTF-8 quarantined alone.
+        self.binary = [
+            key for key in (text_key, id_key) if key in names and _is_binary(pf.schema_arrow.field(key).type)
+        ]
+
+    def _batch_rows(self, group: int) -> int:
+        """Rows per batch: about ``max_bytes`` of the row group's uncompressed data, 1 to 1,000 rows."""
+        meta = self.pf.metadata.row_group(group)
+        per_row = max(1, meta.total_byte_size // max(1, meta.num_rows))
+        return max(1, min(1000, self.max_bytes // per_row))
+
+    def rows(self, group: int, first: int) -> Iterator[tuple[int, Any]]:
+        """Row group by row group: damage inside one (a corrupt page, a bad column chunk) quarantines
+        that group's rows alone, with their range; the other groups are read."""
+        import pyarrow as pa
+
+        q = self.q
+        rows_in_group = self.pf.metadata.row_group(group).num_rows
+        over = oversized_fields(self.handle, self.pf.metadata, group, self.max_bytes)
+        if over:
+            self._quarantine_group(group, first, rows_in_group, over)
+            return
         row = first - 1
         try:
-            for row, rec in _rows_of_batches(pf.iter_batches(batch_size=1000, row_groups=[group]), q, first):
-                if binary and not _decode_binary(rec, binary, row, q):
+            batches = self.pf.iter_batches(batch_size=self._batch_rows(group), row_groups=[group], use_threads=False)
+            for row, rec in _rows_of_batches(batches, q, first):
+                if self.binary and not _decode_binary(rec, self.binary, row, q):
                     continue
-                rec = rename_fields(rec, text_key, id_key)
-                if not has_id:
-                    rec["id"] = f"{id_prefix}/{row}"
+                rec = rename_fields(rec, self.text_key, self.id_key)
+                if not self.has_id:
+                    rec["id"] = f"{self.id_prefix}/{row}"
                 yield row, rec
         except (pa.ArrowException, OSError, ValueError) as exc:
             lost = first + rows_in_group - 1 - row
@@ -579,7 +627,27 @@ def read_parquet(
                 line=row + 1,
                 count=max(1, lost),
             )
-        first += rows_in_group
+
+    def _quarantine_group(self, group: int, first: int, rows: int, over: dict[str, str]) -> None:
+        """A row group with a page over the limit: each row quarantined as ``too_large`` -- by id, read
+        alone, when the id column's pages fit -- never decoded."""
+        q = self.q
+        why = "; ".join(f"column {name!r} is {reason}" for name, reason in sorted(over.items()))
+        detail = (
+            f"{q.where} row group {group} (rows {first}-{first + rows - 1}): {why}, over the reader's limit of "
+            f"{self.max_bytes} bytes (2 x RawConfig.max_doc_bytes + 1 MB); not decoded"
+        )
+        if self.has_id and self.id_key not in over:
+            batches = self.pf.iter_batches(
+                batch_size=1000, row_groups=[group], columns=[self.id_key], use_threads=False
+            )
+            row = first
+            for batch in batches:
+                for value in batch.column(0).to_pylist():
+                    q.add("too_large", detail, line=row, doc_id=str(value) if value is not None else None)
+                    row += 1
+            return
+        q.add("too_large", detail, line=first, count=rows)
 
 
 # ------------------------------------------------------------------------------------------
@@ -682,7 +750,7 @@ def _records(
     handle: BinaryIO, fmt: str | None, max_doc_bytes: int, q: Quarantine, id_prefix: str, text_key: str, id_key: str
 ) -> Iterator[tuple[int, Any]]:
     readers: dict[str, Callable[[], Iterator[tuple[int, Any]]]] = {
-        "parquet": lambda: read_parquet(handle, q, id_prefix, text_key, id_key),
+        "parquet": lambda: read_parquet(handle, q, id_prefix, text_key, id_key, max_line),
         "warc": lambda: read_warc(handle, q, None, max_record, id_prefix),
         "warc.gz": lambda: read_warc(handle, q, "gzip", max_record, id_prefix),
         "warc.zst": lambda: read_warc(handle, q, "zstd", max_record, id_prefix),
