@@ -405,3 +405,20 @@ def test_a_parquet_page_over_the_limit_is_quarantined_by_id_and_other_row_groups
     assert docs == {"p-0", "p-1", "p-2"}
     assert {r["id"] for r in quarantine if r["reason"] == "too_large"} == {"p-3", "p-4", "p-5"}
     assert "row group 1 (rows 4-6)" in quarantine[0]["detail"] and "not decoded" in quarantine[0]["detail"]
+
+
+def test_a_saved_hf_dataset_row_over_the_limit_is_quarantined_by_id(tmp_path):
+    import datasets
+
+    prefix = str(tmp_path / "prefix")
+    path = _drop_dir(prefix, "drop-001")
+    rows = {"id": ["h-0", "h-1", "h-2"], "text": ["A good row.", "w" * (4 << 20), "Another good row."]}
+    datasets.Dataset.from_dict(rows).save_to_disk(os.path.join(path, "hf"))
+    write_manifest(path, SOURCE)
+    out = str(tmp_path / "raw")
+    run_raw(RawConfig(os.path.join(landing_root(prefix), SOURCE), "drop-001", out, max_doc_bytes=1_000_000))
+    docs = {r["id"] for f in list_files(os.path.join(out, "docs"), ".jsonl.gz") for r in read_jsonl(f)}
+    quarantine = [r for f in list_files(os.path.join(out, "quarantine"), ".jsonl") for r in read_jsonl(f)]
+    assert docs == {"h-0", "h-2"}
+    assert [(r["reason"], r["id"]) for r in quarantine] == [("too_large", "h-1")]
+    assert "over the reader's limit" in quarantine[0]["detail"]  # never converted to a Python string

@@ -314,7 +314,8 @@ class RawStage(ShardStage):
         fmt: str | None
         if shard.startswith(HF_INPUT):
             fmt = "hf-dataset"
-            items = read_hf_dataset(path, q, f"{config.drop_id}/{name}", config.text_key, config.id_key)
+            max_row = config.max_doc_bytes * 2 + (1 << 20)  # as a JSON line may hold
+            items = read_hf_dataset(path, q, f"{config.drop_id}/{name}", config.text_key, config.id_key, max_row)
             counters.add("bytes_in", _tree_size(path))
         else:
             fs, p = filesystem(path)

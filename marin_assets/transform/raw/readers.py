@@ -466,25 +466,57 @@ def read_jsonl(handle: BinaryIO, codec: Codec | None, max_line: int, q: Quaranti
 # Parquet
 
 
-def _rows_of_batches(batches: Iterator[Any], q: Quarantine, first_row: int = 1) -> Iterator[tuple[int, dict]]:
+class _RowTooLarge:
+    """Stands for a row over the reader's byte limit (never turned into Python objects)."""
+
+    def __init__(self, size: int, doc_id: Any) -> None:
+        self.size, self.doc_id = size, doc_id
+
+
+def _batch_rows(batch: Any, max_bytes: int | None) -> list[Any]:
+    """The rows of an Arrow batch as dicts; a row over ``max_bytes`` (Arrow's own size of its slice,
+    known without converting it) becomes a :class:`_RowTooLarge`, a row whose strings are not UTF-8
+    the ``UnicodeDecodeError``."""
+    if max_bytes is None or batch.nbytes <= max_bytes:
+        try:
+            return batch.to_pylist()
+        except UnicodeDecodeError:  # find the bad row(s); the others of the batch are kept
+            pass
+    rows: list[Any] = []
+    ids = batch.schema.get_field_index("id")
+    for i in range(batch.num_rows):
+        one = batch.slice(i, 1)
+        if max_bytes is not None and one.nbytes > max_bytes:
+            rows.append(_RowTooLarge(one.nbytes, one.column(ids)[0].as_py() if ids >= 0 else None))
+            continue
+        try:
+            rows.append(one.to_pylist()[0])
+        except UnicodeDecodeError as exc:
+            rows.append(exc)
+    return rows
+
+
+def _rows_of_batches(
+    batches: Iterator[Any], q: Quarantine, first_row: int = 1, max_bytes: int | None = None
+) -> Iterator[tuple[int, dict]]:
     """(1-based row, row dict) of Arrow record batches; a row whose strings are not valid UTF-8
-    (Arrow does not check what a foreign writer stored) is quarantined alone as ``invalid_utf8``."""
+    (Arrow does not check what a foreign writer stored) is quarantined alone as ``invalid_utf8``, a
+    row over ``max_bytes`` as ``too_large`` (by id, never converted)."""
     row = first_row - 1
     for batch in batches:
-        try:
-            rows = batch.to_pylist()
-        except UnicodeDecodeError:  # find the bad row(s); the others of the batch are kept
-            rows = []
-            for i in range(batch.num_rows):
-                try:
-                    rows.append(batch.slice(i, 1).to_pylist()[0])
-                except UnicodeDecodeError as exc:
-                    rows.append(exc)
-        for rec in rows:
+        for rec in _batch_rows(batch, max_bytes):
             row += 1
             if isinstance(rec, UnicodeDecodeError):
                 q.add(
                     "invalid_utf8", f"{q.file} row {row}: a string column is not valid UTF-8 ({rec.reason})", line=row
+                )
+                continue
+            if isinstance(rec, _RowTooLarge):
+                q.add(
+                    "too_large",
+                    f"{q.where} row {row}: {rec.size} bytes, over the reader's limit of {max_bytes}; not read",
+                    line=row,
+                    doc_id=str(rec.doc_id) if rec.doc_id is not None else None,
                 )
                 continue
             yield row, rec
@@ -670,7 +702,7 @@ def hf_dataset_folders(names: list[str]) -> list[str]:
 
 
 def read_hf_dataset(
-    path: str, q: Quarantine, id_prefix: str, text_key: str = "text", id_key: str = "id"
+    path: str, q: Quarantine, id_prefix: str, text_key: str = "text", id_key: str = "id", max_bytes: int = 64 << 20
 ) -> Iterator[tuple[int, Any]]:
     """(1-based row within its split, record) of a saved HF dataset or dataset dict folder.
 
@@ -698,7 +730,7 @@ def read_hf_dataset(
         batches = ds.with_format("arrow").iter(batch_size=1000)
         row = 0
         try:
-            for row, rec in _rows_of_batches(batches, q):
+            for row, rec in _rows_of_batches(batches, q, max_bytes=max_bytes):
                 rec = rename_fields(rec, text_key, id_key)
                 if rec.get("id") is None:
                     rec["id"] = f"{id_prefix}/{split or 'data'}/{row}"
