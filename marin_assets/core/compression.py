@@ -370,7 +370,7 @@ class StreamDecoder:
                 raise _Failed(b"", 0, exc) from exc
             return
         if self.codec != "gzip":  # bz2 / xz: the decompressor holds the input it has not decoded yet
-            data = bytes(piece)
+            data: bytes = bytes(piece)
             while True:
                 try:
                     yield decomp.decompress(data, MAX_PIECE)
@@ -379,16 +379,16 @@ class StreamDecoder:
                 data = b""
                 if decomp.eof or decomp.needs_input:
                     return
-        data: Any = piece
+        pending: Any = piece  # gzip: what the last call left unread (it stopped at MAX_PIECE of output)
         while True:
             snapshot = decomp.copy()
             try:
-                out = decomp.decompress(data, MAX_PIECE)
+                out = decomp.decompress(pending, MAX_PIECE)
             except Exception as exc:  # zlib.error
-                raise self._replayed(snapshot, bytes(data), len(piece) - len(data), exc) from exc
+                raise self._replayed(snapshot, bytes(pending), len(piece) - len(pending), exc) from exc
             yield out
-            data = decomp.unconsumed_tail
-            if not data or decomp.eof:
+            pending = decomp.unconsumed_tail
+            if not pending or decomp.eof:
                 return
 
     @staticmethod
