@@ -10,7 +10,10 @@ A complete drop is *valid* when its id is a safe path component, the manifest pa
 it lists is a plain relative name that exists with the listed size and sha256, and nothing in
 the drop -- the drop folder itself, ``manifest.json``, any data file or sub-folder -- is a symlink
 (a link could make the stages read outside the landing zone; links are rejected, never followed,
-and a symlinked drop folder is reported, not skipped). Everything here reports problems as
+and a symlinked drop folder is reported, not skipped), and its folder tree is at most
+:data:`MAX_DROP_DEPTH` deep and :data:`MAX_DROP_ENTRIES` large (walked without recursion). A drop
+whose upload is still running -- a listed file shorter than the manifest says, or missing while the
+uploader's hidden temporaries are there -- is *incomplete*, not rejected. Everything here reports problems as
 values and never raises on a malformed drop, so one bad drop cannot block the others. What is not
 a property of the drop -- a storage error while reading it, a bug in this code -- is raised, never
 reported as ``rejected``: the sensor tick that met it fails visibly and the next tick retries, so a

@@ -90,8 +90,8 @@ def zone(tmp_path):
     return str(tmp_path / "zone")
 
 
-def _drop_dir(prefix: str, drop: str) -> str:
-    path = os.path.join(landing_root(prefix), SOURCE, drop)
+def _drop_dir(prefix: str, drop: str, source: str = SOURCE) -> str:
+    path = os.path.join(landing_root(prefix), source, drop)
     os.makedirs(path)
     return path
 
@@ -200,10 +200,10 @@ def _warc(records: list[tuple[str, bytes, str, bool]]) -> bytes:
 PAGE = b"<html><body><p>" + b"A paragraph of an ordinary page about gardening. " * 4 + b"</p></body></html>"
 
 
-def bad_records_drop(prefix: str, drop: str) -> dict[str, set[str]]:
+def bad_records_drop(prefix: str, drop: str, source: str = SOURCE) -> dict[str, set[str]]:
     """A drop holding one file per bad kind, each with good records around the bad ones; returns
     the ids expected in the output (``good``) and in quarantine (``quarantined``)."""
-    path = _drop_dir(prefix, drop)
+    path = _drop_dir(prefix, drop, source)
     deep: dict = {"leaf": 1}
     for _ in range(900):
         deep = {"k": deep}
@@ -239,7 +239,7 @@ def bad_records_drop(prefix: str, drop: str) -> dict[str, set[str]]:
             comp.compress(b'"}\n' + (json.dumps({"id": f"{drop}-bomb-after", "text": "Kept."}) + "\n").encode())
         )
         handle.write(comp.flush())
-    write_manifest(path, SOURCE)
+    write_manifest(path, source)
     return {
         "good": {f"{drop}-good-1", f"{drop}-good-2", f"{drop}-bomb-before", f"{drop}-bomb-after"},
         "quarantined": {f"{drop}-deep", f"{drop}-binary", f"{drop}-invisible", f"{drop}-bignum"},

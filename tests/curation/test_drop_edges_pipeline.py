@@ -34,7 +34,7 @@ def edge_pipeline_target(context) -> None:  # a stand-in target: the sensor only
 def test_bad_drops_then_a_good_drop_through_the_sensor_and_the_pipeline(tmp_path, dagster_home):
     prefix = str(tmp_path / "prefix")
     source_dir = os.path.join(landing_root(prefix), SOURCE)
-    expected = bad_records_drop(prefix, "drop-001")  # its folder is landing/<SOURCE>/drop-001
+    expected = bad_records_drop(prefix, "drop-001", SOURCE)
     deep = os.path.join(source_dir, "drop-002")
     os.makedirs(deep)
     Path(deep, "part.jsonl").write_text(json.dumps({"id": "d", "text": "deep"}) + "\n")
