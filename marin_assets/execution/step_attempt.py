@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import logging
 import time
 import traceback
@@ -182,6 +183,9 @@ class StepAttempt:
             self.record(STATUS_FAILED, error=error, attempt=attempt)
             return
         except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):  # a shorter record helps only a full disk
+                self._unrecorded(exc)
+                return
             logger.warning(
                 "%s: recording FAILED with its traceback failed (%s); recording its last line", self.label, exc
             )
@@ -189,13 +193,16 @@ class StepAttempt:
         try:
             self.record(STATUS_FAILED, error=last_line, attempt=attempt)
         except OSError as exc:
-            logger.error(
-                "%s: FAILED could not be recorded at %s (%s): the status stays RUNNING without a lease; "
-                "the next run runs this step again",
-                self.label,
-                self.output_path,
-                exc,
-            )
+            self._unrecorded(exc)
+
+    def _unrecorded(self, exc: OSError) -> None:
+        logger.error(
+            "%s: FAILED could not be recorded at %s (%s): the status stays RUNNING without a lease; "
+            "the next run runs this step again",
+            self.label,
+            self.output_path,
+            exc,
+        )
 
     # ------------------------------------------------------------------ the attempt
     def open_staging(self) -> tuple[str, str]:

@@ -100,8 +100,9 @@ def test_lease_loss_messages_say_what_was_observed(tmp_path):
     assert first.try_acquire()
     first._stop.set()  # frozen
     first._thread.join()
-    clock.advance(91)
     second = StepLease(path, heartbeat_s=30, stale_s=90, clock=clock)
+    assert not second.try_acquire()  # first sight of this heartbeat: stale only 90 s from now
+    clock.advance(91)
     assert second.try_acquire()
     with pytest.raises(LeaseLostError, match=r"another runner took it over \(owner \w+ on host"):
         first.check()
