@@ -87,10 +87,20 @@ def _answers(sock: socket.socket, host: str, tls: bool, deadline: float) -> str 
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
         sock.settimeout(max(deadline - time.monotonic(), 0.01))
         sock.sendall(f"HEAD / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
-        if not sock.recv(1):
+        answer = b""
+        while b"\r\n" not in answer and len(answer) < 256:
+            chunk = sock.recv(256)
+            if not chunk:
+                break
+            answer += chunk
+        if not answer:
             return "it closed the connection without answering"
+        status = answer.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+        if len(status) > 1 and status[1].isdigit() and int(status[1]) >= 500:
+            # Every request would get the same, after a minute of the client's retries.
+            return f"it answers {' '.join(status[1:]).strip()}"
     except TimeoutError:
-        return "it accepts connections but sent no answer"
+        return "it accepts connections but sent no answer in time"
     except OSError as exc:
         return f"it accepts connections but the request failed ({exc.strerror or exc})"
     return None
@@ -114,7 +124,7 @@ def _probe(host: str, port: int, timeout_s: float, tls: bool = False) -> str | N
                 sock.settimeout(left)
                 sock.connect(address)
                 why = _answers(sock, host, tls, deadline)
-                return None if why is None else f"{host}:{port} {why} within {timeout_s:g}s"
+                return None if why is None else f"{why} (port {port}, a {timeout_s:g}s probe)"
         except OSError as exc:
             last = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
     return f"no connection to {host}:{port} ({last})"
@@ -156,4 +166,4 @@ def explain(prefix: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
     if why is None:
         return None
     _reachable.pop((found[0], found[1]), None)
-    return f"the store {found[0]}:{found[1]} does not answer from host {host_id()}: {why}"
+    return f"the store {found[0]} does not answer from host {host_id()}: {why}"
