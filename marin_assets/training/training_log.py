@@ -85,9 +85,15 @@ class AttemptLog:
             self._thread.start()
         return self
 
-    def _complete_checkpoints(self) -> set[int]:
-        """Steps of the checkpoints under ``<out>/checkpoints`` that have their completion marker."""
-        return {step for step, path in list_step_dirs(self.checkpoints) if exists(join_path(path, CHECKPOINT_MARKER))}
+    def _complete_checkpoints(self, known: set[int] | None = None) -> set[int]:
+        """Steps of the checkpoints under ``<out>/checkpoints`` that have their completion marker (one
+        listing, plus one look for the marker of each checkpoint not ``known`` complete already)."""
+        known = known or set()
+        return {
+            step
+            for step, path in list_step_dirs(self.checkpoints)
+            if step in known or exists(join_path(path, CHECKPOINT_MARKER))
+        }
 
     def _drop_uncovered_checkpoints(self, log_text: str) -> None:
         complete = self._complete_checkpoints()
@@ -109,7 +115,7 @@ class AttemptLog:
                 if os.path.getsize(self.path) == self._synced_size:
                     continue
                 now = time.monotonic()
-                complete = self._complete_checkpoints()
+                complete = self._complete_checkpoints(self._covered)
                 if now - last >= self.sync_s or complete - self._covered:
                     # Read after the checkpoint's marker was seen: the upload covers that step.
                     self.sync()
