@@ -7,11 +7,18 @@ other's, its own monotonic clock (which starts anywhere: never compared either).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
 from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, ManualClock, StepLease
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 class HostClock:
@@ -74,3 +81,51 @@ def test_a_lease_left_long_ago_by_another_host_is_taken_after_stale_s_of_watchin
     base.advance(DEFAULT_STALE_S + 1)
     assert newcomer.try_acquire()
     newcomer.release()
+
+
+# A runner whose wall clock (``time.time``, everywhere in its process) is ``argv[1]`` seconds off.
+_SKEWED_RUNNER = (
+    "import runpy, sys, time; skew = float(sys.argv.pop(1)); wall = time.time; "
+    "time.time = lambda: wall() + skew; "
+    "runpy.run_module('tests.execution.sample_steps', run_name='__main__', alter_sys=True)"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize(
+    "skew_a, skew_b", [(-3600, 0), (0, 3600)], ids=["holder-an-hour-behind", "taker-an-hour-ahead"]
+)
+def test_two_runners_an_hour_apart_compute_a_step_once(skew_a, skew_b, prefix, tmp_path):
+    markers = tmp_path / "markers"
+
+    def runner(host: str, skew: float) -> subprocess.Popen:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "MARIN_HOST_ID": host, "MARKER_DIR": str(markers)}
+        env["CHUNKS"] = "60"  # 6 s of work: B arrives while A computes
+        args = ["slow", "--prefix", prefix, "--heartbeat_s", "0.5", "--stale_s", "3", "--no_record"]
+        return subprocess.Popen(
+            [sys.executable, "-c", _SKEWED_RUNNER, str(skew), *args],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    a = runner("host-a", skew_a)
+    b = None
+    try:
+        deadline = time.monotonic() + 120
+        while not (markers.exists() and any(markers.iterdir())):
+            assert time.monotonic() < deadline and a.poll() is None, "A did not start its step"
+            time.sleep(0.05)
+        b = runner("host-b", skew_b)
+        outputs = [a.communicate(timeout=180)[0], b.communicate(timeout=180)[0]]
+    finally:
+        for proc in (a, b):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert [a.returncode, b.returncode] == [0, 0], outputs
+    assert len(list(markers.iterdir())) == 1, outputs  # computed once: B never took A's live lease
+    assert "took over" not in "".join(outputs) and "lost" not in "".join(outputs), outputs
