@@ -39,7 +39,6 @@ import contextlib
 import json
 import logging
 import os
-import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,8 +47,10 @@ from typing import TYPE_CHECKING, Any
 from marin_assets.download.huggingface import hub
 from marin_assets.eval_data.task_data import HUB_FETCH_ENV
 from marin_assets.execution.metadata import markdown, table
+from marin_assets.execution.step import unwrap_versioned_value
 from marin_assets.execution.storage import atomic_write_bytes, atomic_write_text, join_path
 from marin_assets.training import eval_harness, levanter_main, subprocess_runner
+from marin_assets.training.device_defaults import defaults_for, progress_timeout_s, xla_flags_env
 from marin_assets.training.train_config import (
     DEFAULT_CHECKPOINTS_PATH,
     DEFAULT_HF_CHECKPOINTS_PATH,
@@ -92,7 +93,8 @@ __all__ = [
     "training_env",
 ]
 
-TRAIN_TIMEOUT_S = 6 * 3600.0
+TERM_GRACE_S = 120.0
+"""A cancelled training process gets this long after SIGTERM to checkpoint its last step."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -111,6 +113,9 @@ class TrainLmOnPodConfig:
         impute_run_id_from_output_path: derive a stable run id from ``output_path`` (resume on rerun).
         env_vars: environment of the training process (on top of the resources' ``runtime_env``).
         auto_build_caches: Marin's flag; caches here are built by tokenize steps, so only False applies.
+        progress_timeout_s: stop the run when its log shows nothing new for this long (None: two
+            hours; 0: never); ``$MARIN_TRAIN_PROGRESS_TIMEOUT_S`` overrides it. There is no
+            wall-clock limit: a run that progresses runs for days.
     """
 
     train_config: TrainLmConfig | LmTrainSpec
@@ -119,6 +124,7 @@ class TrainLmOnPodConfig:
     impute_run_id_from_output_path: bool = True
     env_vars: dict[str, str] | None = None
     auto_build_caches: bool = False
+    progress_timeout_s: float | None = None
 
 
 def training_env(extra: Mapping[str, str] | None = None, accelerator: str = "cpu") -> dict[str, str]:
@@ -148,6 +154,13 @@ def _env_of(config: TrainLmOnPodConfig) -> dict[str, str]:
     return env
 
 
+def _xla_flags(config: TrainLmOnPodConfig, accelerator: str) -> tuple[str, ...]:
+    """The XLA flags this run adds (the spec's, else the device kind's defaults)."""
+    spec = config.train_config
+    flags = unwrap_versioned_value(spec.trainer.xla_flags) if isinstance(spec, LmTrainSpec) else None
+    return tuple(defaults_for(accelerator).xla_flags if flags is None else flags)
+
+
 def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
     """Run (or resume) Levanter training into ``config.output_path``; returns step metadata.
 
@@ -173,13 +186,15 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
         with open(log_path, "ab") as log:
             log.write(f"\n{START_MARK} {time.strftime('%Y-%m-%dT%H:%M:%S')} =====\n".encode())
         start = time.monotonic()
-        proc = subprocess_runner.start(
-            levanter_main.command("train", spec), log_path, training_env(_env_of(config), accelerator), label="train"
-        )
-        try:
-            rc = subprocess_runner.wait(proc, TRAIN_TIMEOUT_S)  # kills the trainer if cancelled
-        except subprocess.TimeoutExpired:
-            raise TimeoutError(f"training did not finish in {TRAIN_TIMEOUT_S}s; log: {attempt_log.remote}") from None
+        env = training_env(_env_of(config), accelerator)
+        xla_flags = xla_flags_env(env.get("XLA_FLAGS"), _xla_flags(config, accelerator))
+        if xla_flags:
+            env["XLA_FLAGS"] = xla_flags
+        stall_s = progress_timeout_s(config.progress_timeout_s)
+        proc = subprocess_runner.start(levanter_main.command("train", spec), log_path, env, label="train")
+        # No wall-clock limit: stopped only without progress, on a lost lease (the fence kills it)
+        # or when cancelled (SIGTERM first: it checkpoints its last step).
+        rc = subprocess_runner.wait(proc, None, stall_timeout_s=stall_s, term_grace_s=TERM_GRACE_S)
         log_text = attempt_log.text()
         if rc != 0:
             missing = eval_harness.read_missing_tasks(levanter_main.local_yaml_path(spec))
