@@ -67,7 +67,14 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 
 # Metrics shown in a progress line, in this order (Levanter's json_logger names); eval/* follow.
-_PROGRESS_METRICS = (("train/loss", "loss"), ("throughput/tokens_per_second", "tokens/s"))
+# ``throughput/mfu`` is Levanter's model-FLOPs utilisation in percent (absent where Levanter does
+# not know the device's peak FLOPs, e.g. on CPU); ``throughput/duration`` the step's seconds.
+_PROGRESS_METRICS = (
+    ("train/loss", "loss"),
+    ("throughput/tokens_per_second", "tokens/s"),
+    ("throughput/mfu", "MFU %"),
+    ("throughput/duration", "step s"),
+)
 _MAX_EVAL_METRICS = 6
 POLL_S = 0.5
 
@@ -88,17 +95,46 @@ def _flat(metrics: Mapping[str, object], prefix: str = "") -> dict[str, object]:
     return out
 
 
+def _metric_record(line: str) -> dict | None:
+    """The Levanter json_logger ``log`` record of one log line (with a step), or None."""
+    if JSON_LOGGER_MARK not in line or "{" not in line:
+        return None
+    try:
+        record = json.loads(line[line.find("{") :])
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(record, dict) or record.get("event") != "log" or record.get("step") is None:
+        return None
+    return record
+
+
+def progress_metrics(line: str) -> dict[str, float]:
+    """The numbers of a Levanter metric record (``step``, ``train/loss``, ``throughput/mfu`` ...),
+    flat and finite; ``{}`` for any other line. They travel with the progress line so that front
+    ends plot them without parsing text."""
+    record = _metric_record(line)
+    if record is None:
+        return {}
+    out: dict[str, float] = {"step": float(record["step"])}
+    for key, value in _flat(record.get("metrics") or {}).items():
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and value == value
+            and abs(value) != float("inf")
+        ):
+            out[key] = float(value)
+    return out
+
+
 def progress_of(line: str) -> str | None:
     """The progress line of one log line, or None: a Levanter metric record becomes
     ``step N: loss …, tokens/s …, eval/loss …``; an lm-eval result row (``|task|…|value|…|``) is
     kept as it is; anything else (warnings, progress bars, summaries) is not progress."""
     stripped = line.strip()
     if JSON_LOGGER_MARK in line and "{" in line:
-        try:
-            record = json.loads(line[line.find("{") :])
-        except json.JSONDecodeError:
-            return None
-        if not isinstance(record, dict) or record.get("event") != "log" or record.get("step") is None:
+        record = _metric_record(line)
+        if record is None:
             return None
         flat = _flat(record.get("metrics") or {})
         parts = [f"{label} {_number(flat[key])}" for key, label in _PROGRESS_METRICS if key in flat]
@@ -148,7 +184,7 @@ class _ProgressFollower(threading.Thread):
                         progress = progress_of(line)
                         if progress is not None:
                             self.last_progress = progress
-                            report_progress(f"{self.label}: {progress}", step=self.step)
+                            report_progress(f"{self.label}: {progress}", step=self.step, metrics=progress_metrics(line))
                 elif self.stopped.is_set():
                     return
                 else:

@@ -218,6 +218,18 @@ def _finite_float(value: Any) -> float | None:
     return number if number == number and abs(number) != float("inf") else None
 
 
+def _steady_mean(steps: Mapping[int, Mapping[str, Any]], key: str) -> float | None:
+    """Mean of ``key`` over the logged steps, skipping the first fifth (compilation) when there are
+    five or more; None when no step logged it."""
+    values = [v for _, m in sorted(steps.items()) if (v := _finite_float(m.get(key))) is not None]
+    steady = values[len(values) // 5 :] if len(values) >= 5 else values
+    return sum(steady) / len(steady) if steady else None
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
 def summarize_training(out: str, plan: Mapping[str, Any], log_text: str, wall_s: float, resumed_from: int = 0) -> dict:
     """Metadata of a finished run from its metric log and output folder (also writes files).
 
@@ -228,13 +240,7 @@ def summarize_training(out: str, plan: Mapping[str, Any], log_text: str, wall_s:
     atomic_write_text(join_path(out, "metrics.jsonl"), metrics_jsonl(log_text))
     train_losses = [(s, float(m["train/loss"])) for s, m in sorted(steps.items()) if "train/loss" in m]
     eval_losses = [(s, float(m["eval/loss"])) for s, m in sorted(steps.items()) if "eval/loss" in m]
-    # Steady-state throughput: skip the first logged steps (compilation) when there are enough.
-    tps = [
-        float(m["throughput/tokens_per_second"])
-        for _, m in sorted(steps.items())
-        if "throughput/tokens_per_second" in m
-    ]
-    steady = tps[len(tps) // 5 :] if len(tps) >= 5 else tps
+    steady = _steady_mean(steps, "throughput/tokens_per_second")
     tokens_seen = int(plan["num_train_steps"]) * int(plan["train_batch_size"]) * int(plan["seq_len"])
     checkpoints = [p for _, p in list_step_dirs(join_path(out, DEFAULT_CHECKPOINTS_PATH))]
     hf = [p for _, p in list_step_dirs(join_path(out, DEFAULT_HF_CHECKPOINTS_PATH))]
@@ -255,7 +261,10 @@ def summarize_training(out: str, plan: Mapping[str, Any], log_text: str, wall_s:
     meta.update(
         {
             "tokens_seen": tokens_seen,
-            "tokens_per_s": round(sum(steady) / len(steady), 1) if steady else None,
+            "tokens_per_s": round(steady, 1) if steady is not None else None,
+            # Levanter's throughput/mfu (percent; absent where it knows no peak FLOPs, e.g. CPU)
+            "mfu": _round(_steady_mean(steps, "throughput/mfu"), 2),
+            "step_time_s": _round(_steady_mean(steps, "throughput/duration"), 4),
             "tokens_per_s_wall": round(tokens_seen / wall_s, 1) if wall_s > 0 else None,
             "wall_s": round(wall_s, 2),
             "parameter_count": summary.get("parameter_count"),

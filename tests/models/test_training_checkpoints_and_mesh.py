@@ -26,7 +26,24 @@ def corpus(tmp_path_factory) -> Path:
     from marin_assets.processing.tokenize.train_tokenizer import build_fast_tokenizer
 
     root = tmp_path_factory.mktemp("corpus")
-    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi".split()
+    words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "zeta",
+        "eta",
+        "theta",
+        "iota",
+        "kappa",
+        "lambda",
+        "mu",
+        "nu",
+        "xi",
+        "omicron",
+        "pi",
+    ]
     texts = [" ".join(words[(i * 7 + j * 3) % len(words)] for j in range(40)) + f" {i}." for i in range(1000)]
     (root / "docs").mkdir()
     with gzip.open(root / "docs" / "part-0.jsonl.gz", "wt") as handle:
@@ -95,7 +112,11 @@ def test_the_last_step_is_a_checkpoint_and_a_new_step_continues_from_it(corpus, 
 
     # A new step naming the finished run's output trains on from its last step.
     second = _train(
-        corpus, "second", num_train_steps=10, steps_per_export=100, initialize_from_checkpoint_path=output_path_of(first)
+        corpus,
+        "second",
+        num_train_steps=10,
+        steps_per_export=100,
+        initialize_from_checkpoint_path=output_path_of(first),
     )
     out2 = _run(second, prefix)
     assert sorted(_trained_steps(out2)) == [8, 9]
