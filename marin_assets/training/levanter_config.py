@@ -25,6 +25,7 @@ from marin_assets.execution.step import unwrap_versioned_value
 from marin_assets.execution.storage import is_local, join_path
 from marin_assets.processing.tokenize.tokenize import cache_split_stats, read_ledger, resolve_tokenizer
 from marin_assets.training.device_defaults import compilation_cache_dir, defaults_for
+from marin_assets.training.hosts import is_primary
 from marin_assets.training.train_config import (
     DEFAULT_CHECKPOINTS_PATH,
     DEFAULT_HF_CHECKPOINTS_PATH,
@@ -403,7 +404,8 @@ def prepare_training(config: Any, local_yaml: str) -> str:
     reference = reference_checkpoint_dir(str(config.output_path), lev_config.trainer.id)
     write_reference_checkpoint(reference, lev_config.model, lev_config.data.tokenizer)
     yaml_text = levanter_config_yaml(lev_config)
-    atomic_write_text(join_path(config.output_path, "train_config.yaml"), yaml_text)
+    if is_primary():  # one writer per run (hosts.py); every host runs the same config
+        atomic_write_text(join_path(config.output_path, "train_config.yaml"), yaml_text)
     with open(local_yaml, "w") as handle:
         handle.write(yaml_text)
     trainer = lev_config.trainer

@@ -24,6 +24,8 @@ Output layout::
     <out>/metrics.jsonl            the metric records alone (step, metrics)
     <out>/loss_curve.png           train/eval loss per step
     <out>/train_summary.json       what the step returns as metadata
+    <out>/hosts/<i>/               host i's train.log, metrics.jsonl, train_summary.json (multi-host
+                                   slices: host 0 alone writes the run's files, see ``hosts.py``)
 
 Resume: the run id is derived from the output path and the checkpointer writes to a fixed folder,
 so a rerun of a killed step finds ``checkpoints/step-N`` and Levanter continues from the newest
@@ -51,6 +53,7 @@ from marin_assets.execution.step import unwrap_versioned_value
 from marin_assets.execution.storage import atomic_write_bytes, atomic_write_text, join_path
 from marin_assets.training import eval_harness, levanter_main, subprocess_runner
 from marin_assets.training.device_defaults import defaults_for, progress_timeout_s, xla_flags_env
+from marin_assets.training.hosts import host_folder, host_index
 from marin_assets.training.train_config import (
     DEFAULT_CHECKPOINTS_PATH,
     DEFAULT_HF_CHECKPOINTS_PATH,
@@ -175,7 +178,8 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
         raise ValueError("TrainLmOnPodConfig.auto_build_caches=True cannot apply: caches are built by tokenize steps")
     out = str(config.output_path)
     accelerator = accelerator_of(config.resources)
-    with AttemptLog(out, "train.log") as attempt_log:
+    host = host_index()  # one writer per run: host 0 writes the run's files, others under hosts/<i>/
+    with AttemptLog(host_folder(out, host), "train.log") as attempt_log:
         log_path = attempt_log.path
         spec = levanter_main.write_spec(
             log_path + ".config.pkl", "marin_assets.training.levanter_config:prepare_training", config
@@ -207,7 +211,9 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
             os.remove(spec)
         with open(levanter_main.plan_path(spec)) as handle:
             plan = json.load(handle)
-    return summarize_training(out, plan, log_text, time.monotonic() - start, resumed_from_step(log_text))
+    return summarize_training(
+        out, plan, log_text, time.monotonic() - start, resumed_from_step(log_text), write_to=host_folder(out, host)
+    )
 
 
 def _finite_float(value: Any) -> float | None:
@@ -230,14 +236,24 @@ def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def summarize_training(out: str, plan: Mapping[str, Any], log_text: str, wall_s: float, resumed_from: int = 0) -> dict:
-    """Metadata of a finished run from its metric log and output folder (also writes files).
+def summarize_training(
+    out: str,
+    plan: Mapping[str, Any],
+    log_text: str,
+    wall_s: float,
+    resumed_from: int = 0,
+    write_to: str | None = None,
+) -> dict:
+    """Metadata of a finished run from its metric log and output folder; writes ``metrics.jsonl``,
+    ``train_summary.json`` and ``loss_curve.png`` to ``write_to`` (default ``out``; another host's
+    folder on a multi-host slice, :mod:`marin_assets.training.hosts`).
 
     Every loss is a plain float under a flat key (``final_loss``, ``eval_loss``, ``eval/<set>/loss``)
     so Dagster plots it across materializations; ``loss_table`` is the curve as a table.
     """
     steps, summary = parse_metrics(log_text)
-    atomic_write_text(join_path(out, "metrics.jsonl"), metrics_jsonl(log_text))
+    write_to = out if write_to is None else write_to
+    atomic_write_text(join_path(write_to, "metrics.jsonl"), metrics_jsonl(log_text))
     train_losses = [(s, float(m["train/loss"])) for s, m in sorted(steps.items()) if "train/loss" in m]
     eval_losses = [(s, float(m["eval/loss"])) for s, m in sorted(steps.items()) if "eval/loss" in m]
     steady = _steady_mean(steps, "throughput/tokens_per_second")
@@ -284,11 +300,11 @@ def summarize_training(out: str, plan: Mapping[str, Any], log_text: str, wall_s:
     if rows:
         meta["loss_table"] = table(rows)
     atomic_write_text(
-        join_path(out, "train_summary.json"),
+        join_path(write_to, "train_summary.json"),
         json.dumps({k: v for k, v in meta.items() if k != "loss_table"}, indent=2),
     )
     png = loss_curve_png(steps)
     if png:
-        atomic_write_bytes(join_path(out, "loss_curve.png"), png)
+        atomic_write_bytes(join_path(write_to, "loss_curve.png"), png)
         meta["loss_curve"] = markdown(f"![loss curve](data:image/png;base64,{base64.b64encode(png).decode()})")
     return meta
