@@ -94,6 +94,7 @@ __all__ = [
     "accelerator_of",
     "run_levanter_train_lm",
     "training_env",
+    "training_process_env",
 ]
 
 TERM_GRACE_S = 120.0
@@ -157,11 +158,19 @@ def _env_of(config: TrainLmOnPodConfig) -> dict[str, str]:
     return env
 
 
-def _xla_flags(config: TrainLmOnPodConfig, accelerator: str) -> tuple[str, ...]:
-    """The XLA flags this run adds (the spec's, else the device kind's defaults)."""
+def training_process_env(config: TrainLmOnPodConfig) -> dict[str, str]:
+    """The training subprocess's environment: :func:`training_env` with the run's own variables and
+    its XLA flags (the spec's ``xla_flags``, else the device kind's) added to any ``XLA_FLAGS``."""
+    accelerator = accelerator_of(config.resources)
+    env = training_env(_env_of(config), accelerator)
     spec = config.train_config
     flags = unwrap_versioned_value(spec.trainer.xla_flags) if isinstance(spec, LmTrainSpec) else None
-    return tuple(defaults_for(accelerator).xla_flags if flags is None else flags)
+    xla_flags = xla_flags_env(
+        env.get("XLA_FLAGS"), tuple(defaults_for(accelerator).xla_flags if flags is None else flags)
+    )
+    if xla_flags:
+        env["XLA_FLAGS"] = xla_flags
+    return env
 
 
 def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
@@ -177,7 +186,6 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
     if config.auto_build_caches:
         raise ValueError("TrainLmOnPodConfig.auto_build_caches=True cannot apply: caches are built by tokenize steps")
     out = str(config.output_path)
-    accelerator = accelerator_of(config.resources)
     host = host_index()  # one writer per run: host 0 writes the run's files, others under hosts/<i>/
     with AttemptLog(host_folder(out, host), "train.log") as attempt_log:
         log_path = attempt_log.path
@@ -190,10 +198,7 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
         with open(log_path, "ab") as log:
             log.write(f"\n{START_MARK} {time.strftime('%Y-%m-%dT%H:%M:%S')} =====\n".encode())
         start = time.monotonic()
-        env = training_env(_env_of(config), accelerator)
-        xla_flags = xla_flags_env(env.get("XLA_FLAGS"), _xla_flags(config, accelerator))
-        if xla_flags:
-            env["XLA_FLAGS"] = xla_flags
+        env = training_process_env(config)
         stall_s = progress_timeout_s(config.progress_timeout_s)
         proc = subprocess_runner.start(levanter_main.command("train", spec), log_path, env, label="train")
         # No wall-clock limit: stopped only without progress, on a lost lease (the fence kills it)
