@@ -136,3 +136,43 @@ def test_data_and_model_parallel_runs_reach_the_one_device_loss(corpus, tmp_path
     for other in (data4, mesh2x2):
         for step in range(5):
             assert other[step] == pytest.approx(one[step], rel=2e-3), (step, one, other)
+
+
+def test_sigterm_checkpoints_the_step_it_is_on_and_exits(corpus, tmp_path):
+    """A preempted (SIGTERM) single-process trainer writes a checkpoint of its last completed step,
+    although no export is due, and exits with 143; the next attempt resumes from it."""
+    import signal
+    import time
+
+    from marin_assets.execution.versioning import StepGraph, instantiate_config
+    from marin_assets.training import levanter_main, subprocess_runner
+    from marin_assets.training.levanter_hooks import SIGTERM_EXIT_CODE
+    from marin_assets.training.training import run_levanter_train_lm, training_process_env
+
+    prefix = str(tmp_path / "prefix")
+    step = _train(corpus, "preempted", num_train_steps=400, steps_per_export=1000)
+    _run(step.config.train_config.data.configs["docs"].cache_dir.step, prefix)  # the tokenize step
+    graph = StepGraph([step], prefix)
+    pod = instantiate_config(step.config, graph.resolved(step), None, graph)
+    out = pod.output_path
+    os.makedirs(out)
+    log_path = os.path.join(out, "train.log")
+    spec = levanter_main.write_spec(
+        str(tmp_path / "spec.pkl"), "marin_assets.training.levanter_config:prepare_training", pod
+    )
+    proc = subprocess_runner.start(levanter_main.command("train", spec), log_path, training_process_env(pod))
+    deadline = time.monotonic() + 300
+    try:
+        while len(_trained_steps(out)) < 3:
+            assert proc.poll() is None, Path(log_path).read_text()[-3000:]
+            assert time.monotonic() < deadline, "no training step within 300 s"
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=120) == SIGTERM_EXIT_CODE
+    finally:
+        subprocess_runner.kill_group(proc)
+        subprocess_runner.finish(proc)
+    saved = _complete_checkpoints(out)
+    assert len(saved) == 1 and 2 <= saved[0] < 399, saved
+    meta = run_levanter_train_lm(pod)
+    assert meta["resumed_from_step"] == saved[0]
