@@ -22,7 +22,7 @@ from typing import Any
 from marin_assets.core.documents import as_path_list
 from marin_assets.execution.attempt import published_path
 from marin_assets.execution.step import unwrap_versioned_value
-from marin_assets.execution.storage import is_local, join_path
+from marin_assets.execution.storage import exists, is_local, join_path, list_dir
 from marin_assets.processing.tokenize.tokenize import cache_split_stats, read_ledger, resolve_tokenizer
 from marin_assets.training.device_defaults import compilation_cache_dir, defaults_for
 from marin_assets.training.hosts import is_primary
@@ -170,11 +170,8 @@ def accelerated_model(model: Any, attn_backend: str | None, gradient_checkpointi
 def resolve_checkpoint_path(path: str) -> str:
     """A checkpoint to start from: a ``step-N`` folder, a ``checkpoints`` folder (its newest step), or
     a training step's output (its ``checkpoints`` folder), as Marin scripts name them."""
-    import fsspec
-
-    fs, plain = fsspec.core.url_to_fs(path)
     inner = join_path(path, DEFAULT_CHECKPOINTS_PATH)
-    if fs.isdir(fs._strip_protocol(inner)) and not fs.exists(join_path(plain, "metadata.json")):
+    if not exists(join_path(path, "metadata.json")) and list_dir(inner):
         return inner
     return path
 
