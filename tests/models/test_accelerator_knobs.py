@@ -106,3 +106,16 @@ def test_the_gpu_extra_pins_cuda_jax_at_the_training_jax_and_the_gpu_image_insta
     dockerfile = (ROOT / "k8s" / "Dockerfile").read_text()
     cuda_case = dockerfile[dockerfile.index("cuda12)") : dockerfile.index(";;", dockerfile.index("cuda12)"))]
     assert '".[gpu]"' in cuda_case
+
+
+def test_a_new_run_may_name_a_step_folder_a_checkpoints_folder_or_the_old_runs_output(tmp_path):
+    from marin_assets.training.levanter_config import resolve_checkpoint_path
+
+    run = tmp_path / "checkpoints" / "old-run-abc123"
+    step = run / "checkpoints" / "step-79"
+    step.mkdir(parents=True)
+    (step / "metadata.json").write_text("{}")
+    assert resolve_checkpoint_path(str(run)) == str(run / "checkpoints")  # Levanter discovers the newest
+    assert resolve_checkpoint_path(str(run / "checkpoints")) == str(run / "checkpoints")
+    assert resolve_checkpoint_path(str(step)) == str(step)
+    assert resolve_checkpoint_path(str(tmp_path / "missing")) == str(tmp_path / "missing")
