@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from marin_assets.execution.step import StepPath
 from marin_assets.training.device_defaults import AttentionBackendName
 from marin_resources.resource_config import ResourceConfig, TpuPodConfig
 
@@ -53,7 +54,7 @@ class SimpleTrainConfig:
     """None: match ``steps_per_export``; -1 disables."""
     per_device_eval_parallelism: int | None = None
     max_eval_batches: int | None = None
-    initialize_from_checkpoint_path: str | None = None
+    initialize_from_checkpoint_path: StepPath | None = None
     initialize_from_hf: str | None = None
     reset_data_loader_on_init: bool = True
     allow_partial_checkpoint: bool = False
@@ -82,7 +83,7 @@ class SimpleTrainConfig:
     """Data-parallel replicas within a slice."""
     replica_dcn_axis_size: int | None = None
     """Data-parallel replicas across slices."""
-    jax_compilation_cache_dir: str | None = None
+    jax_compilation_cache_dir: StepPath | None = None
     """Persistent compilation cache (None: ``$MARIN_JAX_COMPILATION_CACHE_DIR``, else beside the run's
     output; ``"off"``: none)."""
     xla_flags: tuple[str, ...] | None = None
