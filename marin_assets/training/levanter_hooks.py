@@ -84,8 +84,8 @@ def install() -> None:
                 logger.warning("marin: checkpoint of step %d written after SIGTERM; exiting", info.step)
                 raise SystemExit(SIGTERM_EXIT_CODE)
 
-    Trainer.train = train  # type: ignore[method-assign]
-    Trainer.training_steps = training_steps  # type: ignore[method-assign]
+    Trainer.train = train
+    Trainer.training_steps = training_steps
     _installed = True
 
     def arm_sigterm() -> None:
@@ -99,4 +99,4 @@ def install() -> None:
         original_init(self, *args, **kwargs)
         arm_sigterm()
 
-    Trainer.__init__ = init  # type: ignore[method-assign]
+    Trainer.__init__ = init
