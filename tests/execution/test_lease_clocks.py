@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, ManualClock, StepLease
+from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, StepLease
+from tests.manual_clock import ManualClock
 
 REPO = Path(__file__).resolve().parents[2]
 
