@@ -414,7 +414,7 @@ class StepLease:
                 if token is None and self.lost.is_set():
                     current = self.backend.read(self.path)
                     holder = None if current is None else self._parse(current[0])
-                    if holder is not None and holder.owner == self.owner:
+                    if current is not None and holder is not None and holder.owner == self.owner:
                         token = current[1]  # still ours: our step is stopped, free it for the next runner
                 if token is not None:
                     self.backend.delete_if(self.path, token)

@@ -61,6 +61,9 @@ class AttemptLog:
         self, out: str, name: str = "train.log", sync_s: float = LOG_SYNC_S, poll_s: float = LOG_POLL_S
     ) -> None:
         self.remote = join_path(out, name)
+        # The run's checkpoints, beside the run's log (host 0's: another host's log folder,
+        # hosts/<i>/, has none, so only host 0 drops uncovered checkpoints -- before its trainer
+        # starts, so before the slice's jax.distributed barrier that every host's resume waits on).
         self.checkpoints = join_path(out, CHECKPOINTS_FOLDER)
         self.sync_s = sync_s
         self.poll_s = min(poll_s, sync_s)
