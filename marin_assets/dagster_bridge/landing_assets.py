@@ -22,6 +22,7 @@ from typing import Any
 import dagster as dg
 
 from marin_assets.dagster_bridge.cursors import dump_cursor, load_cursor, mapping
+from marin_assets.dagster_bridge.dagster_internals import PARTITION_NAME_TAG
 from marin_assets.dagster_bridge.landing_sensor import RUN_TAG
 from marin_assets.landing.table import STATUS_CHANGED, STATUS_FAILED, STATUS_PROCESSED, zone_rows
 from marin_assets.landing.zone import REJECTED_FILES, LandingDrops
@@ -95,7 +96,7 @@ def failed_runs(instance: dg.DagsterInstance, source: str) -> dict[str, str]:
     )
     out: dict[str, str] = {}
     for run in runs:  # newest first
-        drop = run.tags.get("marin/drop") or run.tags.get("dagster/partition")
+        drop = run.tags.get("marin/drop") or run.tags.get(PARTITION_NAME_TAG)
         if drop:
             out.setdefault(drop, run.run_id)
     return out

@@ -17,10 +17,12 @@ import pytest
 from marin_assets.core.io import JsonlShardWriter
 from marin_assets.execution import ExecutorStep, StepGraph, this_output_path
 from marin_assets.execution.fence import LeaseLostError
-from marin_assets.execution.lease import ManualClock, StepLease, lease_for_output
-from marin_assets.execution.runner import ExecutorOptions, StepRunner
+from marin_assets.execution.lease import StepLease, lease_for_output
+from marin_assets.execution.outcomes import ExecutorOptions
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import read_info
 from marin_assets.execution.storage import exists, filesystem, join_path, list_dir, open_for_write, read_bytes
+from tests.manual_clock import ManualClock
 
 
 def _in_new_thread(fn):
@@ -191,8 +193,9 @@ def test_a_holder_silent_past_half_stale_renews_on_check_or_finds_the_lease_lost
     seq = holder.holder().seq
     holder.check()
     assert holder.holder().seq == seq + 1 and not holder.lost.is_set()
-    clock.advance(91)  # now stale: another runner takes over, the holder's next check raises
     other = StepLease(path, heartbeat_s=30, stale_s=90, clock=clock)
+    assert not other.try_acquire()  # staleness is measured from when *it* saw this heartbeat
+    clock.advance(91)  # now stale: another runner takes over, the holder's next check raises
     assert other.try_acquire()
     with pytest.raises(LeaseLostError):
         holder.check()
