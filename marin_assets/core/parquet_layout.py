@@ -183,7 +183,3 @@ def oversized_fields(handle: Any, metadata: Any, group: int, limit: int) -> dict
 
 def _mib(size: int) -> str:
     return f"{size / 2**20:.1f} MiB"
-
-
-def _mib(size: int) -> str:
-    return f"{size / 2**20:.1f} MiB"

@@ -178,10 +178,10 @@ def tree_problem(drop_path: str) -> str | None:
 
 def _listed_files(manifest: dict[str, Any] | None) -> list[str]:
     """The safe file names ``manifest`` lists, in its order."""
-    names = []
+    names: list[str] = []
     for entry in (manifest or {}).get("files", []):
         name = entry.get("path") if isinstance(entry, dict) else None
-        if _safe_file_name(name):
+        if isinstance(name, str) and _safe_file_name(name):
             names.append(name)
     return names
 
@@ -195,7 +195,7 @@ def stat_signature(drop_path: str, manifest: dict[str, Any] | None) -> str:
     worth hashing again (an upload that was still running when the drop was first checked).
     """
     fs, p = filesystem(drop_path)
-    stats = []
+    stats: list[tuple[str, list[str] | None]] = []
     for name in _listed_files(manifest):
         try:
             info = fs.info(f"{p.rstrip('/')}/{name}")
