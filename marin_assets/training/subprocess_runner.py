@@ -7,17 +7,19 @@ takes the step over. So every subprocess started here
 * gets ``PR_SET_PDEATHSIG = SIGKILL`` (Linux): the kernel kills it when the runner dies, even by
   ``kill -9`` -- there is no parent left to clean up;
 * is killed (its whole group) when the step's lease is lost (:mod:`marin_assets.execution.fence`),
-  when it runs past its timeout, and when the waiting step is cancelled.
+  when it runs past its timeout, when it makes no progress (its log does not grow) for
+  ``stall_timeout_s``, and when the waiting step is cancelled (after ``term_grace_s`` of SIGTERM,
+  for a subprocess that saves its state on SIGTERM, as the trainer does).
 
 Left outside: grandchildren that a subprocess starts in another session of their own are not in
 its process group, and the parent-death signal reaches only the direct child.
 
 Progress: while the subprocess runs, a thread follows its log and reports one progress line per
 training step -- Levanter writes several metric records per step (loss, then throughput, then eval
-losses), merged here into ``step N: loss …, tokens/s …`` with every number in the line's metrics --
-and each lm-eval result row, through :func:`marin_resources.progress.report_progress`, to the
-reporter of the step that started the subprocess: the engine makes each line a ``Progress`` event
-(from a Ray task, through the driver's relay). The log file itself stays complete.
+losses), merged here into ``step N: loss …, tokens/s …, MFU % …`` with every number in the line's
+metrics -- and each lm-eval result row, through :func:`marin_resources.progress.report_progress`, to
+the reporter of the step that started the subprocess: the engine makes each line a ``Progress``
+event (from a Ray task, through the driver's relay). The log file itself stays complete.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 
 from marin_assets.execution.fence import on_lease_lost
@@ -63,7 +66,14 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 
 # Metrics shown in a progress line, in this order (Levanter's json_logger names); eval/* follow.
-_PROGRESS_METRICS = (("train/loss", "loss"), ("throughput/tokens_per_second", "tokens/s"))
+# ``throughput/mfu`` is Levanter's model-FLOPs utilisation in percent (absent where Levanter does
+# not know the device's peak FLOPs, e.g. on CPU); ``throughput/duration`` the step's seconds.
+_PROGRESS_METRICS = (
+    ("train/loss", "loss"),
+    ("throughput/tokens_per_second", "tokens/s"),
+    ("throughput/mfu", "MFU %"),
+    ("throughput/duration", "step s"),
+)
 _MAX_EVAL_METRICS = 6
 POLL_S = 0.5
 
@@ -84,20 +94,43 @@ def _flat(metrics: Mapping[str, object], prefix: str = "") -> dict[str, object]:
     return out
 
 
-def metric_record(line: str) -> tuple[int, dict[str, object]] | None:
-    """``(step, flat metrics)`` of a Levanter metric record (a ``json_logger`` ``log`` event), else None."""
+def _metric_record(line: str) -> dict | None:
+    """The Levanter json_logger ``log`` record of one log line (with a step), or None."""
     if JSON_LOGGER_MARK not in line or "{" not in line:
         return None
     try:
         record = json.loads(line[line.find("{") :])
     except json.JSONDecodeError:
         return None
-    if not isinstance(record, dict) or record.get("event") != "log" or not isinstance(record.get("step"), int):
+    if not isinstance(record, dict) or record.get("event") != "log" or record.get("step") is None:
         return None
-    return record["step"], _flat(record.get("metrics") or {})
+    return record
 
 
-def step_line(step: int, flat: Mapping[str, object]) -> str | None:
+def progress_metrics(line: str) -> dict[str, float]:
+    """The numbers of a Levanter metric record (``step``, ``train/loss``, ``throughput/mfu`` ...),
+    flat and finite; ``{}`` for any other line. They travel with the progress line so that front
+    ends plot them without parsing text."""
+    record = _metric_record(line)
+    if record is None:
+        return {}
+    return _numbers(record["step"], _flat(record.get("metrics") or {}))
+
+
+def _numbers(step: object, flat: Mapping[str, object]) -> dict[str, float]:
+    out: dict[str, float] = {"step": float(step)} if isinstance(step, int | float) else {}
+    for key, value in flat.items():
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and value == value
+            and abs(value) != float("inf")
+        ):
+            out[key] = float(value)
+    return out
+
+
+def _step_line(step: object, flat: Mapping[str, object]) -> str | None:
     """``step N: loss …, tokens/s …, eval/loss …`` of one step's metrics (None: nothing to show)."""
     parts = [f"{label} {_number(flat[key])}" for key, label in _PROGRESS_METRICS if key in flat]
     evals = [f"{key} {_number(value)}" for key, value in flat.items() if key.startswith("eval/")]
@@ -105,22 +138,14 @@ def step_line(step: int, flat: Mapping[str, object]) -> str | None:
     return f"step {step}: {', '.join(parts)}" if parts else None
 
 
-def numbers(step: int, flat: Mapping[str, object]) -> dict[str, float]:
-    """The numeric metrics of one step (``step`` included): what a ``Progress`` event carries."""
-    found = {k: float(v) for k, v in flat.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-    return {"step": float(step), **found}
-
-
 def progress_of(line: str) -> str | None:
     """The progress line of one log line, or None: a Levanter metric record becomes
     ``step N: loss …, tokens/s …, eval/loss …``; an lm-eval result row (``|task|…|value|…|``) is
     kept as it is; anything else (warnings, progress bars, summaries) is not progress."""
     stripped = line.strip()
-    record = metric_record(line)
-    if record is not None:
-        return step_line(*record)
     if JSON_LOGGER_MARK in line:
-        return None
+        record = _metric_record(line)
+        return None if record is None else _step_line(record["step"], _flat(record.get("metrics") or {}))
     if stripped.startswith("|") and stripped.endswith("|") and any(c.isdigit() for c in stripped):
         cells = [c.strip() for c in stripped.strip("|").split("|")]
         if cells and not set(cells[0]) <= set("-: "):  # not the table's rule line
@@ -128,16 +153,24 @@ def progress_of(line: str) -> str | None:
     return None
 
 
+class NoProgressError(TimeoutError):
+    """A subprocess wrote nothing to its log for longer than its progress timeout (it was killed)."""
+
+
 class _ProgressFollower(threading.Thread):
-    """Follows a log from ``offset`` and reports its progress lines until stopped (then drains)."""
+    """Follows a log from ``offset`` and reports its progress lines until stopped (then drains);
+    ``last_activity`` is when the log last grew (monotonic seconds), ``last_progress`` its last
+    progress line."""
 
     def __init__(self, log_path: str, offset: int, label: str, reporter: Reporter | None) -> None:
         super().__init__(name=f"marin-progress-{label}", daemon=True)
         self.log_path, self.offset, self.label, self.reporter = log_path, offset, label, reporter
         self.stopped = threading.Event()
         # The training step whose metric records are being merged (Levanter logs several per step).
-        self.step: int | None = None
+        self.step: object = None
         self.metrics: dict[str, object] = {}
+        self.last_activity = time.monotonic()
+        self.last_progress: str | None = None
 
     def run(self) -> None:
         try:
@@ -152,6 +185,7 @@ class _ProgressFollower(threading.Thread):
             while True:
                 chunk = handle.read()
                 if chunk:
+                    self.last_activity = time.monotonic()
                     lines = (pending + chunk).split("\n")
                     pending = lines.pop()
                     for line in lines:
@@ -163,25 +197,26 @@ class _ProgressFollower(threading.Thread):
                     self.stopped.wait(POLL_S)
 
     def _line(self, line: str) -> None:
-        record = metric_record(line)
+        record = _metric_record(line)
         if record is None:
             progress = None if JSON_LOGGER_MARK in line else progress_of(line)
             if progress is not None:
+                self.last_progress = progress
                 report_progress(f"{self.label}: {progress}", to=self.reporter)
             return
-        step, flat = record
-        if step != self.step:
+        if record["step"] != self.step:
             self._report_step()  # a new step: the previous one is complete
-            self.step = step
-        self.metrics.update(flat)
+            self.step = record["step"]
+        self.metrics.update(_flat(record.get("metrics") or {}))
 
     def _report_step(self) -> None:
         """One line for the step whose records were merged (when they hold anything to show)."""
         if self.step is None:
             return
-        line = step_line(self.step, self.metrics)
+        line = _step_line(self.step, self.metrics)
         if line is not None:
-            report_progress(f"{self.label}: {line}", numbers(self.step, self.metrics), to=self.reporter)
+            self.last_progress = line
+            report_progress(f"{self.label}: {line}", _numbers(self.step, self.metrics), to=self.reporter)
         self.step, self.metrics = None, {}
 
     def stop(self) -> None:
@@ -224,14 +259,49 @@ def finish(proc: subprocess.Popen) -> None:
         follower.stop()
 
 
-def wait(proc: subprocess.Popen, timeout_s: float | None) -> int:
-    """Wait for ``proc``; kill its group on timeout (``subprocess.TimeoutExpired``) or cancellation."""
-    try:
-        return proc.wait(timeout=timeout_s)
-    except BaseException:
-        kill_group(proc)
+def _stop(proc: subprocess.Popen, term_grace_s: float) -> None:
+    """SIGTERM the group and give it ``term_grace_s`` to exit (0: none), then SIGKILL it."""
+    if term_grace_s > 0 and proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=30)
+            proc.wait(timeout=term_grace_s)
+    kill_group(proc)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=30)
+
+
+def wait(
+    proc: subprocess.Popen,
+    timeout_s: float | None,
+    stall_timeout_s: float | None = None,
+    term_grace_s: float = 0.0,
+) -> int:
+    """Wait for ``proc``; kill its group when it runs past ``timeout_s`` (``subprocess.TimeoutExpired``),
+    when its log has not grown for ``stall_timeout_s`` (:class:`NoProgressError`, one line naming the
+    cause), or when the wait is cancelled (any exception here, e.g. a Dagster run terminated: SIGTERM
+    first, ``term_grace_s`` to save its state, then SIGKILL)."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    follower: _ProgressFollower | None = getattr(proc, "progress_follower", None)
+    try:
+        while True:
+            try:
+                return proc.wait(timeout=POLL_S * 2)
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if deadline is not None and now > deadline:
+                kill_group(proc)
+                raise subprocess.TimeoutExpired(proc.args, timeout_s or 0.0)
+            if stall_timeout_s is not None and follower is not None and now - follower.last_activity > stall_timeout_s:
+                kill_group(proc)
+                last = f"; last progress: {follower.last_progress!r}" if follower.last_progress else ""
+                raise NoProgressError(
+                    f"{follower.label}: no progress for {now - follower.last_activity:.0f} s (nothing new in "
+                    f"{follower.log_path}; limit {stall_timeout_s:g} s){last}: stopped"
+                )
+    except BaseException:
+        _stop(proc, term_grace_s)
         raise
     finally:
         finish(proc)

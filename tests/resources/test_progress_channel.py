@@ -98,7 +98,7 @@ def test_a_ray_workers_progress_and_output_reach_the_dagster_run_once(ray_head, 
     result = json.loads(line[len("RESULT ") :])
     assert result["success"], proc.stderr[-5000:]
     # One progress line per training step (its two records merged), under the step's name.
-    expected = [f"train: step {i}: loss {6.0 - i:g}, tokens/s {100 * (i + 1)}" for i in range(3)]
+    expected = [f"train: step {i}: loss {6.0 - i:g}, tokens/s {100 * (i + 1)}, MFU % 0.5" for i in range(3)]
     assert [m for m in result["messages"] if "train: step" in m] == [f"{STEP}: {x}" for x in expected]
     # The printed line: once in the run's event log, under the step's name; once in the driver's output.
     assert [m for m in result["messages"] if "hello from the worker" in m] == [f"{STEP}: hello from the worker"]
