@@ -6,7 +6,7 @@ false_positive_rate, ngram, processes, mode, decontaminate_source, text_field))`
 * ``DeconMode.DECONTAMINATE``: marks each paragraph of the input found in ``decontaminate_source``
   (``ngram=None``: whole paragraphs; with ``ngram``: the share of its word n-grams found there);
 * ``DeconMode.TRAIN_TEST_OVERLAP`` (``ngram`` required): the same per n-gram length, one attribute tree
-  per length at ``<output_path>/<n>/`` with attribute ``<attribute_name>_<n>``.
+  per length at ``<output_path>/<n>/`` with attribute ``<attribute_name>_<n>`` (one length too, as Marin).
 
 It runs this project's decontamination stage
 (:mod:`marin_assets.processing.classification.decontaminate`, the ``dedupe`` modes of the same names):
@@ -18,11 +18,13 @@ overlapping share reaches ``ngram.overlap_threshold``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from marin_assets.execution.step import THIS_OUTPUT_PATH
+from marin_assets.execution.storage import join_path
 from marin_assets.processing.classification import dedup_config
 from marin_assets.processing.classification.dedupe import dedupe
 
@@ -97,6 +99,19 @@ def decontaminate(config: DeconConfig) -> dict[str, Any]:
         raise ValueError(f"decontaminate_source is required in {mode.name} mode")
     if mode == DeconMode.TRAIN_TEST_OVERLAP and config.ngram is None:
         raise ValueError("ngram config is required in TRAIN_TEST_OVERLAP mode")
-    meta = dedupe(_dedupe_config(config))
-    name = "decontamination" if mode == DeconMode.DECONTAMINATE else "train_test_overlap"
-    return {**meta, "success": True, "mode": name}
+    if mode == DeconMode.DECONTAMINATE:
+        return {**dedupe(_dedupe_config(config)), "success": True, "mode": "decontamination"}
+    assert config.ngram is not None
+    lengths = config.ngram.ngram_length if isinstance(config.ngram.ngram_length, list) else [config.ngram.ngram_length]
+    meta: dict[str, Any] = {"success": True, "mode": "train_test_overlap", "ngram_lengths_processed": lengths}
+    for n in lengths:
+        # Marin's layout whatever the number of lengths: <output_path>/<n>/..., attribute <name>_<n>.
+        one = dataclasses.replace(
+            config,
+            output_path=join_path(config.output_path, str(n)),
+            attribute_name=f"{config.attribute_name}_{n}",
+            ngram=dataclasses.replace(config.ngram, ngram_length=n),
+        )
+        result = dedupe(_dedupe_config(one))
+        meta.update({f"ngram_{n}/{k}": v for k, v in result.items() if k != "mode"})
+    return meta
