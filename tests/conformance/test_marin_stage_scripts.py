@@ -92,5 +92,10 @@ def test_overlap_names_run_on_local_files_and_rerun_cached(tmp_path, prefix):
     (stats,) = [json.loads(line) for line in (out["helm-style"] / "stats" / "5.jsonl").read_text().splitlines()]
     assert stats["instance_ids_with_overlapping_input"] == ["i1"]
     assert stats["instance_ids_with_overlapping_reference"] == ["i2"]
+    (paragraphs,) = Path(prefix, "attributes").iterdir()
+    with gzip.open(paragraphs / "data" / "part.jsonl.gz", "rt") as handle:
+        spans = {r["id"]: r["attributes"]["duplicate_text"] for r in map(json.loads, handle)}
+    first = len(shared) + 1 + len("unrelated line here") + 1  # t1's second copy of the shared line
+    assert spans == {"t1": [[first, first + len(shared), 1.0]], "t2": []}
     again = run_unmodified(script, prefix, cwd=str(team), env=env)
     assert again.returncode == 0 and summary(again)["cached"] == 3
