@@ -34,7 +34,7 @@ import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from marin_resources.ray_cluster import stop_embedded_head  # noqa: E402 - targeted: only this temp dir's Ray
+from marin_resources.ray_head import stop_embedded_head  # noqa: E402 - targeted: only this temp dir's Ray
 
 for _k, _v in {
     "HF_HUB_OFFLINE": "1",

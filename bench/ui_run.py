@@ -98,7 +98,7 @@ import json
 import os
 
 from benchsteps import steps
-from marin_assets.dagster_bridge import Experiment
+from marin_assets.execution.declarations import Experiment
 from marin_assets.definitions import build_definitions
 
 GROUPS = json.loads(os.environ["BENCH_GROUPS"])

@@ -45,14 +45,21 @@ from typing import Any
 import dagster as dg
 
 from marin_assets.browse.links import browser_url
-from marin_assets.dagster_bridge.assets import RUN_ID_TAG
+from marin_assets.dagster_bridge.dagster_internals import (
+    CODE_VERSION_TAG,
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    DATA_VERSION_TAG,
+    INPUT_DATA_VERSION_TAG_PREFIX,
+    INPUT_EVENT_POINTER_TAG_PREFIX,
+)
 from marin_assets.dagster_bridge.location_graph import AssetKeys, location_asset_keys, location_graphs
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
 from marin_assets.dagster_bridge.partition_sets import observation, partition_set_key, partition_set_version
+from marin_assets.dagster_bridge.step_run import RUN_ID_TAG
 from marin_assets.dagster_bridge.unit_run import CLI_RECORDING_SOURCE, SOURCE_TAG, code_version_of, unit_label
 from marin_assets.execution.discovery import ENV_VAR, Script, discover, project_root, script_of_file
 from marin_assets.execution.observers import register_run_observer
-from marin_assets.execution.runner import ExecutionReport, StepOutcome, StepRunner, Unit
+from marin_assets.execution.outcomes import ExecutionReport, StepOutcome
 from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.status import (
     STATUS_DEP_FAILED,
@@ -63,6 +70,7 @@ from marin_assets.execution.status import (
     read_statuses,
 )
 from marin_assets.execution.storage import filesystem, join_path
+from marin_assets.execution.units import Unit, select_units
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, version_json
 from marin_assets.training.subprocess_runner import progress_of
 
@@ -76,11 +84,6 @@ MAX_PROGRESS_LINES = 200
 
 # Dagster's tag names for what a materialization was computed from (what staleness compares). A
 # materialization Dagster computes itself carries them; this recording writes them the same way.
-CODE_VERSION_TAG = "dagster/code_version"
-DATA_VERSION_TAG = "dagster/data_version"
-USER_DATA_VERSION_TAG = "dagster/data_version_is_user_provided"
-INPUT_DATA_VERSION_PREFIX = "dagster/input_data_version/"
-INPUT_EVENT_POINTER_PREFIX = "dagster/input_event_pointer/"
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -284,11 +287,15 @@ def materialization_of(
     url = browser_url(record.output_path, prefix)
     if url:
         metadata["marin/browser"] = dg.MetadataValue.url(url)
-    tags = {CODE_VERSION_TAG: code_version_of(node), DATA_VERSION_TAG: node.hash, USER_DATA_VERSION_TAG: "true"}
+    tags = {
+        CODE_VERSION_TAG: code_version_of(node),
+        DATA_VERSION_TAG: node.hash,
+        DATA_VERSION_IS_USER_PROVIDED_TAG: "true",
+    }
     for key, (version, storage_id) in inputs.items():
         if version is not None:
-            tags[INPUT_DATA_VERSION_PREFIX + key.to_user_string()] = version
-            tags[INPUT_EVENT_POINTER_PREFIX + key.to_user_string()] = str(storage_id) if storage_id else "NULL"
+            tags[f"{INPUT_DATA_VERSION_TAG_PREFIX}/{key.to_user_string()}"] = version
+            tags[f"{INPUT_EVENT_POINTER_TAG_PREFIX}/{key.to_user_string()}"] = str(storage_id) if storage_id else "NULL"
     return dg.AssetMaterialization(asset_key=record.key, partition=record.partition, metadata=metadata, tags=tags)
 
 
@@ -362,7 +369,7 @@ def record_cli_run(
         logger.info("DAGSTER_HOME is not set: not recording this run in a Dagster instance")
         return []
     instance = dg.DagsterInstance.get()
-    units = StepRunner.units(graph, list(run_only) if run_only else None)
+    units = select_units(graph, list(run_only) if run_only else None)
     scripts = discover() if scripts is None else scripts
     keys = location_keys(graph.prefix, scripts)
     script = script_of_file(caller, scripts) if caller else None

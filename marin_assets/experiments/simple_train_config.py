@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from marin_assets.execution.step import StepPath
 from marin_resources.resource_config import ResourceConfig, TpuPodConfig
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ class SimpleTrainConfig:
     """None: match ``steps_per_export``; -1 disables."""
     per_device_eval_parallelism: int | None = None
     max_eval_batches: int | None = None
-    initialize_from_checkpoint_path: str | None = None
+    initialize_from_checkpoint_path: StepPath | None = None
     initialize_from_hf: str | None = None
     reset_data_loader_on_init: bool = True
     allow_partial_checkpoint: bool = False

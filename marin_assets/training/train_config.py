@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # Levanter's types, for readers and type checkers only (no im
     from levanter.schedule import ScheduleStep
 
     from marin_assets.eval_data.task_data import EvalTask
-    from marin_assets.execution.step import InputName
+    from marin_assets.execution.step import StepPath
 
 DEFAULT_CHECKPOINTS_PATH = "checkpoints"
 DEFAULT_HF_CHECKPOINTS_PATH = "hf"
@@ -71,10 +71,10 @@ class SourceSpec:
     LEVANTER: ClassVar[str] = "levanter.data.text:UrlDatasetSourceConfig"
     OURS: ClassVar[Mapping[str, str]] = {"cache_dir": "cache_dir; a list of roots becomes one component per root"}
 
-    cache_dir: str | list[str] | InputName
+    cache_dir: StepPath | list[StepPath]
     format: LmDatasetFormatBase | None = None
-    train_urls: list[str | InputName] = field(default_factory=list)
-    validation_urls: list[str | InputName] = field(default_factory=list)
+    train_urls: list[StepPath] = field(default_factory=list)
+    validation_urls: list[StepPath] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class MixtureSpec:
 
     configs: Mapping[str, SourceSpec]
     train_weights: Mapping[str, float]
-    tokenizer: str | InputName | None = None
+    tokenizer: StepPath | None = None
     shuffle: bool | int = True
     permutation_type: Literal["feistel", "linear"] | None = "feistel"
 
@@ -171,7 +171,7 @@ class LmTrainSpec:
     data_seed: int | None = None
     z_loss_weight: float | None = None
     initialize_from_hf: str | None = None
-    initialize_from_checkpoint_path: str | None = None
+    initialize_from_checkpoint_path: StepPath | None = None
     reset_data_loader_on_init: bool = True
     eval_harness_tasks: tuple[EvalTask | str, ...] = ()
     """lm-eval tasks Levanter's harness runs during training (``EvalTaskConfig`` s or lm-eval names)."""

@@ -10,7 +10,7 @@ import sys
 
 from marin_assets.training import subprocess_runner
 from marin_assets.training.subprocess_runner import progress_of
-from marin_resources.ray_cluster import PROGRESS_LOGGER, PROGRESS_MARK
+from marin_resources.progress import PROGRESS_LOGGER, PROGRESS_MARK
 
 
 def _record(step: int, metrics: dict) -> str:

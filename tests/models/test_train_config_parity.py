@@ -44,7 +44,7 @@ def _hints(cls: type) -> dict[str, object]:
     import levanter.schedule as schedule
 
     from marin_assets.eval_data.task_data import EvalTask
-    from marin_assets.execution.step import InputName
+    from marin_assets.execution.step import InputName, StepPath
     from marin_assets.training import train_config
 
     names = dict(vars(train_config))
@@ -57,6 +57,7 @@ def _hints(cls: type) -> dict[str, object]:
         ScheduleStep=schedule.ScheduleStep,
         EvalTask=EvalTask,
         InputName=InputName,
+        StepPath=StepPath,
     )
     return typing.get_type_hints(cls, globalns=names)
 
@@ -70,13 +71,14 @@ def _members(tp: object) -> list[object]:
 def accepts(levanter_type: object, ours: object) -> bool:
     """Whether a value of our type is a valid value of Levanter's field type.
 
-    None in ours means "Levanter's default" and an ``InputName`` is a placeholder resolved to a path
-    before the subprocess runs: both are left out. A spec class stands for its Levanter class.
+    None in ours means "Levanter's default" and an ``InputName`` / ``OutputName`` (a ``StepPath``'s
+    placeholders) is resolved to a path before the subprocess runs: they are left out. A spec class
+    stands for its Levanter class.
     """
-    from marin_assets.execution.step import InputName
+    from marin_assets.execution.step import InputName, OutputName
 
     for member in _members(ours):
-        if member in (type(None), InputName):
+        if member in (type(None), InputName, OutputName):
             continue
         if isinstance(member, type) and hasattr(member, "LEVANTER"):
             member = _levanter_class(member.LEVANTER)
