@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from marin_assets.core.io import JsonlShardWriter, iter_records
 from marin_assets.core.shard_stage import Counters, Quarantine, ShardResult, ShardStage, find_shards
+from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import join_path
 
 UNPARSABLE = -1
@@ -44,8 +45,8 @@ class DatasetOutputProcessorConfig:
         processor_type: ``"medu"`` or ``"finalscore0-5"``.
     """
 
-    input_path: str
-    output_path: str
+    input_path: StepPath
+    output_path: StepPath
     processor_type: str
 
 

@@ -23,6 +23,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from marin_assets.core.documents import step_path
 from marin_assets.core.io import iter_records
 from marin_assets.datashop.dataset_processor import UNPARSABLE, AutoDatasetOutputProcessor, DatasetOutputProcessorConfig
 from marin_assets.datashop.templates import (
@@ -30,6 +31,7 @@ from marin_assets.datashop.templates import (
     MEDU_BENCHMARK_DESCRIPTION_TEMPLATE,
     MEDU_DOCUMENT_LABELING_PROMPT,
 )
+from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import atomic_write_text, filesystem, join_path
 from marin_assets.generation.dataset import DatasetSampler
 from marin_assets.generation.llm_generation import auto_provider
@@ -51,7 +53,7 @@ class CorpusContent:
         glob_pattern: files below a ``filepath`` folder (``"*.jsonl.gz"``); None: ``content`` is one file.
     """
 
-    content: list[str] | str
+    content: list[str] | StepPath
     content_type: Literal["str_list", "filepath"]
     prompt_column: str = "text"
     glob_pattern: str | None = None
@@ -61,10 +63,10 @@ class CorpusContent:
 class MEDUPipelineConfig:
     """Marin's config of the prompt-generation step (same fields; ``resource_config`` accepted, not applied)."""
 
-    model_name: str
+    model_name: StepPath
     corpus_contents: list[CorpusContent]
-    input_path: str
-    output_path: str
+    input_path: StepPath
+    output_path: StepPath
     prompt_column: str = "text"
     filetype: str = "jsonl.gz"
     engine_kwargs: dict[str, Any] | None = None
@@ -84,17 +86,18 @@ def _corpus_texts(content: CorpusContent) -> list[str]:
         ValueError: a record without ``prompt_column`` (file and line named), or an unknown content type.
     """
     if content.content_type == "str_list":
-        return [content.content] if isinstance(content.content, str) else list(content.content)
+        return list(content.content) if isinstance(content.content, list) else [step_path(content.content)]
     if content.content_type != "filepath":
         raise ValueError(f"CorpusContent.content_type must be 'str_list' or 'filepath', got {content.content_type!r}")
-    assert isinstance(content.content, str)
+    assert not isinstance(content.content, list)
+    location = step_path(content.content)
     if content.glob_pattern:
-        fs, root = filesystem(content.content)
+        fs, root = filesystem(location)
         files = sorted(fs.glob(join_path(root, content.glob_pattern)))
-        protocol = content.content.split("://", 1)[0] + "://" if "://" in content.content else ""
+        protocol = location.split("://", 1)[0] + "://" if "://" in location else ""
         files = [protocol + f if protocol and not f.startswith(protocol) else f for f in files]
     else:
-        files = [content.content]
+        files = [location]
     texts = []
     for path in files:
         for line, row in iter_records(path):
@@ -166,12 +169,12 @@ class MEDUPipeline:
 def run_data_filter_prompt_generation_pipeline(config: MEDUPipelineConfig) -> dict[str, Any]:
     """Step function (Marin's name): write the labelling prompt generated from ``corpus_contents``."""
     pipeline = MEDUPipeline(
-        config.model_name, config.corpus_contents, 1, config.engine_kwargs, config.generation_kwargs,
+        step_path(config.model_name), config.corpus_contents, 1, config.engine_kwargs, config.generation_kwargs,
         config.medu_benchmark_description_template, config.max_corpus_tokens,
     )  # fmt: skip
     descriptions = pipeline.get_benchmark_description_prompt()
     prompt = pipeline.merge_benchmark_description_prompts()
-    path = join_path(config.output_path, MEDU_BENCHMARK_DESCRIPTION_PROMPT_FILENAME)
+    path = join_path(step_path(config.output_path), MEDU_BENCHMARK_DESCRIPTION_PROMPT_FILENAME)
     atomic_write_text(path, prompt)
     return {"descriptions": len(descriptions), "prompt_chars": len(prompt), "prompt_path": path}
 
@@ -183,10 +186,11 @@ def run_medu_dataset_sampling_pipeline(config: DatasetOutputProcessorConfig) -> 
         ValueError: an unknown ``processor_type``, or no answer parsed at all (nothing to train on).
         FileNotFoundError: no labelled files below ``input_path``.
     """
-    converted = join_path(config.output_path, "converted")
+    output_path = step_path(config.output_path)
+    converted = join_path(output_path, "converted")
     processor = AutoDatasetOutputProcessor.from_processor_type(
-        config.input_path, converted, config.processor_type,
-        attributes_path=join_path(config.output_path, "attributes"), attribute_name=DATASHOP_ATTRIBUTE,
+        step_path(config.input_path), converted, config.processor_type,
+        attributes_path=join_path(output_path, "attributes"), attribute_name=DATASHOP_ATTRIBUTE,
     )  # fmt: skip
     distribution = processor.convert_dataset()
     unparsable = distribution.get(UNPARSABLE, 0)
@@ -199,7 +203,7 @@ def run_medu_dataset_sampling_pipeline(config: DatasetOutputProcessorConfig) -> 
             f"none of the {unparsable} answers below {config.input_path} holds a {config.processor_type!r} score: "
             "check the labelling prompt and the model"
         )
-    sampler = DatasetSampler(converted, join_path(config.output_path, "sampled"), {s: 1.0 for s in parsed})
+    sampler = DatasetSampler(converted, join_path(output_path, "sampled"), {s: 1.0 for s in parsed})
     sampled = sampler.sample_dataset()
     return {
         "labelled": sum(distribution.values()),

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from marin_assets.classifiers.fasttext.training import train_model
+from marin_assets.core.documents import step_path
 from marin_assets.core.io import iter_records
 from marin_assets.core.shard_stage import find_shards
+from marin_assets.execution.step import StepPath
 from marin_assets.utils import rebase_file_path
 
 LABELLED_SUFFIXES = (".jsonl.gz", ".jsonl.zst", ".jsonl")
@@ -36,9 +38,9 @@ class DatashopClassifierConfig:
     val_frac: share of documents held out to measure accuracy.
     """
 
-    input_doc_path: str
-    attribute_path: str
-    output_path: str
+    input_doc_path: StepPath
+    attribute_path: StepPath
+    output_path: StepPath
     attribute_name: str = "datashop"
     fasttext_args: dict = field(default_factory=lambda: {"epoch": 25, "wordNgrams": 2, "thread": 1})
     seed: int = 0
@@ -52,11 +54,12 @@ def scored_documents(config: DatashopClassifierConfig, counts: dict[str, int]) -
         FileNotFoundError: no labelled documents.
         ValueError: attributes that are not co-sharded with the documents (file and line named).
     """
-    shards = sorted({s for suffix in LABELLED_SUFFIXES for s in find_shards(config.input_doc_path, suffix)})
+    docs, attributes = step_path(config.input_doc_path), step_path(config.attribute_path)
+    shards = sorted({s for suffix in LABELLED_SUFFIXES for s in find_shards(docs, suffix)})
     if not shards:
         raise FileNotFoundError(f"no labelled documents below {config.input_doc_path}")
     for shard in shards:
-        attr_file = rebase_file_path(config.input_doc_path, shard, config.attribute_path)
+        attr_file = rebase_file_path(docs, shard, attributes)
         attrs = iter_records(attr_file)
         for line, doc in iter_records(shard):
             if not isinstance(doc.get("generated_text"), str):
@@ -79,7 +82,7 @@ def train_quality_classifier(config: DatashopClassifierConfig) -> dict[str, Any]
     """Step function: train the fastText classifier on the parsed scores; returns metadata."""
     counts: dict[str, int] = {}
     meta = train_model(
-        scored_documents(config, counts), config.output_path, seed=config.seed, val_frac=config.val_frac,
+        scored_documents(config, counts), step_path(config.output_path), seed=config.seed, val_frac=config.val_frac,
         **config.fasttext_args,
     )  # fmt: skip
     return {**meta, "unparsed_left_out": counts.get("unparsed", 0)}

@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from marin_assets.core.documents import step_path
 from marin_assets.core.io import JsonlShardWriter, iter_records
 from marin_assets.core.shard_stage import Counters, Quarantine, ShardPool, ShardResult, ShardStage, find_shards
+from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import exists, join_path, read_text
 
 
@@ -70,13 +72,13 @@ class TextGenerationInferenceConfig:
         generated_text_column_name: the field the generated text goes to.
     """
 
-    input_path: str
-    output_path: str
-    model_name: str
+    input_path: StepPath
+    output_path: StepPath
+    model_name: StepPath
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
     generation_kwargs: dict[str, Any] = field(default_factory=dict)
     template: str | None = None
-    template_path: str | None = None
+    template_path: StepPath | None = None
     apply_chat_template: bool = True
     save_templated_prompt: bool = False
     max_doc_tokens: int = 7000
@@ -133,7 +135,7 @@ def resolve_template(config: TextGenerationInferenceConfig) -> str:
     if config.template:
         return config.template
     assert config.template_path is not None
-    text = read_text(config.template_path)
+    text = read_text(step_path(config.template_path))
     if text is None:
         raise FileNotFoundError(f"prompt template {config.template_path} does not exist")
     return text
@@ -155,7 +157,7 @@ class GenerationStage(ShardStage):
     output_dirs = ("quarantine",)
 
     def __init__(self, config: TextGenerationInferenceConfig, template: str) -> None:
-        super().__init__(config.input_path, config.output_path)
+        super().__init__(step_path(config.input_path), step_path(config.output_path))
         self.config = config
         self.template = template
 
@@ -174,7 +176,7 @@ class GenerationStage(ShardStage):
 
         c = self.config
         return vLLMTextGeneration(
-            c.model_name, c.engine_kwargs, c.generation_kwargs, self.template, prompt_column=c.prompt_column,
+            step_path(c.model_name), c.engine_kwargs, c.generation_kwargs, self.template, prompt_column=c.prompt_column,
             apply_chat_template=c.apply_chat_template, save_templated_prompt=c.save_templated_prompt,
             max_doc_tokens=c.max_doc_tokens, generated_text_column_name=c.generated_text_column_name,
         )  # fmt: skip

@@ -23,8 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from marin_assets.core.documents import step_path
 from marin_assets.core.io import JsonlShardWriter, iter_records
 from marin_assets.core.shard_stage import Counters, Quarantine, ShardPool, ShardResult, ShardStage, find_shards
+from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import exists, filesystem, join_path, read_text
 
 JSONL_SUFFIXES = (".jsonl.gz", ".jsonl.zst", ".jsonl", ".json.gz")
@@ -46,9 +48,9 @@ class TextLogitsConfig:
         text_column: the record field read as text.
     """
 
-    model_name: str
-    input_path: str
-    output_path: str
+    model_name: StepPath
+    input_path: StepPath
+    output_path: StepPath
     batch_size: int = 8
     max_length: int = 2048
     memory_gb: int = 10
@@ -174,7 +176,7 @@ class LogitsStage(ShardStage):
     output_dirs = ("quarantine",)
 
     def __init__(self, config: TextLogitsConfig) -> None:
-        super().__init__(config.input_path, config.output_path)
+        super().__init__(step_path(config.input_path), step_path(config.output_path))
         self.config = config
 
     def _single_file(self) -> bool:
@@ -212,11 +214,11 @@ class LogitsStage(ShardStage):
         out = []
         for line, record in iter_records(shard):
             counters.add("documents_in")
-            text = record.get(self.config.text_column) if isinstance(record, dict) else None
-            if not isinstance(text, str) or not text.strip():
-                quarantine.add("no_text", f"{self.config.text_column} is {type(text).__name__}", line=line)
+            value = record.get(self.config.text_column) if isinstance(record, dict) else None
+            if not isinstance(value, str) or not value.strip():
+                quarantine.add("no_text", f"{self.config.text_column} is {type(value).__name__}", line=line)
                 continue
-            out.append({"id": record.get("id", f"{line}"), "text": text})
+            out.append({"id": record.get("id", f"{line}"), "text": value})
         return out
 
     def process_shard(self, shard: str, counters: Counters, quarantine: Quarantine) -> Any:
@@ -225,7 +227,7 @@ class LogitsStage(ShardStage):
             counters.add("shards_resumed")
             return {"tokens": 0}
         records = self.records(shard, counters, quarantine)
-        model = scorer(self.config.model_name)
+        model = scorer(step_path(self.config.model_name))
         tokens = 0
         size = max(1, self.config.batch_size)
         with counters.timer("forward+write"), JsonlShardWriter(target) as writer:

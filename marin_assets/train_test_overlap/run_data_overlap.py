@@ -23,8 +23,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from marin_assets.core.documents import step_path
 from marin_assets.core.io import iter_records, write_jsonl_shard
 from marin_assets.core.shard_stage import find_shards
+from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import filesystem, join_path
 
 _WORD = re.compile(r"\w+")
@@ -35,9 +37,9 @@ TRAINING_SUFFIXES = (".jsonl.gz", ".jsonl.zst", ".jsonl", ".json.gz")
 class DataOverlapPipelineConfig:
     """Marin's fields (``processes`` accepted)."""
 
-    input_data: str
-    scenario_data: str
-    output_path: str
+    input_data: StepPath
+    scenario_data: StepPath
+    output_path: StepPath
     N: list[int] = field(default_factory=lambda: [5, 9, 13])
     processes: int = 1
 
@@ -71,10 +73,10 @@ def run_data_overlap(config: DataOverlapPipelineConfig) -> dict[str, Any]:
         FileNotFoundError: no training files below ``input_data``.
         ValueError: a malformed scenario line (file and line named).
     """
-    files = _training_files(config.input_data)
+    files = _training_files(step_path(config.input_data))
     if not files:
         raise FileNotFoundError(f"no training documents (JSON lines) below {config.input_data}")
-    scenarios = list(_scenarios(config.scenario_data))
+    scenarios = list(_scenarios(step_path(config.scenario_data)))
     summary: dict[str, Any] = {"training_files": len(files), "scenarios": len(scenarios)}
     for n in config.N:
         seen: set[int] = set()
@@ -99,6 +101,6 @@ def run_data_overlap(config: DataOverlapPipelineConfig) -> dict[str, Any]:
                 "instance_ids_with_overlapping_input": inputs,
                 "instance_ids_with_overlapping_reference": references,
             })  # fmt: skip
-        write_jsonl_shard(join_path(config.output_path, f"stats/{n}.jsonl"), stats)
+        write_jsonl_shard(join_path(step_path(config.output_path), f"stats/{n}.jsonl"), stats)
         summary[f"overlapping_inputs_{n}"] = overlapping
     return summary

@@ -12,7 +12,9 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from marin_assets.core.documents import step_path
 from marin_assets.core.shard_stage import find_shards
+from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import atomic_write_bytes, exists, join_path, read_bytes
 
 
@@ -25,8 +27,8 @@ class TransferConfig:
     filetype: the suffix of the files copied.
     """
 
-    input_path: str
-    output_path: str
+    input_path: StepPath
+    output_path: StepPath
     num_random_files: int | None = None
     filetype: str = "jsonl.zst"
 
@@ -37,15 +39,16 @@ def transfer_files(config: TransferConfig) -> dict[str, Any]:
     Raises:
         FileNotFoundError: no ``*.<filetype>`` file below ``input_path``.
     """
-    files = find_shards(config.input_path, "." + config.filetype.lstrip("."))
+    input_path, output_path = step_path(config.input_path), step_path(config.output_path)
+    files = find_shards(input_path, "." + config.filetype.lstrip("."))
     if not files:
         raise FileNotFoundError(f"no *.{config.filetype} files below {config.input_path} to transfer")
     if config.num_random_files is not None and config.num_random_files < len(files):
         files = sorted(random.Random(0).sample(files, config.num_random_files))
-    base = config.input_path.rstrip("/") + "/"
+    base = input_path.rstrip("/") + "/"
     copied = kept = 0
     for path in files:
-        target = join_path(config.output_path, path[len(base) :])
+        target = join_path(output_path, path[len(base) :])
         if exists(target):
             kept += 1
             continue

@@ -8,9 +8,9 @@ to the evaluations of the control and candidate anneals (TPU).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from marin_assets.execution.executor import executor_main
+from marin_assets.execution.step import ExecutorStep, StepPath, StepResources
 from marin_assets.experiments.datashop.defaults import (
     default_candidate_anneal,
     default_consolidate,
@@ -21,7 +21,6 @@ from marin_assets.experiments.datashop.defaults import (
 from marin_assets.experiments.evals.evals import default_eval
 from marin_assets.experiments.evals.resource_configs import SINGLE_TPU_V6E_8, TPU_V6E_8_STRICT_PACK
 from marin_assets.experiments.evals.task_configs import MMLU_5_SHOT
-from marin_resources.resource_config import ResourceConfig
 
 
 @dataclass
@@ -30,12 +29,12 @@ class DatashopRunnerConfig:
 
     experiment_name: str
     annotator_model_name: str
-    pretraining_data_path: Any
-    annotator_data_path: Any
+    pretraining_data_path: StepPath | ExecutorStep
+    annotator_data_path: StepPath | ExecutorStep
     data_filter_prompt: str | None = None
-    corpus_content_paths: list[str] = field(default_factory=list)
+    corpus_content_paths: list[StepPath] = field(default_factory=list)
     pretraining_data_path_name: str = "datashop-dclm-pretraining-subset"
-    labeler_resource_config: ResourceConfig | None = field(default_factory=lambda: TPU_V6E_8_STRICT_PACK)
+    labeler_resource_config: StepResources | None = field(default_factory=lambda: TPU_V6E_8_STRICT_PACK)
     training_tpu_type: str = "v6e-128"
     medu_pipeline_config_kwargs: dict | None = None
     dataset_output_processor_config_kwargs: dict | None = None
@@ -44,7 +43,7 @@ class DatashopRunnerConfig:
     inference_config_kwargs: dict | None = None
     filter_config_kwargs: dict | None = None
     consolidate_config_kwargs: dict | None = None
-    eval_resource_config: ResourceConfig | None = field(default_factory=lambda: SINGLE_TPU_V6E_8)
+    eval_resource_config: StepResources | None = field(default_factory=lambda: SINGLE_TPU_V6E_8)
 
 
 class DatashopRunner:

@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from marin_assets.datashop.dataset_processor import DatasetOutputProcessorConfig
@@ -34,7 +35,14 @@ from marin_assets.datashop.pipeline import (
     run_medu_dataset_sampling_pipeline,
 )
 from marin_assets.datashop.quality_classifier import DatashopClassifierConfig, train_quality_classifier
-from marin_assets.execution.step import ExecutorStep, InputName, output_path_of, this_output_path
+from marin_assets.execution.step import (
+    ExecutorStep,
+    InputName,
+    StepPath,
+    StepResources,
+    output_path_of,
+    this_output_path,
+)
 from marin_assets.experiments.datashop.default_configs import (
     default_consolidate_config_kwargs,
     default_consolidate_filter_config_kwargs,
@@ -50,14 +58,14 @@ from marin_assets.generation.inference import TextGenerationInferenceConfig
 from marin_assets.generation.inference import run_inference as run_generation_inference
 from marin_assets.processing.classification.consolidate import ConsolidateConfig, FilterConfig, consolidate
 from marin_assets.processing.classification.inference import InferenceConfig, run_inference
-from marin_resources.resource_config import ResourceConfig, TpuPodConfig
+from marin_resources.resource_config import ResourceConfig
 
 
 def _merged(defaults: dict[str, Any], given: dict[str, Any] | None) -> dict[str, Any]:
     return {**defaults, **(given or {})}
 
 
-def _corpus_contents(targeted_documents: list[Any]) -> list[CorpusContent]:
+def _corpus_contents(targeted_documents: Sequence[StepPath | list[str] | CorpusContent]) -> list[CorpusContent]:
     """Marin passes paths (files of JSON lines) or lists of example texts; either becomes a ``CorpusContent``."""
     out = []
     for item in targeted_documents:
@@ -71,10 +79,10 @@ def _corpus_contents(targeted_documents: list[Any]) -> list[CorpusContent]:
 
 
 def default_label(
-    documents_to_be_labeled: str | ExecutorStep | InputName,
-    targeted_documents: list[list[str] | str],
+    documents_to_be_labeled: StepPath | ExecutorStep,
+    targeted_documents: Sequence[StepPath | list[str] | CorpusContent],
     experiment_name: str,
-    resource_config: ResourceConfig | None,
+    resource_config: StepResources | None,
     annotator_model_name_or_path: str = "meta-llama/Llama-3.3-70B-Instruct",
     data_filter_prompt: str | None = None,
     medu_pipeline_config_kwargs: dict | None = None,
@@ -128,7 +136,7 @@ def default_label(
 def default_train_quality_model(
     labeled_documents: ExecutorStep,
     experiment_name: str,
-    resource_config: ResourceConfig | None,
+    resource_config: StepResources | None,
     dataset_processor_config_kwargs: dict | None = None,
     quality_train_config_kwargs: dict | None = None,
 ) -> ExecutorStep:
@@ -163,7 +171,7 @@ def default_train_quality_model(
 
 def default_quality_filter(
     encoder_model: ExecutorStep | str,
-    input_data_path: str | ExecutorStep | InputName,
+    input_data_path: StepPath | ExecutorStep,
     input_data_name: str,
     experiment_name: str,
     inference_config_kwargs: dict | None = None,
@@ -193,7 +201,7 @@ def default_quality_filter(
 
 def default_consolidate(
     attributes: ExecutorStep,
-    input_data_path: str | ExecutorStep | InputName,
+    input_data_path: StepPath | ExecutorStep,
     input_data_name: str,
     experiment_name: str,
     filter_config_kwargs: dict | None = None,
@@ -224,7 +232,8 @@ def default_candidate_anneal(documents: ExecutorStep | None, tpu_type: str, expe
     """Marin's control (``documents=None``: DCLM only) or candidate (70% DCLM, 30% ``documents``) anneal: an
     8B Llama trained on a ``tpu_type`` slice (needs that TPU and the DCLM caches when it runs)."""
     from marin_assets.experiments.defaults import default_tokenize, default_train
-    from marin_assets.experiments.llama import llama3_tokenizer, llama_8b
+    from marin_assets.experiments.llama import llama_8b
+    from marin_assets.experiments.marin_models import llama3_tokenizer
     from marin_assets.experiments.pretraining_datasets.dclm import dclm_components_llama3
     from marin_assets.experiments.simple_train_config import SimpleTrainConfig
     from marin_assets.processing.tokenize.data_configs import lm_mixture_data_config
@@ -243,7 +252,7 @@ def default_candidate_anneal(documents: ExecutorStep | None, tpu_type: str, expe
         tokenized=lm_mixture_data_config(components=components, weights=weights),
         model_config=llama_8b,
         train_config=SimpleTrainConfig(
-            resources=TpuPodConfig(tpu_type=tpu_type),
+            resources=ResourceConfig.with_tpu(tpu_type),
             train_batch_size=1024,
             num_train_steps=47_684,
             learning_rate=3e-4,
@@ -255,12 +264,12 @@ def default_candidate_anneal(documents: ExecutorStep | None, tpu_type: str, expe
 
 
 def default_synthetic_data_generation(
-    input_path: ExecutorStep | InputName | str,
+    input_path: ExecutorStep | StepPath,
     model_name_or_path: str,
     data_generation_template: str,
     input_filetype: str,
     prompt_column: str,
-    resource_config: ResourceConfig | None,
+    resource_config: StepResources | None,
     generated_text_column_name: str = "generated_text",
     engine_kwargs: dict = default_engine_kwargs,
     generation_kwargs: dict = default_generation_kwargs,

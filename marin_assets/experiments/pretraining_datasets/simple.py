@@ -32,9 +32,10 @@ def _tokenize_simple(
         fn=tokenize,
         config=TokenizeConfig(
             train_paths=[raw_dataset],
-            validation_paths=versioned([]),
+            # Marin versions these two fields; the engine unwraps them when the step runs.
+            validation_paths=versioned([]),  # type: ignore[arg-type]
             cache_path=this_output_path(),
-            tokenizer=versioned(tokenizer),
+            tokenizer=versioned(tokenizer),  # type: ignore[arg-type]
             format=text_format or TextLmDatasetFormat(),
         ),
     )

@@ -18,7 +18,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from marin_assets.core.documents import step_path
 from marin_assets.core.shard_stage import find_shards
+from marin_assets.execution.step import StepPath
 from marin_assets.processing.classification.dedupe import DedupeConfig, DedupMode, NGramConfig, dedupe
 
 logger = logging.getLogger(__name__)
@@ -76,8 +78,8 @@ class DatasetConfig:
 class ShardedDedupeConfig:
     """Marin's config of :func:`run_all_shards` (same fields)."""
 
-    dataset_dir: str
-    output_path: str
+    dataset_dir: StepPath
+    output_path: StepPath
     max_in_flight: int = 16
     eval_dataset_steps: list[Any] | None = None
     text_field: str = "text"
@@ -86,7 +88,7 @@ class ShardedDedupeConfig:
     memory: int | None = None
     resources: dict[str, float] | None = None
     unified_resources: UnifiedResources | None = None
-    temp_dir: str | None = None
+    temp_dir: StepPath | None = None
     debug: bool = False
 
 
@@ -172,13 +174,15 @@ def run_all_shards(config: ShardedDedupeConfig) -> str:
     """
     if not config.eval_dataset_steps:
         raise ValueError("ShardedDedupeConfig.eval_dataset_steps is empty: give the evaluation sets (steps or paths)")
-    shards = find_dataset_shards(config.dataset_dir)
+    dataset_dir, output_path = step_path(config.dataset_dir), step_path(config.output_path)
+    temp_dir = None if config.temp_dir is None else step_path(config.temp_dir)
+    shards = find_dataset_shards(dataset_dir)
     base = (
         BASE_DEDUPE_CONFIG
         if config.processes is None
         else dataclasses.replace(BASE_DEDUPE_CONFIG, processes=config.processes)
     )
     for shard in shards:
-        dedupe(make_task(shard, config.output_path, config.dataset_dir, config.eval_dataset_steps, config.text_field,
-                         base, config.temp_dir, config.debug))  # fmt: skip
+        dedupe(make_task(shard, output_path, dataset_dir, config.eval_dataset_steps, config.text_field, base,
+                         temp_dir, config.debug))  # fmt: skip
     return f"Sharded dedupe pipeline completed! Processed {len(shards)} shards."

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from marin_assets.execution.step import THIS_OUTPUT_PATH
+from marin_assets.core.documents import step_path
+from marin_assets.execution.step import THIS_OUTPUT_PATH, StepPath
 from marin_assets.execution.storage import join_path
 from marin_assets.processing.classification import dedup_config
 from marin_assets.processing.classification.dedupe import dedupe
@@ -49,8 +50,8 @@ class NGramConfig:
 class DeconConfig:
     """Marin's config of ``decontaminate`` (same fields and defaults)."""
 
-    input_path: str | list[str]
-    output_path: str = THIS_OUTPUT_PATH
+    input_path: StepPath | list[StepPath]
+    output_path: StepPath = THIS_OUTPUT_PATH
     attribute_name: str = "duplicate_text"
     estimated_doc_count: int = 1_000_000
     false_positive_rate: float = 0.001
@@ -108,7 +109,7 @@ def decontaminate(config: DeconConfig) -> dict[str, Any]:
         # Marin's layout whatever the number of lengths: <output_path>/<n>/..., attribute <name>_<n>.
         one = dataclasses.replace(
             config,
-            output_path=join_path(config.output_path, str(n)),
+            output_path=join_path(step_path(config.output_path), str(n)),
             attribute_name=f"{config.attribute_name}_{n}",
             ngram=dataclasses.replace(config.ngram, ngram_length=n),
         )

@@ -128,7 +128,7 @@ class DedupeConfig:
     memory: int | None = None
     resources: dict | None = None
     debug: bool = False
-    temp_dir: str | None = None
+    temp_dir: StepPath | None = None
 
     @property
     def params(self) -> MinHashParams:
