@@ -39,6 +39,7 @@ def _hints(cls: type) -> dict[str, object]:
     """The spec's resolved annotations (its Levanter types are imported only for type checkers)."""
     import levanter.callbacks.watch as watch
     import levanter.data.text as text
+    import levanter.distributed as distributed
     import levanter.models.lm_model as lm_model
     import levanter.optim as optim
     import levanter.schedule as schedule
@@ -52,6 +53,7 @@ def _hints(cls: type) -> dict[str, object]:
         WatchConfig=watch.WatchConfig,
         LmDatasetFormatBase=text.LmDatasetFormatBase,
         LMMixtureDatasetConfig=text.LMMixtureDatasetConfig,
+        DistributedConfig=distributed.DistributedConfig,
         LmConfig=lm_model.LmConfig,
         OptimizerConfig=optim.OptimizerConfig,
         ScheduleStep=schedule.ScheduleStep,
@@ -99,7 +101,8 @@ def _accepts_one(lev: object, ours: object) -> bool:
         same = lo is oo or any(lo in fam and oo in fam for fam in families)
         if not same and not (isinstance(oo, type) and isinstance(lo, type) and issubclass(oo, lo)):
             return False
-        la, oa = typing.get_args(lev), typing.get_args(ours)
+        # tuple[X, ...] is a sequence of X (a hashable list in a frozen spec)
+        la, oa = (tuple(a for a in typing.get_args(tp) if a is not Ellipsis) for tp in (lev, ours))
         return not la or not oa or (len(la) == len(oa) and all(accepts(a, b) for a, b in zip(la, oa, strict=True)))
     if isinstance(lev, type) and isinstance(ours, type):
         return issubclass(ours, lev) or (lev is float and ours is int)
@@ -126,6 +129,7 @@ def test_the_checker_rejects_what_levanter_would_not_take():
     assert not accepts(int | None, list[int])
     assert not accepts(dict[str, float], dict[str, str])
     assert accepts(float, int | None) and accepts(int | list[int], list[int])
+    assert accepts(list[str], tuple[str, ...]) and not accepts(list[str], tuple[int, ...])
 
 
 # SimpleTrainConfig field -> (value set, path in the written train_config.yaml, expected value there)
@@ -165,6 +169,18 @@ SIMPLE_TRAIN_FIELDS: dict[str, tuple[object, str, object]] = {
     "per_device_parallelism": (4, "trainer.per_device_parallelism", 4),
     "resources": None,  # where it runs: precision and require_accelerator (test_accelerators.py)
     "pad_tokenizer_to_match_model": None,  # an error naming it (test_train_api.py)
+    "mp": ("p=f32,c=bfloat16", "trainer.mp", "compute=bfloat16,params=float32,output=bfloat16"),
+    "attn_backend": ("vanilla", "model.attn_backend", "VANILLA"),  # draccus writes the enum name
+    "gradient_checkpointing": (False, "model.gradient_checkpointing", False),
+    "model_axis_size": (2, "trainer.model_axis_size", 2),
+    "fsdp_axis": (("embed", "mlp"), "trainer.fsdp_axis", ["embed", "mlp"]),
+    "tensor_parallel_axes": (("heads",), "trainer.tensor_parallel_axes", ["heads"]),
+    "replica_ici_axis_size": (2, "trainer.replica_ici_axis_size", 2),
+    "replica_dcn_axis_size": (3, "trainer.replica_dcn_axis_size", 3),
+    "jax_compilation_cache_dir": ("/tmp/jax-cache-test", "trainer.jax_compilation_cache_dir", "/tmp/jax-cache-test"),
+    "distributed": ("DISTRIBUTED", "trainer.distributed.coordinator_address", "127.0.0.1:1234"),
+    "xla_flags": None,  # the training process's XLA_FLAGS: test_accelerator_knobs.py
+    "progress_timeout_s": None,  # the step's stall limit: test_progress_timeout.py
 }
 
 
@@ -177,7 +193,13 @@ def test_every_simple_train_config_field_reaches_levanter(inputs, tmp_path):  # 
     assert set(SIMPLE_TRAIN_FIELDS) == {f.name for f in dataclasses.fields(SimpleTrainConfig)}
     ckpt = str(tmp_path / "ckpt" / "step-3")
     values = {name: spec[0] for name, spec in SIMPLE_TRAIN_FIELDS.items() if spec is not None}
-    values.update(initialize_from_checkpoint_path=ckpt, watch=WatchConfig(interval=5))
+    from levanter.distributed import DistributedConfig
+
+    values.update(
+        initialize_from_checkpoint_path=ckpt,
+        watch=WatchConfig(interval=5),
+        distributed=DistributedConfig(coordinator_address="127.0.0.1:1234"),
+    )
     _, step = marin_step(inputs, **values)
     written = written_yaml(resolved(step, str(tmp_path / "prefix")), tmp_path)
     for name, spec in SIMPLE_TRAIN_FIELDS.items():
