@@ -31,9 +31,9 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from marin_assets.dagster_bridge.landing_assets import zone_rows
 from marin_assets.dagster_bridge.landing_sensor import evaluate_landing
 from marin_assets.execution.storage import filesystem, join_path
+from marin_assets.landing.table import zone_rows
 from marin_assets.landing.zone import list_drop_folders
 
 SOURCE = "bench-src"

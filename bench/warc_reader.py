@@ -24,7 +24,7 @@ import zstandard
 
 from marin_assets.core.shard_stage import Quarantine
 from marin_assets.experiments.sample_data import SampleConfig, iter_pages
-from marin_assets.transform.raw.warc_reader import _warc_document, read_warc
+from marin_assets.transform.raw.warc_reader import _Position, _warc_document, read_warc
 from marin_assets.transform.raw.warc_writer import WarcPage, encode_warc_gz
 
 
@@ -33,7 +33,7 @@ def _baseline(data: bytes) -> list[dict]:
 
     wanted = WarcRecordType.response | WarcRecordType.conversion | WarcRecordType.resource
     iterator = ArchiveIterator(io.BytesIO(data), record_types=wanted, parse_http=True, auto_decode="all")
-    return [doc for record in iterator if (doc := _warc_document(record, record.stream_pos)) is not None]
+    return [doc for record in iterator if (doc := _warc_document(record, _Position(record.stream_pos, ""))) is not None]
 
 
 def _checked(data: bytes, codec: str | None) -> list[dict]:

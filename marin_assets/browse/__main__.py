@@ -1,4 +1,4 @@
-"""``python -m marin_assets.browse --prefix DIR|gs://bucket/path [--host H] [--port P] [--allowed_host NAME ...] [--max_heavy N] [--idle_timeout_s S]``."""
+"""``python -m marin_assets.browse --prefix DIR|gs://bucket/path [--host H] [--port P] [--allowed_host NAME ...] [--max_heavy N] [--max_read_mib M] [--idle_timeout_s S]``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from http.server import ThreadingHTTPServer
 
 from marin_assets.browse.links import DEFAULT_PORT
+from marin_assets.browse.parquet_pages import MAX_READ_BYTES
 from marin_assets.browse.server import (
     DEFAULT_PAGE_SIZE,
     IDLE_TIMEOUT_S,
@@ -40,6 +41,13 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m marin_assets.
         "--max_heavy", type=int, default=MAX_HEAVY_REQUESTS, help="record/document pages served at once (else 503)"
     )
     parser.add_argument(
+        "--max_read_mib",
+        type=float,
+        default=MAX_READ_BYTES / 2**20,
+        help="the most a record page decodes at once: a parquet footer or data page over it is left out, and "
+        "the page says so (memory per request is a few times this)",
+    )
+    parser.add_argument(
         "--idle_timeout_s", type=float, default=IDLE_TIMEOUT_S, help="close a connection silent this long"
     )
     args = parser.parse_args(argv)
@@ -54,6 +62,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m marin_assets.
                 [args.host, *args.allowed_host],
                 max_heavy=args.max_heavy,
                 idle_timeout_s=args.idle_timeout_s,
+                max_read_bytes=int(args.max_read_mib * 2**20),
             )
         ),
     )

@@ -33,8 +33,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from marin_assets.browse.parquet_pages import MAX_READ_BYTES, LayoutCache
 from marin_assets.browse.paths import Forbidden, PrefixRoot, fresh_filesystem
-from marin_assets.browse.shards import LineSource, parse_line, shard_format
+from marin_assets.browse.shards import PARQUET_BATCH_ROWS, LineSource, ParquetRows, parse_line, shard_format
+from marin_assets.core.parquet_layout import ParquetTooLarge
 from marin_assets.execution.status import INFO_FILE, METADATA_FILE, STATUS_FILE, read_info, read_metadata, read_status
 from marin_assets.execution.storage import join_path, read_bytes
 
@@ -75,16 +77,21 @@ def config_paths(info: dict[str, Any] | None) -> set[str]:
     return found
 
 
-def iter_records(url: str) -> Iterable[dict[str, Any]]:
-    """Records of a shard, streamed (never the whole shard in memory)."""
+def iter_records(url: str, max_read_bytes: int = MAX_READ_BYTES) -> Iterable[dict[str, Any]]:
+    """Records of a shard, streamed (never the whole shard in memory, nor more than ``max_read_bytes``
+    decoded at once)."""
     fs, path = fresh_filesystem(url)  # gcsfs sizes a file from its cached listing: a rewritten shard
     kind = shard_format(path)
     if kind == "parquet":
-        import pyarrow.parquet as pq
-
+        # Within the read limit, as a page is: a column over it reads "[not shown: ...]"; a footer over
+        # it, no record at all.
         with fs.open(path, "rb") as handle:
-            for batch in pq.ParquetFile(handle).iter_batches(batch_size=1000):
-                yield from batch.to_pylist()
+            try:
+                rows = ParquetRows(handle, fs.size(path), max_read_bytes, LayoutCache(), (path, ""))
+            except ParquetTooLarge:
+                return
+            for _, record in rows.rows(0, PARQUET_BATCH_ROWS):
+                yield record
         return
     source = LineSource(fs, path, None, None)
     try:
@@ -94,13 +101,15 @@ def iter_records(url: str) -> Iterable[dict[str, Any]]:
         source.close()
 
 
-def find_records(url: str, ids: set[str], field_name: str = "id") -> dict[str, dict[str, Any]]:
+def find_records(
+    url: str, ids: set[str], field_name: str = "id", max_read_bytes: int = MAX_READ_BYTES
+) -> dict[str, dict[str, Any]]:
     """Records of ``url`` whose ``id`` is in ``ids`` (streams; stops once all are found)."""
     found: dict[str, dict[str, Any]] = {}
     if not ids:
         return found
     try:
-        for record in iter_records(url):
+        for record in iter_records(url, max_read_bytes):
             key = record.get(field_name)
             if isinstance(key, str) and key in ids and key not in found:
                 found[key] = record
@@ -114,8 +123,9 @@ def find_records(url: str, ids: set[str], field_name: str = "id") -> dict[str, d
 class Catalog:
     """Cached, read-only views of one prefix (cache entries live ``_TTL_S`` seconds)."""
 
-    def __init__(self, root: PrefixRoot) -> None:
+    def __init__(self, root: PrefixRoot, max_read_bytes: int = MAX_READ_BYTES) -> None:
         self.root = root
+        self.max_read_bytes = max_read_bytes
         self._cache: OrderedDict[Any, tuple[float, Any]] = OrderedDict()
         self._lock = threading.Lock()
         self._id_sets: OrderedDict[Any, frozenset[str]] = OrderedDict()
@@ -154,7 +164,13 @@ class Catalog:
                 entries = fs.ls(path, detail=True)
             except FileNotFoundError:
                 return []
-            files = [e for e in entries if e.get("type") == "file" and e["name"].endswith(".json")]
+            files = [
+                e
+                for e in entries
+                if e.get("type") == "file"
+                and e["name"].endswith(".json")
+                and not e["name"].rstrip("/").rsplit("/", 1)[-1].startswith((".", "_"))  # a killed writer's temp
+            ]
             files.sort(key=lambda e: e.get("mtime") or e.get("updated") or "", reverse=True)
             return [e["name"].rstrip("/").rsplit("/", 1)[-1] for e in files]
 
@@ -328,7 +344,7 @@ class Catalog:
         """``id -> {attribute: value}`` merged over the co-sharded attribute files."""
         merged: dict[str, dict[str, Any]] = {}
         for _, url in rel.attributes:
-            for doc_id, record in find_records(url, ids).items():
+            for doc_id, record in find_records(url, ids, max_read_bytes=self.max_read_bytes).items():
                 attrs = record.get("attributes")
                 if isinstance(attrs, dict):
                     merged.setdefault(doc_id, {}).update(attrs)
@@ -343,7 +359,7 @@ class Catalog:
             if key in self._id_sets:
                 self._id_sets.move_to_end(key)
                 return self._id_sets[key]
-        ids = frozenset(r["id"] for r in iter_records(url) if isinstance(r.get("id"), str))
+        ids = frozenset(r["id"] for r in iter_records(url, self.max_read_bytes) if isinstance(r.get("id"), str))
         with self._lock:
             self._id_sets[key] = ids
             while len(self._id_sets) > MAX_ID_SETS:
@@ -367,7 +383,9 @@ class Catalog:
                     continue
                 if not self.inside(join_path(output, f"{sub}/{name}")):
                     continue
-                for doc_id, record in find_records(join_path(output, f"{sub}/{name}"), ids - set(found)).items():
+                for doc_id, record in find_records(
+                    join_path(output, f"{sub}/{name}"), ids - set(found), max_read_bytes=self.max_read_bytes
+                ).items():
                     found[doc_id] = record
         return found
 

@@ -13,7 +13,8 @@ Only GET and HEAD exist; nothing is ever written. Paths are checked by ``PrefixR
 the prefix, 404 when missing).
 
 Bounded: a record page reads only what it shows (``shards``: parquet a data page at a time, JSON
-lines over ``MAX_LINE_BYTES`` skipped); at most ``max_heavy`` record / document pages are served at
+lines over ``MAX_LINE_BYTES`` skipped) and decodes at most ``max_read_bytes`` at once (``--max_read_mib``:
+a parquet footer or data page over it is left out, the page saying "Preview truncated" and why); at most ``max_heavy`` record / document pages are served at
 once (another waits up to ``HEAVY_WAIT_S`` seconds, then gets 503 with ``Retry-After``); a
 connection that sends nothing for ``IDLE_TIMEOUT_S`` seconds (a half-open or idle client) is
 closed, so it does not hold a thread forever.
@@ -39,6 +40,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from marin_assets.browse import pages
 from marin_assets.browse.catalog import Catalog, Relations
 from marin_assets.browse.filters import FilterError, fields_used, matches_all, parse_filter
+from marin_assets.browse.parquet_pages import MAX_READ_BYTES
 from marin_assets.browse.paths import Forbidden, PrefixRoot, fresh_filesystem
 from marin_assets.browse.shards import ShardPager, shard_format
 from marin_assets.execution.status import INFO_FILE, STATUS_FILE
@@ -122,14 +124,16 @@ class BrowserApp:
         max_heavy: int = MAX_HEAVY_REQUESTS,
         heavy_wait_s: float = HEAVY_WAIT_S,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
+        max_read_bytes: int = MAX_READ_BYTES,
     ) -> None:
         self.idle_timeout_s = idle_timeout_s
+        self.max_read_bytes = max_read_bytes
         self.root = PrefixRoot(prefix)
         self.heavy = threading.BoundedSemaphore(max(1, max_heavy))  # record / document pages at once
         self.max_heavy = max(1, max_heavy)
         self.heavy_wait_s = heavy_wait_s
-        self.catalog = Catalog(self.root)
-        self.pager = ShardPager()
+        self.catalog = Catalog(self.root, max_read_bytes)
+        self.pager = ShardPager(max_read_bytes=max_read_bytes)
         self.page_size = page_size
         self.allowed_hosts = frozenset(host_name(h) for h in (*LOCAL_HOSTS, *allowed_hosts) if h)
 
@@ -384,9 +388,13 @@ class BrowserApp:
                 row.append("kept" if removal is None else f"<span class='removed reason'>{pages.esc(removal)}</span>")
             rows.append(row)
         headers = ["#", "id", "text", "attributes"] + (["removed?"] if show_removal else [])
+        truncated = "".join(
+            f"<p class='truncated'><b>Preview truncated:</b> {pages.esc(note)}</p>" for note in page.notes
+        )
         return pages.layout(
             relative,
             self._records_header(relative, url, rel, filter_text, count, start, page)
+            + truncated
             + pages.table(headers, rows, id="records"),
             self.root.given,
         )
@@ -499,7 +507,7 @@ class BrowserApp:
             page = self.pager.page(url, index, 1)
             if page.records and page.records[0][1].get("id") == doc_id:
                 return page.records[0][1]
-        return find_records(url, {doc_id}).get(doc_id)
+        return find_records(url, {doc_id}, max_read_bytes=self.max_read_bytes).get(doc_id)
 
 
 def make_handler(app: BrowserApp) -> type[BaseHTTPRequestHandler]:

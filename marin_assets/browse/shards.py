@@ -14,7 +14,9 @@ The compression of a JSON-lines shard is sniffed from its first bytes, whatever 
   of a page is remembered (once: the next page takes it over).
 * parquet: the footer's row-group sizes locate the row group holding a record; only that row group
   is read, through a small buffer (a data page at a time, never a whole column chunk) in batches of
-  a few rows -- so one huge row group costs time to skip through, not memory.
+  a few rows -- so one huge row group costs time to skip through, not memory. A footer, or a data
+  page, over the read limit (``--max_read_mib``) is not decoded: the page says what it left out
+  (:mod:`marin_assets.browse.parquet_pages`, :mod:`marin_assets.core.parquet_layout`).
 
 A JSON line longer than :data:`MAX_LINE_BYTES` is dropped as it arrives and shown as an error
 record: a request's memory is bounded whatever the layout of the file.
@@ -30,11 +32,13 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from marin_assets.browse.parquet_pages import FOOTER_SHARE, MAX_READ_BYTES, SETTING, LayoutCache, not_shown
 from marin_assets.browse.paths import fresh_filesystem
 from marin_assets.core.compression import Compression, new_decompressor, open_stream, sniff_compression
+from marin_assets.core.parquet_layout import ParquetTooLarge, check_footer, oversized_fields
 
 # Compressed bytes read at a time, and the most decompressed bytes one step may produce (keeps a
 # highly compressible shard from decompressing into a huge buffer).
@@ -274,20 +278,25 @@ class LineSource:
 
 @dataclass
 class Page:
-    """Records ``[start, next_start)`` of a shard that matched (all, without a predicate)."""
+    """Records ``[start, next_start)`` of a shard that matched (all, without a predicate).
+
+    ``notes``: what the page leaves out and why (a parquet column or file over the read limit)."""
 
     records: list[tuple[int, dict[str, Any]]]
     start: int
     next_start: int
     at_end: bool
     scanned: int
+    notes: list[str] = field(default_factory=list)
 
 
 class ShardPager:
     """Pages of records of shards, with resume points remembered across requests."""
 
-    def __init__(self, checkpoints: Checkpoints | None = None) -> None:
+    def __init__(self, checkpoints: Checkpoints | None = None, max_read_bytes: int = MAX_READ_BYTES) -> None:
         self.checkpoints = checkpoints or Checkpoints()
+        self.max_read_bytes = max_read_bytes
+        self.layouts = LayoutCache()
 
     @staticmethod
     def fingerprint(fs: Any, path: str) -> str:
@@ -374,41 +383,90 @@ class ShardPager:
             pa.default_memory_pool().release_unused()
 
     def _parquet_rows(self, fs, path, start, count, matches, scan_limit, batch) -> Page:
+        out: list[tuple[int, dict[str, Any]]] = []
+        pending: list[tuple[int, dict[str, Any]]] = []
+        batch = min(batch, PARQUET_BATCH_ROWS)
+        index = start
+        with fs.open(path, "rb") as handle:
+            key = (path, self.fingerprint(fs, path))
+            try:
+                rows = ParquetRows(handle, fs.size(path), self.max_read_bytes, self.layouts, key)
+            except ParquetTooLarge as exc:
+                return Page([], start, start, True, 0, notes=[f"not shown: {exc}"])
+            for row_index, record in rows.rows(start, batch):
+                pending.append((row_index, record))
+                index = row_index + 1
+                if len(pending) >= (batch if matches else count - len(out)) or index - start >= scan_limit:
+                    out.extend(self._keep(pending, matches))
+                    pending = []
+                if len(out) >= count or index - start >= scan_limit:
+                    if len(out) > count:
+                        out = out[:count]
+                        index = out[-1][0] + 1
+                    return Page(out, start, index, index >= rows.num_rows, index - start, notes=rows.notes)
+            out.extend(self._keep(pending, matches))
+        return Page(out, start, index, True, index - start, notes=rows.notes)
+
+
+class ParquetRows:
+    """The rows of an open parquet file, read within a byte limit (see :mod:`.parquet_pages`): a row
+    group's column whose pages are over the limit is left out and its cells say so (``notes``)."""
+
+    def __init__(self, handle: Any, size: int, limit: int, layouts: LayoutCache, key: tuple[str, str]) -> None:
         import pyarrow.parquet as pq
 
-        out: list[tuple[int, dict[str, Any]]] = []
-        scanned = 0
-        batch = min(batch, PARQUET_BATCH_ROWS)
-        with fs.open(path, "rb") as handle:
-            # Buffered column reads: a page at a time, never a whole column chunk of the row group
-            # (one row group may be the whole file); batches of a few rows.
-            pf = pq.ParquetFile(handle, buffer_size=PARQUET_BUFFER_BYTES, pre_buffer=False)
-            meta = pf.metadata
-            first = 0
-            index = start
-            for group in range(meta.num_row_groups):
-                rows = meta.row_group(group).num_rows
-                if first + rows <= start:
-                    first += rows
-                    continue
-                position = first
-                for arrow_batch in pf.iter_batches(batch_size=batch, row_groups=[group], use_threads=False):
-                    n = arrow_batch.num_rows
-                    if position + n <= index:
-                        position += n
-                        continue
-                    rows_here = arrow_batch.slice(index - position).to_pylist()
-                    items = list(enumerate(rows_here, start=index))
-                    take = count - len(out) if matches is None else len(items)
-                    items = items[: max(0, min(take, scan_limit - scanned))]
-                    scanned += len(items)
-                    out.extend(self._keep(items, matches))
-                    index += len(items)
+        check_footer(handle, size, limit // FOOTER_SHARE, f"1/{FOOTER_SHARE} of {SETTING}")
+        handle.seek(0)
+        self.handle, self.limit, self.layouts, self.key = handle, limit, layouts, key
+        # Buffered column reads: a page at a time, never a whole column chunk of the row group
+        # (one row group may be the whole file).
+        self.file = pq.ParquetFile(handle, buffer_size=PARQUET_BUFFER_BYTES, pre_buffer=False)
+        self.metadata = self.file.metadata
+        self.num_rows = self.metadata.num_rows
+        self.notes: list[str] = []
+
+    def _left_out(self, group: int) -> dict[str, str]:
+        key = (*self.key, group, self.limit)
+        found = self.layouts.get(key)
+        if found is None:
+            found = oversized_fields(self.handle, self.metadata, group, self.limit)
+            self.layouts.put(key, found)
+        for column, why in found.items():
+            note = not_shown(column, group, why, self.limit)
+            if note not in self.notes:
+                self.notes.append(note)
+        return found
+
+    def rows(self, start: int, batch: int) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(index, row)`` from row ``start`` on, in batches of ``batch`` rows."""
+        first = 0
+        names = self.file.schema_arrow.names
+        for group in range(self.metadata.num_row_groups):
+            size = self.metadata.row_group(group).num_rows
+            if first + size <= start:
+                first += size
+                continue
+            left_out = self._left_out(group)
+            columns = [name for name in names if name not in left_out]
+            stand_in = {column: not_shown(column, group, why, self.limit) for column, why in left_out.items()}
+            position = first
+            for records in self._batches(group, columns, size, batch):
+                n = len(records)
+                if position + n <= start:
                     position += n
-                    if len(out) >= count or scanned >= scan_limit:
-                        if len(out) > count:
-                            out = out[:count]
-                            index = out[-1][0] + 1
-                        return Page(out, start, index, index >= meta.num_rows, scanned)
-                first += rows
-        return Page(out, start, index, True, scanned)
+                    continue
+                for offset, record in enumerate(records[max(0, start - position) :], start=max(start, position)):
+                    record.update(stand_in)
+                    yield offset, {name: record.get(name) for name in names}
+                position += n
+            first += size
+
+    def _batches(self, group: int, columns: list[str], size: int, batch: int) -> Iterator[list[dict[str, Any]]]:
+        if not columns:  # every column left out: the rows are there, their cells say why
+            for at in range(0, size, batch):
+                yield [{} for _ in range(min(batch, size - at))]
+            return
+        for arrow_batch in self.file.iter_batches(
+            batch_size=batch, row_groups=[group], columns=columns, use_threads=False
+        ):
+            yield arrow_batch.to_pylist()

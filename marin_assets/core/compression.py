@@ -33,6 +33,7 @@ from __future__ import annotations
 import bz2
 import lzma
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any, BinaryIO, Literal
 
@@ -214,6 +215,18 @@ def new_decompressor(codec: Codec) -> Any:
     return zstandard.ZstdDecompressor().decompressobj()
 
 
+def decompress_head(codec: Codec, data: bytes, size: int) -> bytes:
+    """At most the first ``size`` decompressed bytes of ``data`` (a file's head), never more
+    decompressed than that: a sniff costs the same whatever the ratio. Damage raises."""
+    if codec == "zstd":
+        import io
+
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)).read(size)
+    return new_decompressor(codec).decompress(data, size)
+
+
 @dataclass(frozen=True)
 class Damage:
     """Why a compressed stream stopped before the end of its file.
@@ -232,9 +245,15 @@ class Damage:
 
 # Compressed bytes fed to a decompressor at a time. A failing call takes its output with it:
 # zstd / bz2 / xz get small slices (they emit whole blocks anyway); a failing gzip slice is
-# replayed from a copy of the decompressor in pieces of _REPLAY bytes.
-_SLICE = {"gzip": 64 << 10, "zstd": 4 << 10, "bz2": 4 << 10, "xz": 4 << 10}
+# replayed from a copy of the decompressor in pieces of _REPLAY bytes. zstd's decompressor takes no
+# output limit, so its slices are small enough to bound what one call can give: a zstd block of
+# 4 bytes (RLE) regenerates at most 128 KiB, so 256 bytes give at most 8 MiB.
+_SLICE = {"gzip": 64 << 10, "zstd": 256, "bz2": 4 << 10, "xz": 4 << 10}
 _REPLAY = 64
+MAX_PIECE = 1 << 20
+"""The most decompressed bytes one step of :class:`StreamDecoder` hands out (gzip, bz2 and xz;
+zstd: at most 8 MiB), whatever the compression ratio: a reader's memory follows its own limits,
+never a bomb's ratio (1 MiB of gzip can hold 1 GiB, of bz2 far more)."""
 
 
 class _Failed(Exception):
@@ -269,15 +288,23 @@ class StreamDecoder:
     # -- feeding
 
     def decode(self, chunk: bytes) -> bytes:
-        """The decompressed bytes of the next ``chunk`` of the file (all of them before any damage)."""
+        """The decompressed bytes of the next ``chunk`` of the file (all of them before any damage).
+
+        Joined whole: for input whose ratio is trusted or bounded by the caller; an untrusted
+        stream is read with :meth:`decode_pieces`."""
+        return b"".join(self.decode_pieces(chunk))
+
+    def decode_pieces(self, chunk: bytes) -> Iterator[bytes]:
+        """The decompressed bytes of the next ``chunk`` of the file, in pieces of at most
+        :data:`MAX_PIECE` bytes (zstd: 8 MiB), however far they expand. Consume every piece
+        before feeding the next chunk."""
         if self.damage is not None or not chunk:
             self.consumed += len(chunk)
-            return b""
+            return
         data = self._held + chunk if self._held else chunk
         base = self.consumed - len(self._held)  # file offset of data[0]
         self._held = b""
         self.consumed += len(chunk)
-        out: list[bytes] = []
         view = memoryview(data)
         pos = 0
         while pos < len(data) and self.damage is None:
@@ -286,9 +313,10 @@ class StreamDecoder:
                 continue
             piece = view[pos : pos + self._slice]  # a view: no copy of the rest of the chunk per member
             try:
-                got = self._feed(piece)
+                for got in self._feed(piece):
+                    self.produced += len(got)
+                    yield got
             except _Failed as failed:
-                out.append(failed.partial)
                 self.produced += len(failed.partial)
                 self.damage = Damage(
                     "corrupt",
@@ -296,16 +324,14 @@ class StreamDecoder:
                     f"corrupt {_UNIT[self.codec]} starting at byte {self._member_start} (decoding failed near byte "
                     f"{base + pos + failed.at}: {failed.error})",
                 )
+                yield failed.partial
                 break
-            out.append(got)
-            self.produced += len(got)
             if self._decomp.eof:
                 used = len(piece) - len(self._decomp.unused_data)
                 self._decomp = None
                 pos += used
             else:
                 pos += len(piece)
-        return b"".join(out)
 
     def _start_member(self, data: bytes, pos: int, base: int) -> int:
         """Between members at ``data[pos]``: skip zero bytes, start the next member or call the rest trailing."""
@@ -333,24 +359,52 @@ class StreamDecoder:
         self._decomp = new_decompressor(self.codec)
         return nonzero
 
-    def _feed(self, piece: bytes) -> bytes:
-        """Decode ``piece`` into the current member; on failure raise :class:`_Failed` with what came before."""
+    def _feed(self, piece: memoryview) -> Iterator[bytes]:
+        """Decode ``piece`` into the current member, in pieces of at most :data:`MAX_PIECE` bytes;
+        on failure raise :class:`_Failed` with what came before it."""
         decomp = self._decomp
-        snapshot = decomp.copy() if hasattr(decomp, "copy") else None
-        try:
-            return decomp.decompress(piece)
-        except Exception as exc:  # zlib.error, zstandard.ZstdError, OSError (bz2), LZMAError
-            if snapshot is None:
-                raise _Failed(b"", 0, exc) from exc
-        parts: list[bytes] = []  # replay from the copy in small pieces: keep what decodes
-        for at in range(0, len(piece), _REPLAY):
+        if self.codec == "zstd":  # no output limit: the slice is small (see _SLICE)
             try:
-                parts.append(snapshot.decompress(piece[at : at + _REPLAY]))
-            except Exception as exc:
-                raise _Failed(b"".join(parts), at, exc) from exc
+                yield decomp.decompress(piece)
+            except Exception as exc:  # zstandard.ZstdError
+                raise _Failed(b"", 0, exc) from exc
+            return
+        if self.codec != "gzip":  # bz2 / xz: the decompressor holds the input it has not decoded yet
+            data: bytes = bytes(piece)
+            while True:
+                try:
+                    yield decomp.decompress(data, MAX_PIECE)
+                except Exception as exc:  # OSError (bz2), LZMAError
+                    raise _Failed(b"", 0, exc) from exc
+                data = b""
+                if decomp.eof or decomp.needs_input:
+                    return
+        pending: Any = piece  # gzip: what the last call left unread (it stopped at MAX_PIECE of output)
+        while True:
+            snapshot = decomp.copy()
+            try:
+                out = decomp.decompress(pending, MAX_PIECE)
+            except Exception as exc:  # zlib.error
+                raise self._replayed(snapshot, bytes(pending), len(piece) - len(pending), exc) from exc
+            yield out
+            pending = decomp.unconsumed_tail
+            if not pending or decomp.eof:
+                return
+
+    @staticmethod
+    def _replayed(snapshot: Any, data: bytes, before: int, error: Exception) -> _Failed:
+        """The failure of a gzip call, with the output of its input up to the damage: replayed from
+        the copy taken before it, in pieces of :data:`_REPLAY` bytes (``before``: bytes of the slice
+        decoded by earlier calls)."""
+        parts: list[bytes] = []
+        for at in range(0, len(data), _REPLAY):
+            try:
+                parts.append(snapshot.decompress(data[at : at + _REPLAY], MAX_PIECE))
+            except Exception as exc:  # noqa: BLE001 - the damage, found again: what came before is kept
+                return _Failed(b"".join(parts), before + at, exc)
             if snapshot.eof:
                 break
-        raise _Failed(b"".join(parts), len(piece), zlib.error("member failed to decode"))
+        return _Failed(b"".join(parts), before + len(data), error)
 
     def finish(self) -> Damage | None:
         """Call at the end of the file: the damage, if any (a member cut short, trailing bytes)."""

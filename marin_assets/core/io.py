@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
-import math
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -38,6 +37,7 @@ from typing import IO, Any
 
 from marin_assets.core.compression import Compression, Compressor, compression_for, open_decompressed
 from marin_assets.execution.fence import check_fence
+from marin_assets.execution.status import finite, is_non_finite_error
 from marin_assets.execution.storage import (
     atomic_write_bytes,
     discard_upload,
@@ -65,7 +65,7 @@ except ImportError:  # pragma: no cover - exercised where msgspec is not install
     _FastDecodeError = ValueError
 
 # One encoder for every record: ``json.dumps(obj, **kwargs)`` builds a new JSONEncoder per call.
-# allow_nan=False: a non-finite float raises, and :func:`_finite` spells it as a string first.
+# allow_nan=False: a non-finite float raises, and :func:`finite` spells it as a string first.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _encode_unicode = _ENCODER.encode
 _encode_ascii_strict = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
@@ -83,44 +83,22 @@ class ShardFormatError(ValueError):
 # JSON
 
 
-def non_finite_text(value: float) -> str:
-    """How a NaN or infinite float is written: ``"NaN"``, ``"Infinity"`` or ``"-Infinity"`` (the
-    spelling of Python's JSON extension, as a JSON string)."""
-    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN/Infinity float inside it (dict values, list items) spelled as text."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else non_finite_text(value)
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
-def _is_non_finite_error(exc: ValueError) -> bool:
-    """json's error for a NaN/Infinity float under ``allow_nan=False`` (not a circular reference)."""
-    return "Out of range float" in str(exc)
-
-
 def _encode(record: Any) -> str:
     try:
         return _encode_unicode(record)
     except ValueError as exc:  # a NaN/Infinity float (allow_nan=False): text (see the module docstring)
-        if not _is_non_finite_error(exc):
+        if not is_non_finite_error(exc):
             raise
-        return _encode_unicode(_finite(record))
+        return _encode_unicode(finite(record))
 
 
 def _encode_ascii(record: Any) -> str:
     try:
         return _encode_ascii_strict(record)
     except ValueError as exc:
-        if not _is_non_finite_error(exc):
+        if not is_non_finite_error(exc):
             raise
-        return _encode_ascii_strict(_finite(record))
+        return _encode_ascii_strict(finite(record))
 
 
 def dumps(record: Any) -> str:
@@ -455,9 +433,9 @@ def write_json(path: str, obj: Any) -> None:
     try:
         text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
     except ValueError as exc:  # a non-finite float: text, so the file stays valid JSON
-        if not _is_non_finite_error(exc):
+        if not is_non_finite_error(exc):
             raise
-        text = json.dumps(_finite(obj), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        text = json.dumps(finite(obj), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
     atomic_write_bytes(path, (text + "\n").encode("utf-8"))
 
 

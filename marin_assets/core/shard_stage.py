@@ -72,11 +72,17 @@ class Quarantine:
     damage to its compression or framing begins (None for a problem of one line or record).
     """
 
-    def __init__(self, stage: str, file: str) -> None:
+    def __init__(self, stage: str, file: str, drop: str | None = None) -> None:
         self.stage = stage
         self.file = file
+        self.drop = drop
         self.records: list[dict[str, Any]] = []
         self.counts: Counter[str] = Counter()
+
+    @property
+    def where(self) -> str:
+        """``drop <id>, file <name>`` (or the file alone): how a detail names what it is about."""
+        return f"drop {self.drop}, file {self.file}" if self.drop else self.file
 
     def add(
         self,

@@ -19,13 +19,15 @@ O(new drops), not O(all drops), on local folders and gs:// alike. Each tick:
    and reports every drop that is still rejected on **every** tick: in the tick's log and, when
    the tick requests no run, as its ``SkipReason`` (what the UI's tick history shows). Incomplete
    drops (no manifest yet) are left alone and picked up when complete. A drop rejected by its
-   checksums is remembered with its content fingerprint (the manifest plus size and mtime of
-   every listed file, :func:`~marin_assets.landing.zone.content_fingerprint`) and hashed
-   again as soon as that changes -- a rewritten manifest *or* a replaced data file (e.g. an
-   upload that was still running when the drop was first checked).
+   checksums is remembered with its stat signature (the manifest plus size, mtime and ctime --
+   or generation and the store's checksum -- of every listed file,
+   :func:`~marin_assets.landing.zone.stat_signature`) and hashed again as soon as that changes --
+   a rewritten manifest *or* a replaced data file. A drop whose upload is still running (a listed
+   file shorter than the manifest says, or missing while the uploader's hidden temporaries are
+   there) is ``incomplete``: waited for, logged at debug level only, never reported as rejected.
 
 Cursor (JSON, read by :mod:`~marin_assets.dagster_bridge.cursors`): ``{"processed": [compact drop
-ids], "rejected": {drop: reason}, "checksum_rejected": {drop: {"manifest": content fingerprint,
+ids], "rejected": {drop: reason}, "checksum_rejected": {drop: {"manifest": stat signature,
 "reason": reason}}}`` -- ``drop-001`` ... ``drop-900`` are stored as ``"drop-{001..900}"``, so it
 stays small with thousands of drops. Older cursors (``"seen": {drop: fingerprint}``) load fine.
 
@@ -50,16 +52,17 @@ from typing import Any
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.cursors import compact_ids, dump_cursor, expand_ids, load_cursor, mapping
+from marin_assets.dagster_bridge.cursors import dump_cursor, load_cursor, mapping
+from marin_assets.landing.drop_ids import compact_ids, expand_ids
 from marin_assets.landing.zone import (
     STATUS_INCOMPLETE,
     STATUS_REJECTED,
     STATUS_VALID,
     DropStatus,
     LandingDrops,
-    content_fingerprint,
     drop_sort_key,
     list_drop_folders,
+    stat_signature,
     validate_drop,
 )
 from marin_resources.dagster_resources import MarinStorageResource
@@ -103,7 +106,7 @@ MAX_VERIFIED_PER_TICK = 200
 def _examine(
     source: str, drop_id: str, path: str, checksum_rejected: dict[str, dict[str, str]]
 ) -> tuple[DropStatus, str, str, str | None]:
-    """``(drop after the cheap checks, status, reason, content fingerprint if hashed else None)``.
+    """``(drop after the cheap checks, status, reason, stat signature if hashed else None)``.
 
     Checksums are verified once per drop content: a drop they rejected (``checksum_rejected``) is
     hashed again only once its manifest or a listed file changed.
@@ -113,11 +116,11 @@ def _examine(
     if status != STATUS_VALID:
         return drop, status, reason, None
     cached = checksum_rejected.get(drop_id)
-    if cached is not None and cached["manifest"] == content_fingerprint(path, manifest):
+    if cached is not None and cached["manifest"] == stat_signature(path, manifest):
         return drop, STATUS_REJECTED, cached["reason"], None
     status, reason, verified = validate_drop(path, drop_id, verify_checksums=True)
-    # Keyed by the content actually verified (it may have changed since the cheap checks).
-    return drop, status, reason, content_fingerprint(path, verified)
+    # Keyed by the files actually verified (they may have changed since the cheap checks).
+    return drop, status, reason, stat_signature(path, verified)
 
 
 def evaluate_landing(
@@ -255,56 +258,7 @@ def build_landing_sensor(
     if not partitions_def.name:
         raise ValueError("partitions_def must be a named DynamicPartitionsDefinition")
     sensor_name = name or f"landing_sensor_{source.replace('-', '_').replace('.', '_')}"
-
-    def _landing_sensor(context: dg.SensorEvaluationContext, prefix: str) -> dg.SensorResult | dg.SkipReason:
-        known: set[str] = set()
-
-        def has_partition(key: str) -> bool:
-            # One query for the set, the first time a tick asks (a fresh sensor asks for every drop).
-            if not known:
-                known.update(context.instance.get_dynamic_partitions(partitions_def.name))
-                known.add("")  # asked once even when the set is empty
-            return key in known
-
-        try:
-            new, cursor, _ = evaluate_landing(
-                prefix,
-                source,
-                context.cursor,
-                has_partition,
-                context.log,
-                landing_dir,
-                (lambda: materialized_everywhere(context.instance, processed_keys)) if processed_keys else None,
-            )
-        except Exception as exc:
-            # Not a property of any drop (a storage error, or a bug): the tick fails -- visible in the
-            # sensor's tick history with this message -- and the next tick retries from the same
-            # cursor. No drop is ever marked rejected for it.
-            context.log.error(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}")
-            raise LandingScanError(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}") from exc
-        to_add = [key for key, _, needs in new if needs]
-        run_requests = [
-            dg.RunRequest(
-                run_key=run_key,
-                partition_key=key,
-                tags={RUN_TAG: source, "marin/drop": key},
-            )
-            for key, run_key, _ in new
-            if run_key  # "": processed already (its units succeeded), only its partition was missing
-        ]
-        for request in run_requests:
-            context.log.info(f"new drop {request.partition_key!r} of {source!r}: requesting a run")
-        # Every tick, not only the first: a rejection stays visible in the UI while it persists.
-        still_rejected = rejected_summary(cursor, source)
-        if still_rejected:
-            context.log.warning(still_rejected)
-        return dg.SensorResult(
-            run_requests=run_requests,
-            skip_reason=still_rejected if still_rejected and not run_requests else None,
-            dynamic_partitions_requests=[partitions_def.build_add_request(to_add)] if to_add else [],
-            cursor=cursor,
-        )
-
+    tick = _LandingTick(source, partitions_def, landing_dir, processed_keys)
     decorate = dg.sensor(
         name=sensor_name,
         target=target,
@@ -321,9 +275,8 @@ def build_landing_sensor(
             try:
                 prefix = resolve()
             except Exception as exc:
-                context.log.error(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}")
-                raise LandingScanError(f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}") from exc
-            return _landing_sensor(context, prefix)
+                raise _scan_failed(context, source, exc) from exc
+            return tick(context, prefix)
 
         return _with_resolver
 
@@ -331,6 +284,77 @@ def build_landing_sensor(
     def _with_storage(
         context: dg.SensorEvaluationContext, marin_storage: MarinStorageResource
     ) -> dg.SensorResult | dg.SkipReason:
-        return _landing_sensor(context, marin_storage.root())
+        return tick(context, marin_storage.root())
 
     return _with_storage
+
+
+def _scan_failed(context: dg.SensorEvaluationContext, source: str, exc: Exception) -> LandingScanError:
+    """The error a tick raises for what is no property of any drop (a storage error, or a bug): the
+    tick fails -- visible in the sensor's tick history with this message -- and the next tick
+    retries from the same cursor. No drop is ever marked rejected for it."""
+    message = f"landing scan of {source!r} failed: {type(exc).__name__}: {exc}"
+    context.log.error(message)
+    return LandingScanError(message)
+
+
+class _LandingTick:
+    """One tick of a landing sensor: :func:`evaluate_landing`, then its answer in Dagster's terms."""
+
+    def __init__(
+        self,
+        source: str,
+        partitions_def: dg.DynamicPartitionsDefinition,
+        landing_dir: str | None,
+        processed_keys: Sequence[dg.AssetKey],
+    ) -> None:
+        self.source, self.partitions_def = source, partitions_def
+        self.landing_dir, self.processed_keys = landing_dir, processed_keys
+
+    def __call__(self, context: dg.SensorEvaluationContext, prefix: str) -> dg.SensorResult:
+        source = self.source
+        try:
+            new, cursor, _ = evaluate_landing(
+                prefix,
+                source,
+                context.cursor,
+                self._partition_lookup(context),
+                context.log,
+                self.landing_dir,
+                (lambda: materialized_everywhere(context.instance, self.processed_keys))
+                if self.processed_keys
+                else None,
+            )
+        except Exception as exc:
+            raise _scan_failed(context, source, exc) from exc
+        to_add = [key for key, _, needs in new if needs]
+        run_requests = [
+            dg.RunRequest(run_key=run_key, partition_key=key, tags={RUN_TAG: source, "marin/drop": key})
+            for key, run_key, _ in new
+            if run_key  # "": processed already (its units succeeded), only its partition was missing
+        ]
+        for request in run_requests:
+            context.log.info(f"new drop {request.partition_key!r} of {source!r}: requesting a run")
+        # Every tick, not only the first: a rejection stays visible in the UI while it persists.
+        still_rejected = rejected_summary(cursor, source)
+        if still_rejected:
+            context.log.warning(still_rejected)
+        return dg.SensorResult(
+            run_requests=run_requests,
+            skip_reason=still_rejected if still_rejected and not run_requests else None,
+            dynamic_partitions_requests=[self.partitions_def.build_add_request(to_add)] if to_add else [],
+            cursor=cursor,
+        )
+
+    def _partition_lookup(self, context: dg.SensorEvaluationContext) -> Callable[[str], bool]:
+        """Whether the partition set holds a key: one query for the set, the first time a tick asks
+        (a fresh sensor asks for every drop)."""
+        known: set[str] = set()
+
+        def has_partition(key: str) -> bool:
+            if not known:
+                known.update(context.instance.get_dynamic_partitions(self.partitions_def.name))
+                known.add("")  # asked once even when the set is empty
+            return key in known
+
+        return has_partition

@@ -32,7 +32,7 @@ from marin_assets.execution.outcomes import ExecutionReport, ExecutorError, Exec
 from marin_assets.execution.reachability import StoreUnreachableError, check_store
 from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.secrets import redact_secrets
-from marin_assets.execution.status import host_id, write_json
+from marin_assets.execution.status import host_id, sweep_stale_temporaries, write_json
 from marin_assets.execution.step import ExecutorStep, InputName, PartitionSource
 from marin_assets.execution.step_attempt import function_name
 from marin_assets.execution.step_walk import walk_steps
@@ -86,7 +86,10 @@ def write_experiment_record(
     ]
     digest = hash_version({"steps": [s["output_path"] for s in steps]})
     script = os.path.splitext(os.path.basename(caller_path))[0] or "experiment"
-    path = join_path(base_path or join_path(graph.prefix, "experiments"), f"{script}-{digest}.json")
+    folder = base_path or join_path(graph.prefix, "experiments")
+    path = join_path(folder, f"{script}-{digest}.json")
+    # A writer killed inside its atomic write left a hidden .tmp-* file: readers skip it, this removes it.
+    sweep_stale_temporaries(folder)
     write_json(
         path,
         {

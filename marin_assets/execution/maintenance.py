@@ -60,6 +60,8 @@ def recorded_steps(prefix: str) -> list[RecordedStep]:
         return []
     steps: dict[str, RecordedStep] = {}
     for path in sorted(fs.glob(f"{root}/*.json")):
+        if path.rsplit("/", 1)[-1].startswith((".", "_")):
+            continue  # a hidden temporary of a killed writer, not a record
         url = path if "://" not in prefix else f"{prefix.split('://', 1)[0]}://{path}"
         try:
             data = read_json(url)

@@ -17,14 +17,17 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import math
 import os
 import socket
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fsspec.implementations.local import LocalFileSystem
+
 from marin_assets.execution.secrets import redact_secrets
-from marin_assets.execution.storage import atomic_write_text, join_path, read_json, read_text
+from marin_assets.execution.storage import atomic_write_text, filesystem, join_path, read_json, read_text
 
 if TYPE_CHECKING:
     from marin_assets.execution.conditional import LeaseBackend
@@ -208,9 +211,74 @@ def write_status_if(
     return backend.replace_if(path, token, data)
 
 
+def non_finite_text(value: float) -> str:
+    """How a NaN or infinite float is written: ``"NaN"``, ``"Infinity"`` or ``"-Infinity"`` (the
+    spelling of Python's JSON extension, as a JSON string)."""
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN/Infinity float inside it (dict values, list items) spelled as text."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else non_finite_text(value)
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def is_non_finite_error(exc: ValueError) -> bool:
+    """json's error for a NaN/Infinity float under ``allow_nan=False`` (not a circular reference)."""
+    return "Out of range float" in str(exc)
+
+
+def json_text(data: Any, indent: int | None = 2) -> str:
+    """``data`` as valid JSON text: sorted keys, unknown objects as strings, and a NaN or infinite
+    float as the string ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"`` -- never the bare token
+    :mod:`json` writes by default, which other JSON readers (and ``jq``) reject."""
+    try:
+        return json.dumps(data, indent=indent, sort_keys=True, default=str, allow_nan=False)
+    except ValueError as exc:
+        if not is_non_finite_error(exc):
+            raise
+        return json.dumps(finite(data), indent=indent, sort_keys=True, default=str, allow_nan=False)
+
+
 def write_json(path: str, data: Any) -> None:
-    """Atomically write ``data`` as indented JSON (unknown objects are written as strings)."""
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str))
+    """Atomically write ``data`` as indented, valid JSON (:func:`json_text`)."""
+    atomic_write_text(path, json_text(data))
+
+
+STALE_TEMPORARY_S = 600.0
+"""A writer's hidden ``.tmp-*`` file this old was left by a killed process (a live write takes seconds)."""
+
+
+def sweep_stale_temporaries(folder: str, max_age_s: float = STALE_TEMPORARY_S) -> list[str]:
+    """Delete the ``.tmp-*`` files of a local ``folder`` older than ``max_age_s`` -- what a process
+    killed inside an atomic write leaves (readers skip hidden names anyway); return their names.
+    Object stores write an object in one request: nothing to sweep there."""
+    fs, p = filesystem(folder)
+    if not isinstance(fs, LocalFileSystem):
+        return []
+    removed = []
+    now = time.time()
+    try:
+        entries = list(os.scandir(p))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    for entry in entries:
+        if not entry.name.startswith(".tmp-") or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            if now - entry.stat(follow_symlinks=False).st_mtime > max_age_s:
+                os.unlink(entry.path)
+                removed.append(entry.name)
+        except FileNotFoundError:  # its writer finished (renamed it) or another sweep took it
+            continue
+    if removed:
+        logger.info("%s: removed %d stale temporary file(s) of killed writers: %s", folder, len(removed), removed[:5])
+    return removed
 
 
 def _read_record(path: str) -> Any | None:

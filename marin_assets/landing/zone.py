@@ -10,7 +10,10 @@ A complete drop is *valid* when its id is a safe path component, the manifest pa
 it lists is a plain relative name that exists with the listed size and sha256, and nothing in
 the drop -- the drop folder itself, ``manifest.json``, any data file or sub-folder -- is a symlink
 (a link could make the stages read outside the landing zone; links are rejected, never followed,
-and a symlinked drop folder is reported, not skipped). Everything here reports problems as
+and a symlinked drop folder is reported, not skipped), and its folder tree is at most
+:data:`MAX_DROP_DEPTH` deep and :data:`MAX_DROP_ENTRIES` large (walked without recursion). A drop
+whose upload is still running -- a listed file shorter than the manifest says, or missing while the
+uploader's hidden temporaries are there -- is *incomplete*, not rejected. Everything here reports problems as
 values and never raises on a malformed drop, so one bad drop cannot block the others. What is not
 a property of the drop -- a storage error while reading it, a bug in this code -- is raised, never
 reported as ``rejected``: the sensor tick that met it fails visibly and the next tick retries, so a
@@ -111,43 +114,132 @@ def _is_local(fs: Any) -> bool:
     return "file" in protocols
 
 
-def find_symlink(drop_path: str) -> str | None:
-    """The first symlink in a local drop folder (the folder itself, or anything below it), or None.
+_NEVER_FOLLOWED = "; symlinks in a drop are never followed"
+MAX_DROP_DEPTH = 64
+"""A drop's folder tree may be this many levels deep (a deeper one is rejected whole, never walked
+further: a hostile tree must not cost a tick its stack or its time)."""
+MAX_DROP_ENTRIES = 200_000
+"""A drop's folder tree may hold this many files and folders (a larger one is rejected whole)."""
 
-    Object stores have no symlinks: None there. Nothing is followed while looking.
+
+def _walk_local(
+    root: str, max_depth: int = MAX_DROP_DEPTH, max_entries: int = MAX_DROP_ENTRIES
+) -> tuple[list[str], str | None]:
+    """(relative paths of the files below the local folder ``root``, the first problem or None).
+
+    Iterative (an explicit stack, never Python recursion: ``os.walk`` and fsspec's ``find`` raise
+    ``RecursionError`` near 1,000 levels), bounded by ``max_depth`` and ``max_entries``, and it
+    follows no link. A problem -- a symlink (the drop folder itself or anything below it), a tree
+    too deep or too large -- stops the walk; its reason is one line naming the path.
+    """
+    if os.path.islink(root):
+        return [], f"the drop folder itself is a symlink (-> {os.readlink(root)}){_NEVER_FOLLOWED}"
+    files: list[str] = []
+    entries = 0
+    stack: list[tuple[str, int]] = [("", 0)]
+    while stack:
+        rel_dir, depth = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, rel_dir) if rel_dir else root) as scan:
+                children = sorted(scan, key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in children:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            entries += 1
+            if entries > max_entries:
+                return files, f"the drop holds more than {max_entries} files and folders (MAX_DROP_ENTRIES)"
+            if entry.is_symlink():
+                return files, f"{rel} is a symlink (-> {os.readlink(entry.path)}){_NEVER_FOLLOWED}"
+            if entry.is_dir(follow_symlinks=False):
+                if depth + 1 >= max_depth:
+                    shown = rel if len(rel) <= 120 else rel[:60] + "/.../" + rel[-40:]
+                    return files, (
+                        f"its folder tree is deeper than {max_depth} levels (MAX_DROP_DEPTH) at {shown}; not walked further"
+                    )
+                stack.append((rel, depth + 1))
+            else:
+                files.append(rel)
+    return sorted(files), None
+
+
+def tree_problem(drop_path: str) -> str | None:
+    """Why a local drop folder's tree cannot be a drop -- a symlink in it (the folder itself or
+    anything below it; never followed), a tree deeper than :data:`MAX_DROP_DEPTH` or larger than
+    :data:`MAX_DROP_ENTRIES` -- or None.
+
+    Object stores have no symlinks and no folder recursion (a listing is flat): None there.
     """
     fs, p = filesystem(drop_path)
     if not _is_local(fs):
         return None
-    if os.path.islink(p):
-        return f"the drop folder itself is a symlink (-> {os.readlink(p)})"
-    for directory, dirs, files in os.walk(p, followlinks=False):
-        for name in sorted(dirs + files):
-            full = os.path.join(directory, name)
-            if os.path.islink(full):
-                rel = os.path.relpath(full, p)
-                return f"{rel} is a symlink (-> {os.readlink(full)})"
-    return None
+    return _walk_local(p)[1]
+
+
+def _listed_files(manifest: dict[str, Any] | None) -> list[str]:
+    """The safe file names ``manifest`` lists, in its order."""
+    names: list[str] = []
+    for entry in (manifest or {}).get("files", []):
+        name = entry.get("path") if isinstance(entry, dict) else None
+        if isinstance(name, str) and _safe_file_name(name):
+            names.append(name)
+    return names
+
+
+def stat_signature(drop_path: str, manifest: dict[str, Any] | None) -> str:
+    """A short hash of the manifest plus what the storage says of every file it lists, without
+    reading them: size, mtime and ctime (local; ctime cannot be put back) or generation and the
+    store's own checksum (object stores).
+
+    Cheap (stats only): the landing sensor uses it to decide when a drop its checksums rejected is
+    worth hashing again (an upload that was still running when the drop was first checked).
+    """
+    fs, p = filesystem(drop_path)
+    stats: list[tuple[str, list[str] | None]] = []
+    for name in _listed_files(manifest):
+        try:
+            info = fs.info(f"{p.rstrip('/')}/{name}")
+        except (OSError, ValueError):
+            stats.append((name, None))
+            continue
+        keys = ("size", "mtime", "created", "ino", "updated", "generation", "crc32c", "md5Hash", "ETag")
+        stats.append((name, [str(info.get(k) or "") for k in keys]))
+    text = json.dumps([manifest_fingerprint(manifest), stats], default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def content_fingerprint(drop_path: str, manifest: dict[str, Any] | None) -> str:
-    """A short hash of the manifest plus size and mtime of every file it lists (cheap: stats only).
+    """A short hash of the manifest plus the sha256 of the **content** of every file it lists
+    (each streamed, never held whole).
 
-    Changes when the manifest is rewritten *or* a data file is replaced, so a drop rejected while
-    its upload was still running is verified again once its files change.
+    Changes when the manifest is rewritten or any byte of a listed file changes -- a same-size
+    edit in place with its mtime put back included, which no stat can see. A missing or
+    unreadable file counts as its own value (the drop is then not valid anyway). For a drop whose
+    checksums verified, it equals :func:`expected_content_fingerprint` of its manifest.
     """
     fs, p = filesystem(drop_path)
-    stats = []
-    for entry in (manifest or {}).get("files", []):
-        name = entry.get("path") if isinstance(entry, dict) else None
-        if not _safe_file_name(name):
-            continue
+    digests: list[tuple[str, str | None]] = []
+    for name in _listed_files(manifest):
         try:
-            info = fs.info(f"{p.rstrip('/')}/{name}")
-            stats.append((name, info.get("size"), str(info.get("mtime") or info.get("updated") or "")))
-        except (OSError, ValueError):
-            stats.append((name, None, None))
-    text = json.dumps([manifest_fingerprint(manifest), stats], default=str)
+            digests.append((name, _sha256_of(fs, f"{p.rstrip('/')}/{name}")))
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            digests.append((name, None))
+    return _fingerprint_of(manifest, digests)
+
+
+def expected_content_fingerprint(manifest: dict[str, Any] | None) -> str:
+    """:func:`content_fingerprint` of a drop whose files hold what ``manifest`` says (no file read)."""
+    sums = {
+        entry.get("path"): entry.get("sha256") for entry in (manifest or {}).get("files", []) if isinstance(entry, dict)
+    }
+    digests = [
+        (name, str(sums[name]).lower() if isinstance(sums.get(name), str) else None) for name in _listed_files(manifest)
+    ]
+    return _fingerprint_of(manifest, digests)
+
+
+def _fingerprint_of(manifest: dict[str, Any] | None, digests: list[tuple[str, str | None]]) -> str:
+    text = json.dumps([manifest_fingerprint(manifest), digests])
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
@@ -185,9 +277,9 @@ def validate_drop(drop_path: str, drop_id: str, verify_checksums: bool = True) -
     reason = safe_drop_id(drop_id)
     if reason:
         return STATUS_REJECTED, reason, {}
-    link = find_symlink(drop_path)
-    if link:
-        return STATUS_REJECTED, f"{link}; symlinks in a drop are never followed", {}
+    problem = tree_problem(drop_path)
+    if problem:
+        return STATUS_REJECTED, problem, {}
     manifest, reason = read_manifest(drop_path)
     if manifest is None:
         status = STATUS_INCOMPLETE if reason.startswith("no manifest") else STATUS_REJECTED
@@ -209,10 +301,15 @@ def validate_drop(drop_path: str, drop_id: str, verify_checksums: bool = True) -
         seen.add(name)
         fpath = f"{p.rstrip('/')}/{name}"
         if not fs.exists(fpath):
+            if _has_upload_temporaries(fs, p):
+                return STATUS_INCOMPLETE, f"upload in progress: {name} listed in manifest, not there yet", manifest
             return STATUS_REJECTED, f"{name}: listed in manifest but missing", manifest
         expected_size = entry.get("bytes")
         if expected_size is not None:
             actual = fs.size(fpath)
+            if isinstance(actual, int) and isinstance(expected_size, int) and actual < expected_size:
+                # Still growing (the manifest came first): waited for, never reported as rejected.
+                return STATUS_INCOMPLETE, f"upload in progress: {name} has {actual} of {expected_size} bytes", manifest
             if actual != expected_size:
                 return STATUS_REJECTED, f"{name}: size {actual} != manifest {expected_size}", manifest
         expected_sha = entry.get("sha256")
@@ -227,6 +324,15 @@ def validate_drop(drop_path: str, drop_id: str, verify_checksums: bool = True) -
                     manifest,
                 )
     return STATUS_VALID, "", manifest
+
+
+def _has_upload_temporaries(fs: Any, folder: str) -> bool:
+    """True when the drop folder holds hidden (``.*`` / ``_*``) entries: an uploader's temporaries."""
+    try:
+        names = [entry.rstrip("/").rsplit("/", 1)[-1] for entry in fs.ls(folder, detail=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return any(name.startswith((".", "_")) for name in names)
 
 
 def list_drop_folders(path: str) -> list[tuple[str, str]]:
@@ -362,14 +468,17 @@ def write_manifest(drop_path: str, source: str | None = None) -> dict[str, Any]:
     raises ``ValueError`` naming a symlink (a drop never holds one) and when there is no file.
     The manifest is written atomically, so the sensor sees the drop complete or not at all.
     """
-    link = find_symlink(drop_path)
-    if link:
-        raise ValueError(f"{drop_path}: {link}; symlinks in a drop are never followed")
     fs, p = filesystem(drop_path)
     root = p.rstrip("/")
+    if _is_local(fs):
+        found, problem = _walk_local(root)
+        if problem:
+            raise ValueError(f"{drop_path}: {problem}")
+    else:
+        found = sorted(full[len(root) :].lstrip("/") for full in fs.find(root))
     files = []
-    for full in sorted(fs.find(root)):
-        rel = full[len(root) :].lstrip("/")
+    for rel in found:
+        full = f"{root}/{rel}"
         if rel == MANIFEST or any(part.startswith((".", "_")) for part in rel.split("/")):
             continue
         if not _safe_file_name(rel):

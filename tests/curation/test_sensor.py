@@ -10,9 +10,9 @@ import dagster as dg
 import pytest
 
 from marin_assets.dagster_bridge import landing_sensor
-from marin_assets.dagster_bridge.cursors import expand_ids
 from marin_assets.dagster_bridge.landing_sensor import LandingScanError, build_landing_sensor, evaluate_landing
 from marin_assets.experiments.sample_data import SampleConfig, write_drop
+from marin_assets.landing.drop_ids import expand_ids
 
 SOURCE = "sample-html"
 drops_def = dg.DynamicPartitionsDefinition(name="drops")

@@ -10,9 +10,11 @@ import dagster as dg
 import pytest
 
 from marin_assets.dagster_bridge import landing_assets
-from marin_assets.dagster_bridge.landing_assets import drop_rows, rows_metadata, zone_rows
+from marin_assets.dagster_bridge.landing_assets import drop_rows, rows_metadata
 from marin_assets.dagster_bridge.landing_sensor import RUN_TAG
 from marin_assets.experiments.sample_data import SampleConfig, write_drop
+from marin_assets.landing import table
+from marin_assets.landing.table import zone_rows
 from marin_assets.landing.zone import LandingDrops
 
 SOURCE = "web"
@@ -69,14 +71,14 @@ def test_a_status_tick_reads_only_drops_not_processed_yet(prefix, monkeypatch):
     first = zone_rows(folder, SOURCE, processed, False, state)
     assert [r["status"] for r in first] == ["processed"] * 3 + ["valid"]
     assert state["processed"] == {"2": ["drop-{001..003}"]}  # compact: file count -> drops
-    # A processed drop is checked again cheaply (manifest + a stat per file, round robin): garbage
+    # A processed drop is checked again by its content (manifest + a sha256 per file, round robin): garbage
     # in its manifest flags it "changed after processing"; the others are not hashed again.
     with open(os.path.join(folder, "drop-002", "manifest.json"), "w") as handle:
         handle.write("garbage")
     validated: list[str] = []
-    real = landing_assets.validate_drop
+    real = table.validate_drop
     monkeypatch.setattr(
-        landing_assets,
+        table,
         "validate_drop",
         lambda p, d, verify_checksums=True: validated.append(d) or real(p, d, verify_checksums),
     )

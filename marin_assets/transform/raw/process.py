@@ -22,6 +22,7 @@ Output layout (below the step's output path for the drop)::
 from __future__ import annotations
 
 import re
+import reprlib
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -40,6 +41,7 @@ from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import filesystem, join_path
 from marin_assets.landing.zone import REJECTED_FILES, STATUS_VALID, validate_drop
 from marin_assets.transform.raw.readers import (
+    MAX_JSON_DEPTH,
     finite_or_text,
     format_from_name,
     hf_dataset_folders,
@@ -94,10 +96,30 @@ _DOLMA_FIELDS = ("id", "text", "source", "added", "created", "metadata")
 _DATE_FIELDS = ("created", "date", "timestamp", "crawl_date")
 
 
-# A character that shows: neither white space nor a zero-width / invisible format character
-# (ZWSP, ZWNJ, ZWJ, LRM/RLM, word joiner and friends, BOM, soft hyphen, Mongolian vowel separator).
-_VISIBLE = re.compile(r"[^\s\u200b-\u200f\u202a-\u202e\u2060-\u2064\u206a-\u206f\ufeff\u00ad\u180e]")
-# An HTML element a page has and plain text almost never does: a known tag, opening or closing.
+# A character that shows: neither white space nor an invisible one -- zero-width and format
+# characters (ZWSP, ZWNJ, ZWJ, LRM/RLM, bidi embeddings, overrides and isolates U+2066-2069, word
+# joiner and friends, BOM, soft hyphen, Mongolian vowel separator, Arabic letter mark), fillers
+# (Hangul, braille blank), variation selectors and tag characters.
+_VISIBLE = re.compile(
+    r"[^\s\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f"
+    r"\u205f-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e0fff]"
+)
+# Control characters no text holds (C0 but tab, LF, VT, FF, CR; DEL; C1) and U+FFFD, which decoding
+# bytes that are no text leaves: a text whose head is this much of them is a binary body.
+_BINARY_CHARS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f\ufffd]")
+_BINARY_SNIFF_CHARS = 4096
+BINARY_SHARE = 0.1
+"""A text is binary (quarantined, ``binary_text``) when at least this share of its first
+4,096 characters are control characters or U+FFFD."""
+
+
+def looks_binary(text: str) -> bool:
+    """True when ``text`` is a binary body decoded as text (an image or archive labelled
+    ``text/html``): many control characters or replacement characters in its head."""
+    head = text[:_BINARY_SNIFF_CHARS]
+    return bool(head) and len(_BINARY_CHARS.findall(head)) >= BINARY_SHARE * len(head)
+
+
 _HTML_TAG = re.compile(
     r"<\s*/?\s*(?:!doctype\s+html|html|head|body|title|meta|p|div|span|br|a|li|ul|ol|table|tr|td|h[1-6]|"
     r"script|style|article|section|header|footer|nav|img|b|i|em|strong|pre|code)"
@@ -120,22 +142,41 @@ def looks_like_html(text: str) -> bool:
     return _HTML_TAG.search(head) is not None
 
 
-def json_safe(value: Any) -> Any:
+class TooDeep(ValueError):
+    """A value nested deeper than :data:`~marin_assets.transform.raw.readers.MAX_JSON_DEPTH`."""
+
+
+def json_safe(value: Any, _depth: int = 0) -> Any:
     """``value`` as plain JSON: dates/times as ISO text, bytes and other objects as text, NaN and
-    infinities as ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"`` (never bare tokens: not JSON)."""
+    infinities as ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"`` (never bare tokens: not JSON).
+
+    Raises :class:`TooDeep` past :data:`~marin_assets.transform.raw.readers.MAX_JSON_DEPTH` levels
+    (the caller quarantines the record; the recursion never nears Python's limit)."""
     if isinstance(value, float):
         return finite_or_text(value)
     if value is None or isinstance(value, (str, bool, int)):
         return value
+    if isinstance(value, (dict, list, tuple)) and _depth >= MAX_JSON_DEPTH:
+        raise TooDeep(f"nested deeper than {MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)")
     if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v, _depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
+        return [json_safe(v, _depth + 1) for v in value]
     if hasattr(value, "isoformat"):  # datetime / date / time (parquet timestamp columns)
         return value.isoformat()
     if isinstance(value, (bytes, bytearray)):
         return bytes(value).decode("utf-8", errors="replace")
     return str(value)
+
+
+_SAMPLE = reprlib.Repr()
+_SAMPLE.maxstring = _SAMPLE.maxother = 400
+_SAMPLE.maxdict = _SAMPLE.maxlist = 20
+
+
+def _sample(obj: Any) -> str:
+    """A short, bounded text of ``obj`` for a quarantine sample (``str`` of a deep value recurses)."""
+    return _SAMPLE.repr(obj)
 
 
 def to_dolma(
@@ -154,21 +195,38 @@ def to_dolma(
     so that the text stage extracts HTML and passes plain text through.
     """
     if not isinstance(obj, dict):
-        q.add("not_an_object", f"JSON value is a {type(obj).__name__}, not an object", line=line, sample=repr(obj))
+        q.add("not_an_object", f"JSON value is a {type(obj).__name__}, not an object", line=line, sample=_sample(obj))
         return None
     doc_id = obj.get("id")
     if isinstance(doc_id, int) and not isinstance(doc_id, bool):
         doc_id = str(doc_id)
     if not isinstance(doc_id, str) or not doc_id.strip():
-        q.add("missing_id", "record has no non-empty string 'id'", line=line, sample=str(obj))
+        q.add("missing_id", "record has no non-empty string 'id'", line=line, sample=_sample(obj))
         return None
     text = obj.get("text")
     if not isinstance(text, str):
         reason = "missing_text" if text is None else "text_not_string"
         q.add(reason, f"record {doc_id!r}: 'text' is {type(text).__name__}", line=line, doc_id=doc_id)
         return None
-    if _VISIBLE.search(text) is None:  # empty, whitespace or zero-width characters only: no document
-        q.add("empty_text", f"record {doc_id!r} has no visible text", line=line, doc_id=doc_id, sample=text)
+    if _VISIBLE.search(text) is None:  # empty, whitespace or invisible characters only: no document
+        q.add(
+            "empty_text",
+            f"{q.where} line {line}: record {doc_id!r} has no visible text (white space, zero-width or bidi "
+            "characters only)",
+            line=line,
+            doc_id=doc_id,
+            sample=text,
+        )
+        return None
+    if looks_binary(text):
+        q.add(
+            "binary_text",
+            f"{q.where} line {line}: record {doc_id!r} is binary, not text (control or undecodable characters "
+            f"in over {BINARY_SHARE:.0%} of its head)",
+            line=line,
+            doc_id=doc_id,
+            sample=text[:200].encode("unicode_escape").decode("ascii"),
+        )
         return None
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > max_doc_bytes:
@@ -180,9 +238,19 @@ def to_dolma(
             sample=text,
         )
         return None
-    metadata = json_safe(obj["metadata"]) if isinstance(obj.get("metadata"), dict) else {}
-    # Other fields (url, date, dump, language ...) are provenance: kept as metadata, never dropped.
-    extra = {k: json_safe(v) for k, v in obj.items() if k not in _DOLMA_FIELDS and k not in metadata}
+    try:
+        metadata = json_safe(obj["metadata"]) if isinstance(obj.get("metadata"), dict) else {}
+        # Other fields (url, date, dump, language ...) are provenance: kept as metadata, never dropped.
+        extra = {k: json_safe(v) for k, v in obj.items() if k not in _DOLMA_FIELDS and k not in metadata}
+        created_values = [json_safe(obj.get(key)) for key in _DATE_FIELDS]
+    except (TooDeep, RecursionError) as exc:
+        q.add(
+            "too_deep",
+            f"{q.where} line {line}: record {doc_id!r}: its fields nest too deep ({exc})",
+            line=line,
+            doc_id=doc_id,
+        )
+        return None
     metadata = {**extra, **metadata, "landing_file": name, "landing_line": line}
     if not isinstance(metadata.get("content_type"), str) or not metadata["content_type"]:
         metadata["content_type"] = content_type or ("text/html" if looks_like_html(text) else "text/plain")
@@ -193,8 +261,8 @@ def to_dolma(
         "added": added,
         "metadata": metadata,
     }
-    for key in _DATE_FIELDS:
-        created = json_safe(obj.get(key)) or metadata.get(key)
+    for key, value in zip(_DATE_FIELDS, created_values, strict=True):
+        created = value or metadata.get(key)
         if isinstance(created, str) and created:
             record["created"] = created
             break
@@ -229,6 +297,7 @@ class RawStage(ShardStage):
         file_index = self.index[shard]
         name = shard.removeprefix(HF_INPUT)
         path = join_path(self.input_path, name)
+        q.drop = config.drop_id
         records: list[dict[str, Any]] = []
         seen_ids: set[str] = set()
         samples: list[dict[str, Any]] = []
@@ -246,7 +315,8 @@ class RawStage(ShardStage):
         fmt: str | None
         if shard.startswith(HF_INPUT):
             fmt = "hf-dataset"
-            items = read_hf_dataset(path, q, f"{config.drop_id}/{name}", config.text_key, config.id_key)
+            max_row = config.max_doc_bytes * 2 + (1 << 20)  # as a JSON line may hold
+            items = read_hf_dataset(path, q, f"{config.drop_id}/{name}", config.text_key, config.id_key, max_row)
             counters.add("bytes_in", _tree_size(path))
         else:
             fs, p = filesystem(path)

@@ -36,12 +36,13 @@ from marin_assets.core.compression import (
     ZSTD_MAGIC,
     Codec,
     StreamDecoder,
+    decompress_head,
     is_zstd_skippable,
-    new_decompressor,
     skip_zstd_skippable,
 )
-from marin_assets.core.io import non_finite_text
+from marin_assets.core.parquet_layout import check_footer, oversized_fields
 from marin_assets.core.shard_stage import SAMPLE_CHARS, Quarantine
+from marin_assets.execution.status import non_finite_text
 from marin_assets.execution.storage import filesystem
 from marin_assets.transform.raw.warc_reader import read_warc
 
@@ -72,8 +73,9 @@ def open_input(path: str) -> BinaryIO:
 
 
 def _decompress_head(codec: Codec, head: bytes) -> bytes:
+    """The first 64 decompressed bytes of ``head`` (never more decompressed: a bomb's head is small)."""
     try:
-        return new_decompressor(codec).decompress(head)[:64]
+        return decompress_head(codec, head, 64)
     except Exception:  # noqa: BLE001 - corrupt from the start: safe, the line reader quarantines it with its offset
         return b""
 
@@ -157,105 +159,136 @@ class Utf16AsUtf8(io.RawIOBase):
 # JSON lines
 
 
+class _LineSplitter:
+    """Cuts a byte stream into lines as it arrives; a line over ``max_line`` bytes is quarantined
+    (``line_too_long``) and its bytes dropped as they stream in, never buffered whole.
+
+    A raw CR is never inside a JSON line (JSON escapes control characters), so a lone CR ends a
+    line as LF and CRLF do (old Mac line ends must not join records). Lines are split at LF (fast;
+    a CRLF's CR is stripped with the line) until a lone CR shows -- a CR inside a line, or a chunk
+    without any LF -- then at LF, CRLF and lone CR for the rest of the stream.
+    """
+
+    def __init__(self, max_line: int, quarantine: Quarantine) -> None:
+        self.max_line = max_line
+        self.quarantine = quarantine
+        self.buf = bytearray()
+        self.line_no = 0
+        self.skipping = False  # inside an over-long line: drop bytes until the next newline
+        self.lone_cr = False
+
+    def _next_end(self, start: int, final: bool) -> tuple[int, int] | None:
+        """``(end of the line starting at start, start of the next)`` or None (no line end yet)."""
+        buf = self.buf
+        while True:
+            if self.lone_cr:
+                match = _LINE_END.search(buf, start)
+                if match is None:
+                    return None
+                if match.group() == b"\r" and match.end() == len(buf) and not final:
+                    return None  # a CR at the end of the buffer: its LF may come with the next chunk
+                return match.start(), match.end()
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                return None
+            cr = buf.find(b"\r", start, nl)
+            if 0 <= cr < nl - 1:  # a CR inside the line: lone CRs end lines from here on
+                self.lone_cr = True
+                continue
+            return nl, nl + 1
+
+    def split(self, data: bytes, final: bool = False) -> Iterator[tuple[int, bytes]]:
+        """(line number, line) of every line ``data`` completes (``final``: the rest is the last line)."""
+        buf = self.buf
+        buf += data
+        start = 0
+        if self.line_no == 0 and buf[:3] == UTF8_BOM:  # a UTF-8 byte order mark is no part of line 1
+            start = 3
+        if not self.lone_cr and b"\n" not in buf and buf.find(b"\r", 0, len(buf) - 1) >= 0:
+            self.lone_cr = True
+        while (end := self._next_end(start, final)) is not None:
+            nl, after = end
+            line = bytes(buf[start:nl])
+            start = after
+            self.line_no += 1
+            if self.skipping:
+                self.skipping = False
+                continue
+            yield self.line_no, line
+        del buf[:start]
+        if len(buf) > self.max_line and not self.skipping:
+            self.line_no += 1
+            self.quarantine.add(
+                "line_too_long",
+                f"{self.quarantine.where} line {self.line_no}: longer than {self.max_line} bytes; dropped as it "
+                "streamed in (the limit follows RawConfig.max_doc_bytes)",
+                line=self.line_no,
+                sample=bytes(buf[:SAMPLE_CHARS]),
+            )
+            self.skipping = True
+            buf.clear()
+        elif self.skipping:
+            buf.clear()
+        if final and buf:
+            self.line_no += 1
+            if not self.skipping:
+                yield self.line_no, bytes(buf)
+            buf.clear()
+
+
+def _utf16_transcoder(first: bytes) -> Any:
+    """An incremental UTF-16 decoder when decompressed data starts with a UTF-16 BOM, else None."""
+    if first[:2] not in UTF16_BOMS:
+        return None
+    return codecs.getincrementaldecoder("utf-16-le" if first[:2] == b"\xff\xfe" else "utf-16-be")("replace")
+
+
+def _decoded_pieces(handle: BinaryIO, decoder: StreamDecoder | None) -> Iterator[bytes]:
+    """The (decompressed, UTF-8) content of ``handle`` in pieces of bounded size; stops at damage."""
+    utf16: Any = None  # a compressed stream of UTF-16 text (a BOM first): transcoded to UTF-8
+    seen_data = False
+    while chunk := handle.read(READ_BYTES):
+        for data in [chunk] if decoder is None else decoder.decode_pieces(chunk):
+            if decoder is not None and not seen_data and data:
+                seen_data = True
+                utf16 = _utf16_transcoder(data)
+                data = data[2:] if utf16 is not None else data
+            yield utf16.decode(data).encode("utf-8") if utf16 is not None else data
+        if decoder is not None and decoder.damage is not None:
+            return
+    if utf16 is not None:
+        yield utf16.decode(b"", final=True).encode("utf-8")
+
+
 def iter_lines(
     handle: BinaryIO, codec: Codec | None, max_line: int, quarantine: Quarantine
 ) -> Iterator[tuple[int, bytes]]:
     """(1-based line number, bytes) of a possibly compressed, possibly broken text stream.
 
-    Decompresses incrementally (:class:`~marin_assets.core.compression.StreamDecoder`) so that a
-    truncated or corrupt stream, or one followed by bytes that start no member, still yields
-    every complete line before the damage. The damage is quarantined once
+    Memory is bounded by ``max_line`` plus one decompressed piece
+    (:data:`~marin_assets.core.compression.MAX_PIECE`), whatever the compression ratio: the stream is
+    decompressed incrementally (:class:`~marin_assets.core.compression.StreamDecoder`) in bounded
+    pieces, and a line over ``max_line`` bytes is quarantined and skipped as it streams in (never
+    buffered whole). A truncated or corrupt stream, or one followed by bytes that start no member,
+    still yields every complete line before the damage. The damage is quarantined once
     (``truncated_<codec>``, ``corrupt_<codec>``, ``trailing_<codec>``) with its byte offset and
     the number of the line it falls in; a line cut short by it is that record's sample, never a
-    line of its own. Lines over ``max_line`` bytes are skipped as they stream in (never buffered whole).
+    line of its own.
     """
     decoder = StreamDecoder(codec) if codec else None
-    buf = bytearray()
-    line_no = 0
-    skipping = False  # inside an over-long line: drop bytes until the next newline
-    # A raw CR is never inside a JSON line (JSON escapes control characters), so a lone CR ends a
-    # line as LF and CRLF do (old Mac line ends must not join records). Lines are split at LF (fast;
-    # a CRLF's CR is stripped with the line) until a lone CR shows -- a CR inside a line, or a chunk
-    # without any LF -- then at LF, CRLF and lone CR for the rest of the stream.
-    lone_cr = False
-
-    def split(final: bool) -> Iterator[tuple[int, bytes]]:
-        nonlocal buf, line_no, skipping, lone_cr
-        start = 0
-        if line_no == 0 and buf[:3] == UTF8_BOM:  # a UTF-8 byte order mark is no part of line 1
-            start = 3
-        if not lone_cr and b"\n" not in buf and b"\r" in buf[:-1]:
-            lone_cr = True
-        while True:
-            if lone_cr:
-                match = _LINE_END.search(buf, start)
-                if match is None:
-                    break
-                if match.group() == b"\r" and match.end() == len(buf) and not final:
-                    break  # a CR at the end of the buffer: its LF may come with the next chunk
-                nl, after = match.start(), match.end()
-            else:
-                nl = buf.find(b"\n", start)
-                if nl < 0:
-                    break
-                cr = buf.find(b"\r", start, nl)
-                if 0 <= cr < nl - 1:  # a CR inside the line: lone CRs end lines from here on
-                    lone_cr = True
-                    continue
-                after = nl + 1
-            line = bytes(buf[start:nl])
-            start = after
-            line_no += 1
-            if skipping:
-                skipping = False
-                continue
-            yield line_no, line
-        del buf[:start]
-        if len(buf) > max_line and not skipping:
-            line_no += 1
-            quarantine.add(
-                "line_too_long", f"line longer than {max_line} bytes", line=line_no, sample=bytes(buf[:SAMPLE_CHARS])
-            )
-            skipping = True
-            buf.clear()
-        elif skipping:
-            buf.clear()
-        if final and buf:
-            line_no += 1
-            if not skipping:
-                yield line_no, bytes(buf)
-            buf.clear()
-
-    utf16: Any = None  # a compressed stream of UTF-16 text (a BOM first): transcoded to UTF-8
-    seen_data = False
-    while True:
-        chunk = handle.read(READ_BYTES)
-        if not chunk:
-            break
-        data = chunk if decoder is None else decoder.decode(chunk)
-        if decoder is not None and not seen_data and data:
-            seen_data = True
-            if data[:2] in UTF16_BOMS:
-                utf16 = codecs.getincrementaldecoder("utf-16-le" if data[:2] == b"\xff\xfe" else "utf-16-be")("replace")
-                data = data[2:]
-        if utf16 is not None:
-            data = utf16.decode(data).encode("utf-8")
-        buf += data
-        yield from split(final=False)
-        if decoder is not None and decoder.damage is not None:
-            break
+    lines = _LineSplitter(max_line, quarantine)
+    for data in _decoded_pieces(handle, decoder):
+        yield from lines.split(data)
     damage = decoder.finish() if decoder is not None else None
-    if utf16 is not None:
-        buf += utf16.decode(b"", final=True).encode("utf-8")
     if damage is None or damage.kind == "trailing":  # the stream's own content is whole
-        yield from split(final=True)
+        yield from lines.split(b"", final=True)
     if damage is not None:
-        cut = bytes(buf) if damage.kind != "trailing" and not skipping else b""
-        where = f"; line {line_no + 1} cut short by it" if cut else ""
+        cut = bytes(lines.buf) if damage.kind != "trailing" and not lines.skipping else b""
+        where = f"; line {lines.line_no + 1} cut short by it" if cut else ""
         quarantine.add(
             f"{damage.kind}_{codec}",
-            f"{damage.detail}; the {line_no} line(s) before kept{where}",
-            line=line_no + 1,
+            f"{damage.detail}; the {lines.line_no} line(s) before kept{where}",
+            line=lines.line_no + 1,
             sample=cut or None,
             offset=damage.offset,
         )
@@ -270,22 +303,61 @@ def finite_or_text(value: float) -> float | str:
     return value if math.isfinite(value) else non_finite_text(value)
 
 
+MAX_JSON_DEPTH = 100
+"""Arrays and objects nested deeper than this in one record: quarantined (``too_deep``). Every
+later step walks a record recursively (encoders, ``json_safe``); a bound here keeps one record
+from exhausting the stack of the process that reads it."""
+
+
 def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(v) for v in value)
+    """True when a string in ``value`` (keys included) holds a lone surrogate (iterative: a value
+    of any depth costs no stack)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return False
 
 
+def nesting_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep arrays and objects nest in ``value`` (a scalar: 0), counted up to ``limit + 1``
+    (iterative: never recursion, whatever the depth)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+            stack.extend((child, depth) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _text_depth_bound(text: str) -> int:
+    """An upper bound of the nesting depth of the JSON ``text``: its count of ``{`` and ``[`` (fast:
+    a real depth is only measured when this reaches the limit)."""
+    return text.count("{") + text.count("[")
+
+
 def parse_json_line(raw: bytes, line: int, quarantine: Quarantine) -> Any:
-    """The JSON value of one line, or ``_SKIP`` (blank, or quarantined with the reason)."""
+    """The JSON value of one line, or ``_SKIP`` (blank, or quarantined with the reason).
+
+    Nothing in a line can fail its file: a line that is not JSON (``not_json``), holds a number
+    Python will not convert (an integer over 4,300 digits: ``number_too_long``), nests deeper than
+    :data:`MAX_JSON_DEPTH` (``too_deep``) or holds a lone surrogate (``unencodable_text``) is
+    quarantined alone, naming the file and the line.
+    """
     raw = raw.rstrip(b"\r")
     if raw.startswith(UTF8_BOM):  # concatenated files: a byte order mark at the start of a middle line
         raw = raw[3:]
@@ -296,24 +368,81 @@ def parse_json_line(raw: bytes, line: int, quarantine: Quarantine) -> Any:
     except UnicodeDecodeError as exc:
         quarantine.add("invalid_utf8", f"invalid UTF-8 at byte {exc.start}", line=line, sample=raw)
         return _SKIP
+    where = f"{quarantine.where} line {line}"
     try:
         value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except RecursionError:
+        quarantine.add(
+            "too_deep",
+            f"{where}: nested deeper than the JSON parser's stack",
+            line=line,
+            doc_id=_id_hint(text),
+            sample=text,
+        )
+        return _SKIP
+    except json.JSONDecodeError as exc:
         quarantine.add("not_json", f"not JSON: {str(exc)[:120]}", line=line, sample=text)
+        return _SKIP
+    except ValueError as exc:  # Python's int conversion limit: "Exceeds the limit (4300 digits) ..."
+        quarantine.add(
+            "number_too_long",
+            f"{where}: {str(exc)[:160]}",
+            line=line,
+            doc_id=_id_of_long_numbers(text),
+            sample=text,
+        )
+        return _SKIP
+    if _text_depth_bound(text) > MAX_JSON_DEPTH and nesting_depth(value) > MAX_JSON_DEPTH:
+        quarantine.add(
+            "too_deep",
+            f"{where}: arrays/objects nested deeper than {MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)",
+            line=line,
+            doc_id=_string_id(value),
+            sample=text,
+        )
         return _SKIP
     # Only a \uD800-\uDFFF escape can put a lone surrogate into valid UTF-8 JSON; such a string
     # cannot be written as UTF-8 again, so the record goes (alone) to quarantine.
     if "\\u" in text and _has_lone_surrogate(value):
         quarantine.add(
             "unencodable_text",
-            f"{quarantine.file} line {line}: a string holds a lone surrogate (\\uD800-\\uDFFF escape) "
-            "that cannot be encoded as UTF-8",
+            f"{where}: a string holds a lone surrogate (\\uD800-\\uDFFF escape) that cannot be encoded as UTF-8",
             line=line,
-            doc_id=value.get("id") if isinstance(value, dict) and isinstance(value.get("id"), str) else None,
+            doc_id=_string_id(value),
             sample=text,
         )
         return _SKIP
     return value
+
+
+_ID_HINT = re.compile(r'^\s*\{\s*"id"\s*:\s*"((?:[^"\\]|\\.){1,512})"')
+
+
+def _id_hint(text: str) -> str | None:
+    """The id of a line that does not parse, when it opens with ``{"id": "..."`` (a quarantine row
+    names the record when it can)."""
+    match = _ID_HINT.match(text)
+    if match is None:
+        return None
+    try:
+        found = json.loads(f'"{match.group(1)}"')
+    except ValueError:
+        return None
+    return found if isinstance(found, str) else None
+
+
+def _id_of_long_numbers(text: str) -> str | None:
+    """The id of a record holding an integer over Python's digit limit: parsed again with such
+    numbers read as 0 (this line only: a hook per number costs time)."""
+    try:
+        value = json.loads(text, parse_int=lambda digits: int(digits) if len(digits) <= 4000 else 0)
+    except (ValueError, RecursionError):
+        return _id_hint(text)
+    return _string_id(value)
+
+
+def _string_id(value: Any) -> str | None:
+    return value.get("id") if isinstance(value, dict) and isinstance(value.get("id"), str) else None
 
 
 _JSON_TYPES = {type(None): "null", bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
@@ -338,25 +467,57 @@ def jsonl_objects(handle: BinaryIO, codec: Codec | None, max_line: int, q: Quara
 # Parquet
 
 
-def _rows_of_batches(batches: Iterator[Any], q: Quarantine, first_row: int = 1) -> Iterator[tuple[int, dict]]:
+class _RowTooLarge:
+    """Stands for a row over the reader's byte limit (never turned into Python objects)."""
+
+    def __init__(self, size: int, doc_id: Any) -> None:
+        self.size, self.doc_id = size, doc_id
+
+
+def _batch_rows(batch: Any, max_bytes: int | None) -> list[Any]:
+    """The rows of an Arrow batch as dicts; a row over ``max_bytes`` (Arrow's own size of its slice,
+    known without converting it) becomes a :class:`_RowTooLarge`, a row whose strings are not UTF-8
+    the ``UnicodeDecodeError``."""
+    if max_bytes is None or batch.nbytes <= max_bytes:
+        try:
+            return batch.to_pylist()
+        except UnicodeDecodeError:  # find the bad row(s); the others of the batch are kept
+            pass
+    rows: list[Any] = []
+    ids = batch.schema.get_field_index("id")
+    for i in range(batch.num_rows):
+        one = batch.slice(i, 1)
+        if max_bytes is not None and one.nbytes > max_bytes:
+            rows.append(_RowTooLarge(one.nbytes, one.column(ids)[0].as_py() if ids >= 0 else None))
+            continue
+        try:
+            rows.append(one.to_pylist()[0])
+        except UnicodeDecodeError as exc:
+            rows.append(exc)
+    return rows
+
+
+def _rows_of_batches(
+    batches: Iterator[Any], q: Quarantine, first_row: int = 1, max_bytes: int | None = None
+) -> Iterator[tuple[int, dict]]:
     """(1-based row, row dict) of Arrow record batches; a row whose strings are not valid UTF-8
-    (Arrow does not check what a foreign writer stored) is quarantined alone as ``invalid_utf8``."""
+    (Arrow does not check what a foreign writer stored) is quarantined alone as ``invalid_utf8``, a
+    row over ``max_bytes`` as ``too_large`` (by id, never converted)."""
     row = first_row - 1
     for batch in batches:
-        try:
-            rows = batch.to_pylist()
-        except UnicodeDecodeError:  # find the bad row(s); the others of the batch are kept
-            rows = []
-            for i in range(batch.num_rows):
-                try:
-                    rows.append(batch.slice(i, 1).to_pylist()[0])
-                except UnicodeDecodeError as exc:
-                    rows.append(exc)
-        for rec in rows:
+        for rec in _batch_rows(batch, max_bytes):
             row += 1
             if isinstance(rec, UnicodeDecodeError):
                 q.add(
                     "invalid_utf8", f"{q.file} row {row}: a string column is not valid UTF-8 ({rec.reason})", line=row
+                )
+                continue
+            if isinstance(rec, _RowTooLarge):
+                q.add(
+                    "too_large",
+                    f"{q.where} row {row}: {rec.size} bytes, over the reader's limit of {max_bytes}; not read",
+                    line=row,
+                    doc_id=str(rec.doc_id) if rec.doc_id is not None else None,
                 )
                 continue
             yield row, rec
@@ -399,21 +560,36 @@ def rename_fields(rec: dict, text_key: str, id_key: str) -> dict:
     return rec
 
 
+PARQUET_FOOTER_BYTES = 64 << 20
+"""A landing parquet file's footer may be this large (parsed, many row groups take several times it)."""
+
+
 def read_parquet(
-    handle: BinaryIO, q: Quarantine, id_prefix: str = "", text_key: str = "text", id_key: str = "id"
+    handle: BinaryIO,
+    q: Quarantine,
+    id_prefix: str = "",
+    text_key: str = "text",
+    id_key: str = "id",
+    max_bytes: int = 64 << 20,
 ) -> Iterator[tuple[int, Any]]:
     """(1-based row, row dict) of a parquet file with a ``text_key`` column.
 
     Without an ``id_key`` column (e.g. a Hugging Face dataset's parquet export) a row's id is
     ``<id_prefix>/<row>``; every other column stays in the record (the raw stage keeps it as
-    metadata: ``url``, ``date``, ...).
+    metadata: ``url``, ``date``, ...). Memory is bounded by ``max_bytes`` whatever the layout: a row
+    group with a data page over it (one huge page, or one huge cell) is not decoded -- its rows are
+    quarantined as ``too_large``, by id when the id column can be read -- and rows are read in
+    batches of about ``max_bytes`` (:mod:`marin_assets.core.parquet_layout`).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(handle)
-    except (pa.ArrowException, OSError, ValueError) as exc:
+        handle.seek(0, os.SEEK_END)
+        check_footer(handle, handle.tell(), PARQUET_FOOTER_BYTES, "readers.PARQUET_FOOTER_BYTES")
+        handle.seek(0)
+        pf = pq.ParquetFile(handle, buffer_size=1 << 20, pre_buffer=False)
+    except (pa.ArrowException, OSError, ValueError) as exc:  # ParquetTooLarge is a ValueError
         q.add("bad_parquet", f"not a readable parquet file: {exc}")
         return
     names = pf.schema_arrow.names
@@ -425,23 +601,55 @@ def read_parquet(
             count=pf.metadata.num_rows,
         )
         return
-    has_id = id_key in names
-    # A writer may store text as binary (bytes): decoded as UTF-8 row by row, a row that is not
-    # valid UTF-8 quarantined alone.
-    binary = [key for key in (text_key, id_key) if key in names and _is_binary(pf.schema_arrow.field(key).type)]
-    # Row group by row group: damage inside one (a corrupt page, a bad column chunk) quarantines
-    # that group's rows alone, with their range; the other groups are read.
+    group_reader = _ParquetGroups(pf, handle, q, id_prefix, text_key, id_key, max_bytes)
     first = 1
     for group in range(pf.num_row_groups):
-        rows_in_group = pf.metadata.row_group(group).num_rows
+        yield from group_reader.rows(group, first)
+        first += pf.metadata.row_group(group).num_rows
+
+
+class _ParquetGroups:
+    """The rows of a parquet file's row groups, each read within the reader's byte limit."""
+
+    def __init__(
+        self, pf: Any, handle: BinaryIO, q: Quarantine, id_prefix: str, text_key: str, id_key: str, max_bytes: int
+    ) -> None:
+        self.pf, self.handle, self.q = pf, handle, q
+        self.id_prefix, self.text_key, self.id_key, self.max_bytes = id_prefix, text_key, id_key, max_bytes
+        names = pf.schema_arrow.names
+        self.has_id = id_key in names
+        # A writer may store text as binary (bytes): decoded as UTF-8 row by row, a row that is not
+        # valid UTF-8 quarantined alone.
+        self.binary = [
+            key for key in (text_key, id_key) if key in names and _is_binary(pf.schema_arrow.field(key).type)
+        ]
+
+    def _batch_rows(self, group: int) -> int:
+        """Rows per batch: about ``max_bytes`` of the row group's uncompressed data, 1 to 1,000 rows."""
+        meta = self.pf.metadata.row_group(group)
+        per_row = max(1, meta.total_byte_size // max(1, meta.num_rows))
+        return max(1, min(1000, self.max_bytes // per_row))
+
+    def rows(self, group: int, first: int) -> Iterator[tuple[int, Any]]:
+        """Row group by row group: damage inside one (a corrupt page, a bad column chunk) quarantines
+        that group's rows alone, with their range; the other groups are read."""
+        import pyarrow as pa
+
+        q = self.q
+        rows_in_group = self.pf.metadata.row_group(group).num_rows
+        over = oversized_fields(self.handle, self.pf.metadata, group, self.max_bytes)
+        if over:
+            self._quarantine_group(group, first, rows_in_group, over)
+            return
         row = first - 1
         try:
-            for row, rec in _rows_of_batches(pf.iter_batches(batch_size=1000, row_groups=[group]), q, first):
-                if binary and not _decode_binary(rec, binary, row, q):
+            batches = self.pf.iter_batches(batch_size=self._batch_rows(group), row_groups=[group], use_threads=False)
+            for row, rec in _rows_of_batches(batches, q, first):
+                if self.binary and not _decode_binary(rec, self.binary, row, q):
                     continue
-                rec = rename_fields(rec, text_key, id_key)
-                if not has_id:
-                    rec["id"] = f"{id_prefix}/{row}"
+                rec = rename_fields(rec, self.text_key, self.id_key)
+                if not self.has_id:
+                    rec["id"] = f"{self.id_prefix}/{row}"
                 yield row, rec
         except (pa.ArrowException, OSError, ValueError) as exc:
             lost = first + rows_in_group - 1 - row
@@ -452,7 +660,27 @@ def read_parquet(
                 line=row + 1,
                 count=max(1, lost),
             )
-        first += rows_in_group
+
+    def _quarantine_group(self, group: int, first: int, rows: int, over: dict[str, str]) -> None:
+        """A row group with a page over the limit: each row quarantined as ``too_large`` -- by id, read
+        alone, when the id column's pages fit -- never decoded."""
+        q = self.q
+        why = "; ".join(f"column {name!r} is {reason}" for name, reason in sorted(over.items()))
+        detail = (
+            f"{q.where} row group {group} (rows {first}-{first + rows - 1}): {why}, over the reader's limit of "
+            f"{self.max_bytes} bytes (2 x RawConfig.max_doc_bytes + 1 MB); not decoded"
+        )
+        if self.has_id and self.id_key not in over:
+            batches = self.pf.iter_batches(
+                batch_size=1000, row_groups=[group], columns=[self.id_key], use_threads=False
+            )
+            row = first
+            for batch in batches:
+                for value in batch.column(0).to_pylist():
+                    q.add("too_large", detail, line=row, doc_id=str(value) if value is not None else None)
+                    row += 1
+            return
+        q.add("too_large", detail, line=first, count=rows)
 
 
 # ------------------------------------------------------------------------------------------
@@ -475,7 +703,7 @@ def hf_dataset_folders(names: list[str]) -> list[str]:
 
 
 def read_hf_dataset(
-    path: str, q: Quarantine, id_prefix: str, text_key: str = "text", id_key: str = "id"
+    path: str, q: Quarantine, id_prefix: str, text_key: str = "text", id_key: str = "id", max_bytes: int = 64 << 20
 ) -> Iterator[tuple[int, Any]]:
     """(1-based row within its split, record) of a saved HF dataset or dataset dict folder.
 
@@ -503,7 +731,7 @@ def read_hf_dataset(
         batches = ds.with_format("arrow").iter(batch_size=1000)
         row = 0
         try:
-            for row, rec in _rows_of_batches(batches, q):
+            for row, rec in _rows_of_batches(batches, q, max_bytes=max_bytes):
                 rec = rename_fields(rec, text_key, id_key)
                 if rec.get("id") is None:
                     rec["id"] = f"{id_prefix}/{split or 'data'}/{row}"
@@ -555,16 +783,16 @@ def _records(
     handle: BinaryIO, fmt: str | None, max_doc_bytes: int, q: Quarantine, id_prefix: str, text_key: str, id_key: str
 ) -> Iterator[tuple[int, Any]]:
     readers: dict[str, Callable[[], Iterator[tuple[int, Any]]]] = {
-        "parquet": lambda: read_parquet(handle, q, id_prefix, text_key, id_key),
-        "warc": lambda: read_warc(handle, q, None, max_record),
-        "warc.gz": lambda: read_warc(handle, q, "gzip", max_record),
-        "warc.zst": lambda: read_warc(handle, q, "zstd", max_record),
+        "parquet": lambda: read_parquet(handle, q, id_prefix, text_key, id_key, max_line),
+        "warc": lambda: read_warc(handle, q, None, max_record, id_prefix),
+        "warc.gz": lambda: read_warc(handle, q, "gzip", max_record, id_prefix),
+        "warc.zst": lambda: read_warc(handle, q, "zstd", max_record, id_prefix),
     }
     max_line = max_doc_bytes * 2 + (1 << 20)  # JSON escaping can double a document
     max_record = max(max_line, 64 << 20)  # a WARC record buffered whole (HTTP headers, compressed bodies)
     try:
         if fmt is None:
-            lines = sum(1 for _ in iter_lines(handle, None, max_line, Quarantine(q.stage, q.file)))
+            lines = sum(1 for _ in iter_lines(handle, None, max_line, Quarantine(q.stage, q.file, q.drop)))
             q.add(
                 "unsupported_format",
                 f"content is none of {', '.join(FORMATS)} (sniffed, not from the name); {lines} line(s) not read",

@@ -75,12 +75,25 @@ class _Stream:
         self.buf = bytearray()
         self.base = 0
         self.eof = False
+        self._pieces: Iterator[bytes] | None = None  # the decompressed pieces of the last chunk read
         self.problem: str | None = None
         self.problem_offset: int | None = None
 
     def fill(self) -> bool:
-        """Read one more chunk into ``buf``; False at the end of the data (or of readable data)."""
-        while not self.eof:
+        """Read one more piece into ``buf`` (at most a chunk, or one bounded decompressed piece:
+        :data:`~marin_assets.core.compression.MAX_PIECE`); False at the end of the (readable) data."""
+        while True:
+            if self._pieces is not None:
+                for data in self._pieces:
+                    if data:
+                        self._take(data)
+                        return True
+                self._pieces = None
+                if self.decoder is not None and self.decoder.damage is not None:  # nothing after it is readable
+                    self.eof = True
+                    self._damaged(self.decoder.damage)
+            if self.eof:
+                return False
             chunk = self.handle.read(_READ)
             if not chunk:
                 self.eof = True
@@ -90,14 +103,7 @@ class _Stream:
             if self.decoder is None:
                 self._take(chunk)
                 return True
-            data = self.decoder.decode(chunk)
-            if self.decoder.damage is not None:  # nothing after it is readable
-                self.eof = True
-                self._damaged(self.decoder.damage)
-            if data:
-                self._take(data)
-                return True
-        return False
+            self._pieces = self.decoder.decode_pieces(chunk)
 
     def _damaged(self, damage: Damage | None) -> None:
         if damage is not None:
@@ -190,11 +196,12 @@ def _parse_header(stream: _Stream, start: int) -> _Header | None | str:
     return _Header(text, end + 4, int(length), record_type, _header_value(text, "WARC-Record-ID"))
 
 
-def _boundary(stream: _Stream, end: int) -> int | bool | None:
+def _boundary(stream: _Stream, end: int, limit: int) -> int | bool | None:
     """Where the next record starts when the record block ending at ``buf[end]`` is followed by
     its separator (CR / LF bytes: ``CRLF CRLF`` by the standard, a writer's variant tolerated) and
     then the end of the data or a ``WARC/1.`` header; False when something else follows (the
-    ``Content-Length`` lies); None when the data ends before ``end``."""
+    ``Content-Length`` lies, or the separator runs on past ``limit`` bytes); None when the data ends
+    before ``end``."""
     if not stream.need(end):
         return None
     pos = end
@@ -203,6 +210,8 @@ def _boundary(stream: _Stream, end: int) -> int | bool | None:
             pos += 1
         if pos < len(stream.buf):
             break
+        if pos > limit:
+            return False  # a separator of megabytes: no record boundary (memory stays bounded)
         if not stream.fill():
             return pos  # the data ends after the separator
     stream.need(pos + 7)
@@ -223,70 +232,107 @@ def _next_header(stream: _Stream, start: int, limit: int) -> int | None:
 
 
 def read_warc(
-    handle: BinaryIO, q: Quarantine, codec: str | None = None, max_record_bytes: int = 64 << 20
+    handle: BinaryIO, q: Quarantine, codec: str | None = None, max_record_bytes: int = 64 << 20, id_prefix: str = ""
 ) -> Iterator[tuple[int, Any]]:
     """(1-based record number, record) of the HTML responses (WARC) or text conversions (WET).
 
     Records of other WARC types (request, metadata, warcinfo) are not counted; a response that is
     not a page (non-200, non-HTML) yields None, which the caller counts as skipped. The id is the
-    WARC-Record-ID; metadata holds the URL, the fetch date, the record id and its byte offset in
-    the file (the offset of its gzip member / zstd frame when compressed). Damage is quarantined
-    as ``corrupt_warc`` and never costs a later good record: a record whose ``Content-Length``
-    does not end on a record boundary is quarantined alone and the reader resynchronises on the
-    next ``WARC/1.`` header; a truncated or corrupt compressed stream keeps every record before
-    the damage. A page record over ``max_record_bytes`` is quarantined as ``too_large`` without
-    being buffered (the raw stage's document limit would refuse it anyway).
+    WARC-Record-ID; a record without one gets ``<id_prefix>@<byte offset>`` (compressed:
+    ``@<offset of its gzip member / zstd frame>:<offset in the decompressed stream>``), so it is
+    kept, never lost for a missing header. Metadata holds the URL, the fetch date, the record id
+    and its byte offset in the file (the offset of its gzip member / zstd frame when compressed).
+    Damage is quarantined as ``corrupt_warc`` and never costs a later good record: a record whose
+    ``Content-Length`` does not end on a record boundary is quarantined alone and the reader
+    resynchronises on the next ``WARC/1.`` header; a truncated or corrupt compressed stream keeps
+    every record before the damage. A page record over ``max_record_bytes`` is quarantined as
+    ``too_large`` without being buffered (the raw stage's document limit would refuse it anyway).
     """
     stream = _Stream(handle, codec)
-    number = 0
-    while True:
-        # Blank lines between records are allowed; anything else before a header is garbage.
-        while True:
-            skip = 0
-            while skip < len(stream.buf) and stream.buf[skip] in b"\r\n":  # no copy of the buffer
-                skip += 1
-            stream.drop(skip)
-            if stream.buf or not stream.fill():
-                break
-        if not stream.buf:
-            break
+    reader = _RecordReader(stream, q, max_record_bytes, id_prefix)
+    while _skip_blank_lines(stream):
         header = _parse_header(stream, 0)
         if not isinstance(header, _Header):
-            why = "the file ends inside a WARC record header" if header is None else header
-            nxt = None if header is None else _next_header(stream, 1, max_record_bytes)
-            why = f"{why} ({stream.problem})" if stream.problem and nxt is None else why
-            going_on = "reading on at the next WARC header" if nxt is not None else "records before kept"
-            offset = stream.problem_offset if stream.problem and nxt is None else None
-            q.add("corrupt_warc", f"{q.file}: {why} after record {number}; {going_on}", offset=offset)
-            if nxt is None:
+            if not reader.bad_header(header):
                 return
-            stream.drop(nxt)
             continue
         is_page = header.record_type in _PAGE_TYPES
         if is_page:
-            number += 1
+            reader.number += 1
         if header.lf_only:
-            q.add(
-                "corrupt_warc",
-                f"{q.file} record {number if is_page else '-'} ({header.record_type or 'no WARC-Type'}) at byte "
-                f"{stream.offset(0)}: its header lines end in LF, not CRLF (not WARC); quarantined, "
-                "reading on at the next WARC header",
-                line=number if is_page else None,
-                doc_id=header.record_id or None,
-                offset=stream.offset(0),
-            )
-            nxt = _next_header(stream, header.end, max_record_bytes + header.end)
-            if nxt is None:
-                if stream.problem:
-                    _stream_problem(stream, q, number)
+            if not reader.lf_only(header, is_page):
                 return
-            stream.drop(nxt)
             continue
+        if header.end + header.length > max_record_bytes:
+            yield from _oversize(stream, q, header, reader.number, is_page, max_record_bytes)
+            continue
+        going_on, document = reader.whole(header, is_page)
+        if document is not _QUARANTINED:
+            yield reader.number, document
+        if not going_on:
+            return
+    if stream.problem:
+        _stream_problem(stream, q, reader.number)
+
+
+def _skip_blank_lines(stream: _Stream) -> bool:
+    """Drop the blank lines before the next record (allowed between records); False at the end."""
+    while True:
+        skip = 0
+        while skip < len(stream.buf) and stream.buf[skip] in b"\r\n":  # no copy of the buffer
+            skip += 1
+        stream.drop(skip)
+        if stream.buf or not stream.fill():
+            return bool(stream.buf)
+
+
+class _RecordReader:
+    """What :func:`read_warc` does with each record header it finds (one method per kind)."""
+
+    def __init__(self, stream: _Stream, q: Quarantine, max_record_bytes: int, id_prefix: str) -> None:
+        self.stream, self.q, self.max_record_bytes, self.id_prefix = stream, q, max_record_bytes, id_prefix
+        self.number = 0  # page records seen so far
+
+    def bad_header(self, header: None | str) -> bool:
+        """No header where one must start: quarantined; True when reading goes on at the next one."""
+        stream, q = self.stream, self.q
+        why = "the file ends inside a WARC record header" if header is None else header
+        nxt = None if header is None else _next_header(stream, 1, self.max_record_bytes)
+        why = f"{why} ({stream.problem})" if stream.problem and nxt is None else why
+        going_on = "reading on at the next WARC header" if nxt is not None else "records before kept"
+        offset = stream.problem_offset if stream.problem and nxt is None else None
+        q.add("corrupt_warc", f"{q.file}: {why} after record {self.number}; {going_on}", offset=offset)
+        if nxt is None:
+            return False
+        stream.drop(nxt)
+        return True
+
+    def lf_only(self, header: _Header, is_page: bool) -> bool:
+        """A record whose header lines end in a bare LF (not WARC): quarantined alone; True when
+        reading goes on at the next header."""
+        stream, q, number = self.stream, self.q, self.number
+        q.add(
+            "corrupt_warc",
+            f"{q.file} record {number if is_page else '-'} ({header.record_type or 'no WARC-Type'}) at byte "
+            f"{stream.offset(0)}: its header lines end in LF, not CRLF (not WARC); quarantined, "
+            "reading on at the next WARC header",
+            line=number if is_page else None,
+            doc_id=header.record_id or None,
+            offset=stream.offset(0),
+        )
+        nxt = _next_header(stream, header.end, self.max_record_bytes + header.end)
+        if nxt is None:
+            if stream.problem:
+                _stream_problem(stream, q, number)
+            return False
+        stream.drop(nxt)
+        return True
+
+    def whole(self, header: _Header, is_page: bool) -> tuple[bool, Any]:
+        """``(reading goes on, the record's document or _QUARANTINED)`` of a record that fits the limit."""
+        stream = self.stream
         end = header.end + header.length
-        if end > max_record_bytes:
-            yield from _oversize(stream, q, header, number, is_page, max_record_bytes)
-            continue
-        ok = _boundary(stream, end)
+        ok = _boundary(stream, end, self.max_record_bytes)
         # The standard separator right where the length says, then no header: the record is whole
         # and garbage follows it (reported by the next round) -- unless the block holds a header
         # line, i.e. the length swallowed a later record.
@@ -297,15 +343,25 @@ def read_warc(
         ):
             ok = end + 4
         if ok is not None and ok is not False:
+            document: Any = _QUARANTINED
             if is_page:
                 data = bytes(stream.buf[:end]) + b"\r\n\r\n"
-                document = _parse_record(data, stream.offset(0), q, number, header.record_id)
-                if document is not _QUARANTINED:
-                    yield number, document
+                document = _parse_record(data, self._position(), self.q, self.number, header.record_id)
             stream.drop(ok)
-            continue
-        # The Content-Length does not end this record: resynchronise on the next header line.
-        nxt = _next_header(stream, header.end, max_record_bytes + header.end)
+            return True, document
+        return self._lying_length(header, is_page, ok), _QUARANTINED
+
+    def _position(self) -> _Position:
+        stream = self.stream
+        offset = stream.offset(0)
+        at = f"{offset}" if stream.codec is None else f"{offset}:{stream.base}"
+        return _Position(offset, f"{self.id_prefix or self.q.file}@{at}", self.max_record_bytes)
+
+    def _lying_length(self, header: _Header, is_page: bool, ok: int | bool | None) -> bool:
+        """The Content-Length does not end this record: quarantined, resynchronised on the next
+        header line; True when one was found."""
+        stream, q, number = self.stream, self.q, self.number
+        nxt = _next_header(stream, header.end, self.max_record_bytes + header.end)
         cut = ok is None and nxt is None
         why = (
             (f"cut short ({stream.problem})" if stream.problem else "cut short by the end of the file")
@@ -323,10 +379,9 @@ def read_warc(
         if nxt is None:
             if stream.problem and not cut:
                 _stream_problem(stream, q, number)
-            return
+            return False
         stream.drop(nxt)
-    if stream.problem:
-        _stream_problem(stream, q, number)
+        return True
 
 
 def _stream_problem(stream: _Stream, q: Quarantine, number: int) -> None:
@@ -385,7 +440,30 @@ class _BadPayload(Exception):
     """A record whose HTTP payload cannot be read as it declares itself (quarantined alone)."""
 
 
-def _parse_record(data: bytes, offset: int, q: Quarantine, number: int, record_id: str) -> Any:
+class _PayloadTooLarge(Exception):
+    """A record whose decoded payload is over the reader's limit (quarantined alone, never read whole)."""
+
+
+def _read_body(record: Any, position: _Position) -> bytes:
+    """The decoded payload of ``record``, at most ``position.max_body`` bytes (FastWARC decodes a
+    ``Content-Encoding`` as it is read: reading a bounded amount bounds a compressed bomb too)."""
+    body = record.reader.read(position.max_body + 1)
+    if len(body) > position.max_body:
+        raise _PayloadTooLarge(f"its decoded payload is over {position.max_body} bytes; not read further")
+    return body
+
+
+@dataclass(frozen=True)
+class _Position:
+    """Where a record starts: its byte offset (of its gzip member / zstd frame when compressed) and
+    the id it gets when it has no ``WARC-Record-ID``."""
+
+    offset: int
+    synthetic_id: str
+    max_body: int = 64 << 20  # the most decoded payload bytes read (a gzip-encoded body can be a bomb)
+
+
+def _parse_record(data: bytes, position: _Position, q: Quarantine, number: int, record_id: str) -> Any:
     """The document of one whole WARC record's bytes (FastWARC parses HTTP and charset); None
     when it is no page, ``_QUARANTINED`` when it was quarantined.
 
@@ -398,9 +476,19 @@ def _parse_record(data: bytes, offset: int, q: Quarantine, number: int, record_i
     from fastwarc.warc import ArchiveIterator, WarcRecordType
 
     wanted = WarcRecordType.response | WarcRecordType.conversion | WarcRecordType.resource
+    offset = position.offset
     try:
         for record in ArchiveIterator(io.BytesIO(data), record_types=wanted, parse_http=True, auto_decode="all"):
-            return _warc_document(record, offset)
+            return _warc_document(record, position)
+    except _PayloadTooLarge as exc:
+        q.add(
+            "too_large",
+            f"{q.file} record {number} at byte {offset}: {exc}",
+            line=number,
+            doc_id=record_id or None,
+            offset=offset,
+        )
+        return _QUARANTINED
     except (OSError, _BadPayload) as exc:  # FastWARC raises OSError for an undecodable payload
         declared = "; ".join(
             f"{m.group(1).decode('latin-1')}: {m.group(2).decode('latin-1').strip()}"
@@ -419,16 +507,20 @@ def _parse_record(data: bytes, offset: int, q: Quarantine, number: int, record_i
     return _QUARANTINED
 
 
-def _warc_document(record: Any, offset: int) -> dict[str, Any] | None:
-    """The document of a WARC response / WET conversion record, or None when it is not a page."""
+def _warc_document(record: Any, position: _Position) -> dict[str, Any] | None:
+    """The document of a WARC response / WET conversion record, or None when it is not a page.
+
+    A record without a ``WARC-Record-ID`` gets the position's synthetic id (``metadata.synthetic_id``
+    says so): a good page is never lost for a missing header."""
     from fastwarc.warc import WarcRecordType
 
     headers = record.headers
     record_id = record.record_id or ""
+    offset = position.offset
     url = headers.get("WARC-Target-URI") or ""
     date = headers.get("WARC-Date") or ""
     if record.record_type == WarcRecordType.conversion:
-        content_type, body = "text/plain", record.reader.read()
+        content_type, body = "text/plain", _read_body(record, position)
         text = _decode_payload(body, "utf-8")
     else:
         content_type = (record.http_content_type or headers.get("Content-Type") or "").lower()
@@ -440,7 +532,7 @@ def _warc_document(record: Any, offset: int) -> dict[str, Any] | None:
                 return None  # not a page (redirect, error): counted, not quarantined
         if "html" not in content_type and content_type != "text/plain":
             return None
-        body = record.reader.read()
+        body = _read_body(record, position)
         text = _decode_payload(body, record.http_charset)
     metadata = {
         "url": url,
@@ -449,4 +541,6 @@ def _warc_document(record: Any, offset: int) -> dict[str, Any] | None:
         "warc_offset": offset,
         "content_type": "text/plain" if content_type.startswith("text/plain") else "text/html",
     }
-    return {"id": record_id, "text": text, "created": date, "metadata": metadata}
+    if not record_id:
+        metadata["synthetic_id"] = True
+    return {"id": record_id or position.synthetic_id, "text": text, "created": date, "metadata": metadata}
