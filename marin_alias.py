@@ -9,13 +9,16 @@ interpreter start:
   ``fray.cluster`` and ``fray.v2`` -> ``marin_resources``. The alias *is* the module: ``marin.execution.executor
   is marin_assets.execution.executor``, so classes, ``isinstance`` checks, pickles and step hashes
   are the same under either name.
+* ``src.marin.X`` (Marin's repository-root spelling) -> ``marin_assets.X``; the top-level
+  ``train_test_overlap`` package -> ``marin_assets.train_test_overlap`` (``run_data_overlap``).
 * ``experiments`` -> the team's own ``experiments`` package when there is one: on ``sys.path``
   (an installed or ``PYTHONPATH`` checkout), else an ``experiments/`` folder in the working
   directory, above the script being run, or at ``$MARIN_PROJECT_ROOT``. Its modules always win;
   a module it lacks (``experiments.llama`` in a repository that only keeps its own scripts) falls
   back to this project's built-in one (``marin_assets.experiments.llama``). Without a team
   package, ``experiments.X`` is ``marin_assets.experiments.X``. The built-ins keep their own
-  name and never shadow a team module.
+  name and never shadow a team module. A module neither has fails with one line naming the Marin file
+  to copy into the team's ``experiments/``.
 
 **Real Marin wins.** When a real ``marin`` (or ``fray``) package is importable, the finder steps
 aside for it and everything under it: nothing here is aliased. ``MARIN_IMPORT_ALIAS=0`` turns the
@@ -42,6 +45,9 @@ ENV_SWITCH = "MARIN_IMPORT_ALIAS"
 
 # Longest prefix first: ``marin.resources`` before ``marin``.
 PREFIXES: tuple[tuple[str, str], ...] = (
+    ("src.marin.resources", "marin_resources"),  # Marin's repository-root spelling ``import src.marin...``
+    ("src.marin", "marin_assets"),
+    ("train_test_overlap", "marin_assets.train_test_overlap"),  # Marin's top-level overlap package
     ("fray.cluster", "marin_resources"),
     ("fray.v2", "marin_resources"),  # Marin's newer ``from fray.v2 import ResourceConfig``
     ("marin.resources", "marin_resources"),
@@ -49,6 +55,7 @@ PREFIXES: tuple[tuple[str, str], ...] = (
 )
 TEAM_PACKAGE = "experiments"
 BUILTIN_EXPERIMENTS = "marin_assets.experiments"
+MARIN_REPOSITORY = "https://github.com/marin-community/marin/blob/main"
 _FRAY_MARKER = "__marin_alias_of__"
 
 
@@ -164,6 +171,40 @@ def _alias_spec(fullname: str, target: str) -> importlib.machinery.ModuleSpec:
     return spec
 
 
+def _exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _missing_experiment(fullname: str, team_dirs: list[str] | None) -> ModuleNotFoundError:
+    """One line for an ``experiments.X`` that neither the team's package nor the built-ins have: the Marin
+    file to copy, and where."""
+    rel = fullname.replace(".", "/")
+    where = f"nor in {team_dirs[0]}" if team_dirs else "no team experiments/ folder was found"
+    return ModuleNotFoundError(
+        f"No module named {fullname!r}: not built into this project ({where}) -- copy Marin's {rel}.py "
+        f"({MARIN_REPOSITORY}/{rel}.py) into the team's experiments/ folder",
+        name=fullname,
+    )
+
+
+class _EmptyPackageLoader:
+    """An empty package (``src`` for Marin's ``src.marin`` spelling)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = types.ModuleType(self.name, f"Marin's repository root: {self.name}.marin is marin_assets here.")
+        setattr(module, _FRAY_MARKER, "marin_assets")
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.__path__ = []
+
+
 class MarinAliasFinder:
     """Resolves Marin's module names to this project's (see the module docstring)."""
 
@@ -173,6 +214,14 @@ class MarinAliasFinder:
         top, _, _ = fullname.partition(".")
         if top == TEAM_PACKAGE:
             return self._experiments_spec(fullname, path)
+        if top == "src":
+            return self._src_spec(fullname, path)
+        if top == "train_test_overlap":
+            if fullname == top and _real_package_exists(top):
+                return None
+            if fullname != top and not _is_alias(top):
+                return None
+            return _alias_spec(fullname, _target_of(fullname) or "")
         if top not in ("marin", "fray"):
             return None
         if fullname == top:
@@ -189,6 +238,21 @@ class MarinAliasFinder:
             return None
         return _alias_spec(fullname, mapped)
 
+    def _src_spec(self, fullname: str, path: Sequence[str] | None) -> importlib.machinery.ModuleSpec | None:
+        """``src.marin.X`` (Marin's scripts run from its repository root) is ``marin_assets.X``; ``src``
+        itself is an empty package unless a real one exists (then only a ``src.marin`` it lacks is aliased)."""
+        if fullname == "src":
+            if importlib.machinery.PathFinder.find_spec("src", sys.path) is not None:
+                return None
+            return importlib.machinery.ModuleSpec("src", _EmptyPackageLoader("src"), is_package=True)
+        if fullname == "src.marin" or fullname.startswith("src.marin."):
+            if fullname == "src.marin" and path and importlib.machinery.PathFinder.find_spec(fullname, path):
+                return None  # a real src/marin (a Marin checkout on sys.path) wins
+            if fullname != "src.marin" and not _is_alias("src.marin"):
+                return None
+            return _alias_spec(fullname, _target_of(fullname) or "")
+        return None
+
     def _experiments_spec(self, fullname: str, path: Sequence[str] | None) -> importlib.machinery.ModuleSpec | None:
         if fullname == TEAM_PACKAGE:
             if importlib.machinery.PathFinder.find_spec(TEAM_PACKAGE, sys.path) is not None:
@@ -203,16 +267,16 @@ class MarinAliasFinder:
             return None
         real_parent = parent_module.__name__
         if real_parent != parent:  # an alias of a built-in package: its modules, by the same name
+            if not _exists(f"{real_parent}.{child}"):
+                raise _missing_experiment(fullname, None)
             return _alias_spec(fullname, f"{real_parent}.{child}")
         found = importlib.machinery.PathFinder.find_spec(fullname, path)
         if found is not None:
             return found  # the team's module wins
         builtin = BUILTIN_EXPERIMENTS + fullname[len(TEAM_PACKAGE) :]
-        try:
-            exists = importlib.util.find_spec(builtin) is not None
-        except ModuleNotFoundError:
-            exists = False
-        return _alias_spec(fullname, builtin) if exists else None
+        if _exists(builtin):
+            return _alias_spec(fullname, builtin)
+        raise _missing_experiment(fullname, list(path) if path else None)
 
 
 _FINDER = MarinAliasFinder()

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import filesystem
 
 DOCUMENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json.gz")
+
+
+def step_path(value: StepPath) -> str:
+    """A config's ``StepPath`` field as the step function sees it: the engine resolves placeholders to
+    plain strings before calling the function.
+
+    Raises:
+        TypeError: a placeholder (``output_path_of(...)``) reached a function called outside the engine.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"unresolved step path {value!r}: run the step through the engine (executor_main, run_steps)")
+    return value
 
 
 def as_path_list(paths: str | Sequence[str]) -> list[str]:

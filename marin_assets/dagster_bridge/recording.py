@@ -385,11 +385,12 @@ def record_cli_run(
         where = (
             f"script {script.name}" if script is not None else f"{caller or 'this script'} (not listed in [tool.marin])"
         )
-        # A script inside the project that its pyproject does not list is worth a warning; one kept
-        # elsewhere (a scratch script, another checkout) is a normal way to run: say how, quietly.
+        # A script inside the project that its pyproject does not list is worth a warning. One kept
+        # elsewhere (a team's own folder, a scratch script) is a normal way to run: the project's
+        # pyproject is not the team's to edit, so only the debug log says how (issue 38).
         outside = script is None and caller is not None and _outside_project(caller)
         logger.log(
-            logging.INFO if outside else logging.WARNING,
+            logging.DEBUG if outside else logging.WARNING,
             "%d step(s) of %s are not defined in the code location, recorded as external assets without lineage: %s%s%s",
             len(undefined),
             where,

@@ -22,7 +22,7 @@ from typing import Any
 from marin_assets.core.documents import as_path_list
 from marin_assets.execution.attempt import published_path
 from marin_assets.execution.step import unwrap_versioned_value
-from marin_assets.execution.storage import exists, is_local, join_path, list_dir
+from marin_assets.execution.storage import exists, filesystem, is_local, join_path, list_dir
 from marin_assets.processing.tokenize.tokenize import cache_split_stats, read_ledger, resolve_tokenizer
 from marin_assets.training.device_defaults import compilation_cache_dir, defaults_for
 from marin_assets.training.hosts import is_primary
@@ -200,6 +200,47 @@ def write_reference_checkpoint(path: str, model: Any, tokenizer: str) -> None:
     tok.save_pretrained(path)
 
 
+def revision_free(path: str) -> str:
+    """``path`` as Levanter may be handed it: Levanter reads a model or tokenizer reference as
+    ``<name_or_path>@<revision>`` (``RepoRef.from_string``), so a prefix holding ``@`` would be cut there.
+    A local folder with ``@`` is reached through a symlink under the temp dir, a remote one (a tokenizer,
+    an HF config: small) is copied there once; other paths are returned unchanged.
+
+    Raises:
+        ValueError: the temp dir itself holds ``@`` (set ``TMPDIR`` to a folder without it).
+    """
+    if "@" not in path:
+        return path
+    import hashlib
+    import tempfile
+
+    root = os.path.join(tempfile.gettempdir(), "marin-refs")
+    if "@" in root:
+        raise ValueError(
+            f"temp dir {root!r} holds '@', which Levanter reads as a revision: set TMPDIR to a folder without '@'"
+        )
+    os.makedirs(root, exist_ok=True)
+    alias = os.path.join(root, hashlib.sha256(path.encode()).hexdigest()[:16])
+    if is_local(path):
+        target = os.path.abspath(path.removeprefix("file://"))
+        if os.path.realpath(alias) != os.path.realpath(target):
+            staging = f"{alias}.{os.getpid()}"
+            os.symlink(target, staging)
+            os.replace(staging, alias)  # atomic: a racing process sees the old link or this one
+        return alias
+    if not os.path.isdir(alias):
+        fs, remote = filesystem(path)
+        staging = tempfile.mkdtemp(prefix=".copy-", dir=root)
+        fs.get(remote.rstrip("/") + "/", staging + "/", recursive=True)
+        try:
+            os.rename(staging, alias)
+        except OSError:  # another process copied it first
+            import shutil
+
+            shutil.rmtree(staging, ignore_errors=True)
+    return alias
+
+
 def use_local_reference(model: Any, reference: str, tokenizer: str) -> Any:
     """``model`` pointing its HF converter at local files (its defaults name hub models).
 
@@ -207,6 +248,7 @@ def use_local_reference(model: Any, reference: str, tokenizer: str) -> Any:
     for others (``Gpt2Config`` hard-codes ``"gpt2"``) the class's converter is redirected in this
     process, which is the training subprocess.
     """
+    reference, tokenizer = revision_free(reference), revision_free(tokenizer)
     names = {f.name for f in dataclasses.fields(model)}
     if {"reference_checkpoint", "tokenizer"} <= names:
         return dataclasses.replace(model, reference_checkpoint=reference, tokenizer=tokenizer)
@@ -288,6 +330,8 @@ def _from_spec(spec: LmTrainSpec, accelerator: str) -> Any:
             f"SimpleTrainConfig.initialize_from_hf {init_hf!r} is not a local HF model folder; nothing is "
             "downloaded here: copy the model folder to this machine (or gs://) and pass its path"
         )
+    if isinstance(init_hf, str) and ("://" in init_hf or os.path.isdir(init_hf)):
+        top["initialize_from_hf"] = revision_free(init_hf)  # a folder, not a hub name: never name@revision
     if spec.eval_harness_tasks:
         from levanter.eval_harness import LmEvalHarnessConfig
 

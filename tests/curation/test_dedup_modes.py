@@ -36,7 +36,9 @@ def _attrs(path: Path) -> dict[str, dict]:
 
 
 def test_dedup_mode_has_marins_values_and_reads_them_as_strings():
-    assert [m.value for m in DedupMode] == ["decontaminate", "deduplicate", "doc_deduplicate", "train_test_overlap"]
+    assert [m.value for m in DedupMode] == [
+        "decontaminate", "deduplicate", "doc_deduplicate", "exact_doc_deduplicate", "train_test_overlap"
+    ]  # fmt: skip
     assert DedupMode("train_test_overlap") is DedupMode.TRAIN_TEST_OVERLAP == "train_test_overlap"
     assert DedupeConfig("i", "o").workflow is DedupMode.DEDUPLICATE
     assert DedupeConfig("i", "o", decontaminate=True).workflow is DedupMode.DECONTAMINATE  # Marin's earlier flag
@@ -56,9 +58,11 @@ def test_single_zst_input_is_deduplicated_like_the_same_documents_in_a_folder(tm
     assert _attrs(out)["c"]["fuzzy_duplicate_of"] == "a" and meta["mode"] == "deduplicate"
 
 
-def test_doc_deduplicate_marks_documents_whose_whole_text_occurred_before(tmp_path):
+@pytest.mark.parametrize("mode", [DedupMode.DOC_DEDUPLICATE, DedupMode.EXACT_DOC_DEDUPLICATE])
+def test_doc_deduplicate_marks_documents_whose_whole_text_occurred_before(tmp_path, mode):
+    """``EXACT_DOC_DEDUPLICATE`` is Marin's later name of the same workflow (issue 38)."""
     single = _write(tmp_path / "in.jsonl.gz", DOCS, "gzip")
-    meta = dedupe(DedupeConfig(str(single), str(tmp_path / "out"), mode=DedupMode.DOC_DEDUPLICATE))
+    meta = dedupe(DedupeConfig(str(single), str(tmp_path / "out"), mode=mode))
     attrs = _attrs(tmp_path / "out/in.jsonl.gz")
     assert attrs["a"]["duplicate_text"] == [] == attrs["b"]["duplicate_text"]
     assert attrs["c"]["duplicate_text"] == [[0, len(DOCS[2]["text"]), 1.0]] and attrs["c"]["fuzzy_duplicate"] == 1

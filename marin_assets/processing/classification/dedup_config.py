@@ -37,6 +37,7 @@ class DedupMode(StrEnum):
     * ``DOC_DEDUPLICATE`` -- duplicate documents: a document whose whole text occurred earlier in
       the input is marked (one span over the whole text) and ``fuzzy_duplicate`` says whether
       MinHash-LSH found an earlier near duplicate.
+    * ``EXACT_DOC_DEDUPLICATE`` -- Marin's later name of ``DOC_DEDUPLICATE`` (the same workflow).
     * ``DECONTAMINATE`` -- paragraphs of the input found in ``decontaminate_source``.
     * ``TRAIN_TEST_OVERLAP`` -- the same with word n-grams (``ngram`` required): the share of a
       paragraph's n-grams found in the source.
@@ -45,6 +46,7 @@ class DedupMode(StrEnum):
     DECONTAMINATE = "decontaminate"
     DEDUPLICATE = "deduplicate"
     DOC_DEDUPLICATE = "doc_deduplicate"
+    EXACT_DOC_DEDUPLICATE = "exact_doc_deduplicate"
     TRAIN_TEST_OVERLAP = "train_test_overlap"
 
 
@@ -120,6 +122,13 @@ class DedupeConfig:
     threshold: float = 0.7
     min_paragraph_chars: int = 30
     memory_budget_mb: float = 512
+    # Marin's per-task Ray knobs of the sharded train/test overlap (experiments/train_test_overlap/utils.py):
+    # accepted; the engine places the step by its resources.
+    num_cpus: int | None = None
+    memory: int | None = None
+    resources: dict | None = None
+    debug: bool = False
+    temp_dir: StepPath | None = None
 
     @property
     def params(self) -> MinHashParams:

@@ -51,6 +51,7 @@ from __future__ import annotations
 import hashlib
 import io
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -196,10 +197,16 @@ def dedupe(config: DedupeConfig) -> dict[str, Any]:
     # The base clears the attribute trees and index/ (leftovers of a crashed attempt, _COMPLETE
     # included) and hashes the shards in parallel; _DedupStage.summarize runs the drop-wide passes.
     meta = _DedupStage(config, done, pending, start).run()
-    if mode == DedupMode.DOC_DEDUPLICATE:
+    if mode in (DedupMode.DOC_DEDUPLICATE, DedupMode.EXACT_DOC_DEDUPLICATE):
         meta.update(_mark_documents(config))
     meta["mode"] = str(mode)
     return meta
+
+
+def dedupe_with_config_resources(config: DedupeConfig) -> Callable[[DedupeConfig], dict[str, Any]]:
+    """Marin's: a ``dedupe`` remote function carrying ``config``'s Ray resources. Here the engine and the
+    shard pool place the work, so it is :func:`dedupe` itself."""
+    return dedupe
 
 
 class _DedupStage(ShardStage):

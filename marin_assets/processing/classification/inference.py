@@ -6,7 +6,8 @@ reads every ``**/*.<filetype>`` file below ``input_path`` and writes, at the sam
 
     {"id": ..., "attributes": {<attribute_name>: {"__label__hq": p, "__label__lq": q}}}
 
-with the probability of every label of the fastText model (newlines collapsed, as it was trained).
+with the probability of every label of the fastText model (newlines collapsed, as it was trained); a
+classifier whose labels are numbers (the datashop's scores) also gets ``score``, the expected score.
 ``consolidate``'s ``classify`` filter reads these files by the same relative path. The model is
 ``<model_name>/model.bin`` (``output_path_of(train step)``) or a ``.bin`` path.
 
@@ -77,6 +78,19 @@ class InferenceConfig:
     dataset_schema: DatasetSchemaConfig = field(default_factory=DatasetSchemaConfig)
 
 
+def expected_score(probabilities: dict[str, float]) -> float | None:
+    """For a classifier whose labels are numbers (the datashop's ``__label__0`` .. ``__label__5``): the
+    expected score, sum of label x probability over the normalised probabilities; None for other labels."""
+    values = {}
+    for label, p in probabilities.items():
+        try:
+            values[float(label.removeprefix("__label__"))] = p
+        except ValueError:
+            return None
+    total = sum(values.values())
+    return round(sum(v * p for v, p in values.items()) / total, 6) if total > 0 else None
+
+
 class FasttextInferenceStage(DocumentStage):
     """Per document: ``{id, attributes: {<attribute_name>: {label: probability}}}`` (mirrored files)."""
 
@@ -104,6 +118,9 @@ class FasttextInferenceStage(DocumentStage):
             return None
         labels, probs = model.predict(fasttext_line(text), k=-1)
         scores = {label: float(min(1.0, max(0.0, p))) for label, p in zip(labels, probs, strict=True)}
+        expected = expected_score(scores)
+        if expected is not None:
+            scores["score"] = expected
         if labels:
             counters.counts[f"predicted{labels[0]}"] += 1
         return {"id": record["id"], "attributes": {self.config.attribute_name: scores}}

@@ -8,7 +8,7 @@ document::
 
     {"id": ..., "attributes": {<attribute_name>: ...}}
 
-* ``DedupMode.DEDUPLICATE`` (default; Marin's later name ``EXACT_PARAGRAPH``): a paragraph is a line
+* ``DedupMode.DEDUPLICATE`` (default; Marin's later names ``EXACT_PARAGRAPH_DEDUPLICATE`` and ``EXACT_PARAGRAPH``): a paragraph is a line
   of the text; every occurrence of a paragraph after its first (in file order, then record order) is a
   span ``[start, end, 1.0]`` (character offsets in the text). Empty lines are never marked.
 * ``DedupMode.EXACT_DOC_DEDUPLICATE`` (later ``EXACT_DOCUMENT``): ``true`` for a document whose exact
@@ -45,12 +45,13 @@ class DedupMode(StrEnum):
     """Marin's modes (string values as Marin's ``auto()`` gives them)."""
 
     DEDUPLICATE = "deduplicate"
+    EXACT_PARAGRAPH_DEDUPLICATE = "exact_paragraph_deduplicate"
     EXACT_DOC_DEDUPLICATE = "exact_doc_deduplicate"
     EXACT_PARAGRAPH = "exact_paragraph"
     EXACT_DOCUMENT = "exact_document"
 
 
-PARAGRAPH_MODES = (DedupMode.DEDUPLICATE, DedupMode.EXACT_PARAGRAPH)
+PARAGRAPH_MODES = (DedupMode.DEDUPLICATE, DedupMode.EXACT_PARAGRAPH_DEDUPLICATE, DedupMode.EXACT_PARAGRAPH)
 DOCUMENT_MODES = (DedupMode.EXACT_DOC_DEDUPLICATE, DedupMode.EXACT_DOCUMENT)
 
 

@@ -1,0 +1,1 @@
+"""Marin's ``marin.download.filesystem``: copies between storage locations."""

@@ -1,0 +1,1 @@
+"""Marin's ``experiments.datashop``: the datashop (MEDU) recipe as steps -- label, train, filter, anneal."""

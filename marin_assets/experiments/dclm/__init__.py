@@ -1,0 +1,1 @@
+"""Marin's older ``experiments.dclm`` package (``tokenize_dclm``)."""

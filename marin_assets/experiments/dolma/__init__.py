@@ -1,0 +1,1 @@
+"""Marin's older ``experiments.dolma`` package (``tokenize_dolma``)."""
