@@ -1,37 +1,34 @@
-"""Progress lines of running steps: one public channel from wherever a step runs to whoever listens.
+"""Progress and output lines of a running step, from wherever it runs to the run that launched it.
 
 A training or evaluation step reports short progress lines (``step 20: loss 5.8, tokens/s 7012``,
-an lm-eval result row) with :func:`report_progress`. Where they go:
+an lm-eval result row), with the numbers they carry, through :func:`report_progress`; the step's
+printed output is captured line by line (:func:`capturing_output`). Both go to the step's
+*reporter*: a callable ``reporter(line, metrics, stream)`` that the engine installs around the
+step function (:func:`reporting_to`) and that turns each line into one event of the engine's
+stream (``marin_assets.execution.events.Progress``). Nothing is registered globally: a line
+reported outside a step (no reporter) goes to the ``marin.progress`` logger only.
 
-* **Sinks** -- callables registered with :func:`progress_sink` in the process that runs the steps
-  (the driver: ``executor_main``, a Dagster run's step process). The Dagster bridge subscribes one
-  for the duration of a step op and writes each line to the run's log; this module knows nothing of
-  Dagster (like :mod:`marin_assets.execution.observers`).
-* The ``marin.progress`` logger of the driver, always (the command line's run log file).
-* From a **Ray worker** (the step runs as a Ray task, on this machine or on another node, directly
-  connected or through Ray Client): the launcher (:mod:`marin_assets.execution.ray_launch`) hands the
-  task a :class:`ProgressRelay` -- a small Ray actor owned by the driver -- and the task's lines are
-  sent to it through public Ray API (actor method calls). A driver thread takes them out and reports
-  them in the driver as above. The line is also printed into the task's own log.
-
-Nothing here reads a Ray private module or a driver's stdout: the lines arrive whether or not the
-worker's output is forwarded to the driver (``log_to_driver``).
-
-Each line carries the step it belongs to (``ProgressEvent.step``), set by the launcher around the
-step function (:func:`reporting_for`), so a listener that runs several steps at once can tell
-them apart; :func:`last_progress` keeps each step's last line for its metadata.
+From a **Ray worker** (the step runs as a Ray task, on this machine or another node, directly
+connected or through Ray Client) the task's reporter is a :class:`_TaskForwarder`: it sends the lines
+to a small Ray actor owned by the driver (:class:`ProgressRelay`, public Ray API: actor calls), and a
+driver thread hands each line to the reporter that launch subscribed (:meth:`ProgressRelay.subscribe`).
+Nothing here reads a Ray private module or a driver's stdout: the lines arrive whether or not Ray
+forwards the worker's output to the driver (``log_to_driver``, off by default: see
+``marin_resources.ray_connect``) -- which is how a step's output reaches the run once, not once per
+Ray node on the machine.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import itertools
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO, cast
 
 logger = logging.getLogger(__name__)
 
@@ -40,134 +37,132 @@ PROGRESS_LOGGER = "marin.progress"
 # worker-*.out): only for people reading that log; nothing parses it.
 PROGRESS_MARK = "[marin progress]"
 
+# reporter(line, metrics, stream): stream is "progress", "stdout" or "stderr".
+Reporter = Callable[[str, Mapping[str, float], str], None]
 
-@dataclass(frozen=True)
-class ProgressEvent:
-    """One progress line of a step (``step``: the step's name, None when unknown); ``metrics``: the
-    numbers the line shows (e.g. ``throughput/mfu``), for front ends that plot them."""
-
-    step: str | None
-    line: str
-    metrics: Mapping[str, float] = field(default_factory=dict)
+# The reporter of the calling thread (a step running in this process), and the process-wide one
+# inside a Ray task (a Ray worker runs one task at a time; the step's own threads report for it too).
+_THREAD = threading.local()
+_PROCESS: list[Reporter] = []
 
 
-ProgressSink = Callable[[ProgressEvent], None]
-
-_LOCK = threading.Lock()
-_SINKS: dict[int, ProgressSink] = {}
-_NEXT_ID = [0]
-# Where a line reported in this process goes instead of the local sinks (inside a Ray task: the
-# driver's relay), and which step it belongs to. Process-wide, not per thread: a Ray worker runs one
-# task at a time, and the step's own threads (a subprocess's log follower) report for it too.
-_FORWARD: list[Callable[[ProgressEvent], None]] = []
-_CURRENT_STEP: list[str | None] = [None]
-_THREAD_STEP = threading.local()
+def current_reporter() -> Reporter | None:
+    """The reporter lines of the calling thread go to (:func:`reporting_to`), if any. A thread a
+    step starts (a subprocess's log follower) takes it along and passes it to :func:`report_progress`."""
+    return getattr(_THREAD, "reporter", None) or (_PROCESS[-1] if _PROCESS else None)
 
 
-def _sink_failed(sink: ProgressSink, exc: Exception) -> None:
-    # A listener's failure (a closed Dagster log, a dead relay) must never fail the step: say it once
-    # per sink and go on; the line still reached the logger and the other sinks.
-    if not getattr(sink, "_marin_failed_once", False):
-        with contextlib.suppress(AttributeError, TypeError):
-            sink._marin_failed_once = True  # type: ignore[attr-defined]
-        logger.warning(
-            "a progress listener failed (%s: %s); later lines still reach the others", type(exc).__name__, exc
-        )
+def report_progress(
+    line: str,
+    metrics: Mapping[str, float] | None = None,
+    stream: str = "progress",
+    to: Reporter | None = None,
+) -> None:
+    """Report one progress line of the running step (``to`` default: :func:`current_reporter`),
+    with the numbers it carries (``metrics``: ``step``, ``train/loss``, ``throughput/mfu`` ...).
 
-
-def dispatch(event: ProgressEvent) -> None:
-    """Deliver ``event`` in this process: the ``marin.progress`` logger and every registered sink."""
-    logging.getLogger(PROGRESS_LOGGER).info(event.line)
-    _remember(event)
-    with _LOCK:
-        sinks = list(_SINKS.values())
-    for sink in sinks:
-        try:
-            sink(event)
-        except Exception as exc:  # noqa: BLE001 - see _sink_failed: progress never fails a step
-            _sink_failed(sink, exc)
-
-
-def current_step() -> str | None:
-    """The step the calling thread reports for (:func:`reporting_for`), if any."""
-    return getattr(_THREAD_STEP, "name", None) or _CURRENT_STEP[0]
-
-
-def report_progress(line: str, step: str | None = None, metrics: Mapping[str, float] | None = None) -> None:
-    """Report one progress line of the running step (``step`` default: :func:`current_step`).
-
-    Inside a Ray task launched with a relay: printed into the task's log and sent to the driver.
-    Elsewhere: delivered here (:func:`dispatch`) -- never printed, so a command line's console keeps
-    one line per unit.
+    Inside a Ray task the line is also printed into the task's own log. A reporter that fails is
+    logged once and the step goes on: progress never fails a step.
     """
-    event = ProgressEvent(step if step is not None else current_step(), line, dict(metrics or {}))
-    forward = _FORWARD[-1] if _FORWARD else None
-    if forward is None:
-        dispatch(event)
+    reporter = to or current_reporter()
+    if reporter is None:
+        logging.getLogger(PROGRESS_LOGGER).info(line)
         return
-    print(f"{PROGRESS_MARK} {line}", flush=True)
+    if isinstance(reporter, _TaskForwarder):
+        _original_stdout().write(f"{PROGRESS_MARK} {line}\n")
+    _deliver(reporter, line, dict(metrics or {}), stream)
+
+
+_FAILED_REPORTERS: set[int] = set()  # ids of reporters whose failure was said already
+
+
+def _deliver(reporter: Reporter, line: str, metrics: Mapping[str, float], stream: str) -> None:
     try:
-        forward(event)
-    except Exception as exc:  # noqa: BLE001 - progress never fails a step; the line is in the task log
-        _sink_failed(forward, exc)
+        reporter(line, metrics, stream)
+    except Exception as exc:  # noqa: BLE001 - a listener's failure never fails the step; said once
+        if id(reporter) not in _FAILED_REPORTERS:
+            _FAILED_REPORTERS.add(id(reporter))
+            logger.warning("a progress reporter failed (%s: %s); the step goes on", type(exc).__name__, exc)
 
 
 @contextlib.contextmanager
-def progress_sink(sink: ProgressSink) -> Iterator[None]:
-    """While the block runs, ``sink`` receives every progress line delivered in this process."""
-    with _LOCK:
-        _NEXT_ID[0] += 1
-        key = _NEXT_ID[0]
-        _SINKS[key] = sink
+def reporting_to(reporter: Reporter, whole_process: bool = False) -> Iterator[None]:
+    """Lines reported by the calling thread while the block runs go to ``reporter``; with
+    ``whole_process`` (inside a Ray task) lines of every thread of the process do."""
+    previous = getattr(_THREAD, "reporter", None)
+    _THREAD.reporter = reporter
+    if whole_process:
+        _PROCESS.append(reporter)
     try:
         yield
     finally:
-        with _LOCK:
-            _SINKS.pop(key, None)
+        if whole_process:
+            _PROCESS.remove(reporter)
+        _THREAD.reporter = previous
+
+
+# ------------------------------------------------------------------ printed output
+class _StepOutput:
+    """``sys.stdout`` / ``sys.stderr`` while steps run: everything is written to the stream it
+    replaced (so the process's captured output holds each line once), and each complete line a
+    step prints is also given to that step's reporter (``stream``: ``stdout`` / ``stderr``). Any
+    other attribute is the replaced stream's (``encoding``, ``fileno``, ``isatty`` ...)."""
+
+    def __init__(self, underlying: TextIO, stream: str) -> None:
+        self.underlying = underlying
+        self.stream = stream
+        self._pending = threading.local()
+
+    def write(self, text: str) -> int:
+        written = self.underlying.write(text)
+        reporter = current_reporter()
+        if reporter is not None and text:
+            pending = getattr(self._pending, "text", "") + text
+            *lines, rest = pending.split("\n")
+            self._pending.text = rest
+            for line in lines:
+                if line.strip():
+                    _deliver(reporter, line, {}, self.stream)
+        return written if isinstance(written, int) else len(text)
+
+    def flush(self) -> None:
+        self.underlying.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.underlying, name)
+
+
+_CAPTURE_LOCK = threading.Lock()
+_CAPTURES = [0]
+
+
+def _original_stdout() -> TextIO:
+    out = sys.stdout
+    return out.underlying if isinstance(out, _StepOutput) else out
 
 
 @contextlib.contextmanager
-def reporting_for(step: str | None, forward: Callable[[ProgressEvent], None] | None = None) -> Iterator[None]:
-    """Lines reported by the calling thread while the block runs belong to ``step``.
-
-    With ``forward`` (inside a Ray task: the driver's relay), every line reported in this process
-    goes there instead of to this process's sinks, and belongs to ``step`` whichever thread reports
-    it (a Ray worker runs one task at a time; the step's own threads report for it too). Without it
-    (the driver, where several steps run at once in threads), only the calling thread is tagged:
-    threads a step starts pass the step on themselves (``subprocess_runner`` does).
-    """
-    previous_thread = getattr(_THREAD_STEP, "name", None)
-    previous_process = _CURRENT_STEP[0]
-    _THREAD_STEP.name = step
-    if forward is not None:
-        _CURRENT_STEP[0] = step
-        _FORWARD.append(forward)
+def capturing_output() -> Iterator[None]:
+    """While the block runs, lines printed by a thread with a reporter reach it (see
+    :class:`_StepOutput`); nested and concurrent blocks share one capture, removed by the last."""
+    with _CAPTURE_LOCK:
+        if _CAPTURES[0] == 0 and not isinstance(sys.stdout, _StepOutput):
+            sys.stdout = cast(TextIO, _StepOutput(sys.stdout, "stdout"))
+            sys.stderr = cast(TextIO, _StepOutput(sys.stderr, "stderr"))
+        _CAPTURES[0] += 1
     try:
         yield
     finally:
-        if forward is not None:
-            _FORWARD.remove(forward)
-            _CURRENT_STEP[0] = previous_process
-        _THREAD_STEP.name = previous_thread
-
-
-# ------------------------------------------------------------------ each step's last line
-_LAST: dict[str, tuple[str, int]] = {}
-
-
-def _remember(event: ProgressEvent) -> None:
-    if event.step is None:
-        return
-    with _LOCK:
-        _, count = _LAST.get(event.step, ("", 0))
-        _LAST[event.step] = (event.line, count + 1)
-
-
-def last_progress(step: str, forget: bool = True) -> tuple[str, int] | None:
-    """``(last line, number of lines)`` delivered in this process for ``step`` (None: none); ``forget``
-    drops the record (the launcher reads it once, when the step ends)."""
-    with _LOCK:
-        return _LAST.pop(step, None) if forget else _LAST.get(step)
+        with _CAPTURE_LOCK:
+            _CAPTURES[0] -= 1
+            if _CAPTURES[0] == 0:
+                # Put back only what we installed (someone may have replaced it meanwhile).
+                if isinstance(sys.stdout, _StepOutput):
+                    sys.stdout.flush()
+                    sys.stdout = sys.stdout.underlying
+                if isinstance(sys.stderr, _StepOutput):
+                    sys.stderr.flush()
+                    sys.stderr = sys.stderr.underlying
 
 
 # ------------------------------------------------------------------ Ray transport
@@ -184,17 +179,17 @@ def _mailbox_class() -> Any:
 
     @ray.remote(num_cpus=0, max_restarts=0)
     class ProgressMailbox:
-        """Holds the progress lines of a driver's Ray tasks until the driver takes them."""
+        """Holds the lines of a driver's Ray tasks until the driver takes them."""
 
         def __init__(self) -> None:
-            self.items: list[tuple[str | None, str]] = []
+            self.items: list[tuple[int, str, dict[str, float], str]] = []
             self.arrived = asyncio.Event()
 
-        async def put(self, step: str | None, line: str) -> None:
-            self.items.append((step, line))
+        async def put(self, items: list[tuple[int, str, dict[str, float], str]]) -> None:
+            self.items.extend(items)
             self.arrived.set()
 
-        async def take(self, wait_s: float) -> list[tuple[str | None, str]]:
+        async def take(self, wait_s: float) -> list[tuple[int, str, dict[str, float], str]]:
             if not self.items:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self.arrived.wait(), wait_s)
@@ -207,55 +202,89 @@ def _mailbox_class() -> Any:
 
 
 class _TaskForwarder:
-    """What a Ray task calls for each line: an actor call to the driver's mailbox, waited for (an
-    async actor does not keep one caller's calls in order unless each is done before the next).
-    Picklable: it travels inside the task's function. After a failure (the driver went away) it
-    stops sending: the lines stay in the task's log."""
+    """A Ray task's reporter: sends its lines to the driver's mailbox, tagged with the launch's
+    subscription. Progress lines are sent at once; output lines in batches (at most
+    ``BATCH_S`` old, and all of them by :meth:`flush` when the task ends). Each send is waited for
+    (an async actor keeps one caller's calls in order only so). Picklable: it travels inside the
+    task's function. After a failure (the driver went away) it stops sending: the lines stay in the
+    task's log."""
 
     SEND_TIMEOUT_S = 10.0
+    BATCH_S = 0.5
+    BATCH_LINES = 200
 
-    def __init__(self, mailbox: Any) -> None:
+    def __init__(self, mailbox: Any, subscription: int) -> None:
         self.mailbox = mailbox
-        self.broken = False
+        self.subscription = subscription
+        self._reset()
 
-    def __call__(self, event: ProgressEvent) -> None:
-        if self.broken:
-            return
+    def _reset(self) -> None:
+        self.broken = False
+        self.batch: list[tuple[int, str, dict[str, float], str]] = []
+        self.sent_at = time.monotonic()
+        self.lock = threading.Lock()
+
+    def __call__(self, line: str, metrics: Mapping[str, float], stream: str) -> None:
+        with self.lock:
+            if self.broken:
+                return
+            self.batch.append((self.subscription, line, dict(metrics), stream))
+            due = stream == "progress" or len(self.batch) >= self.BATCH_LINES
+            if due or time.monotonic() - self.sent_at >= self.BATCH_S:
+                self._send()
+
+    def flush(self) -> None:
+        with self.lock:
+            if not self.broken and self.batch:
+                self._send()
+
+    def _send(self) -> None:
         import ray
 
+        batch, self.batch = self.batch, []
+        self.sent_at = time.monotonic()
         try:
-            ray.get(self.mailbox.put.remote(event.step, event.line), timeout=self.SEND_TIMEOUT_S)
+            ray.get(self.mailbox.put.remote(batch), timeout=self.SEND_TIMEOUT_S)
         except Exception:
             self.broken = True
             raise
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"mailbox": self.mailbox}
+        return {"mailbox": self.mailbox, "subscription": self.subscription}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.mailbox = state["mailbox"]
-        self.broken = False
+        self.subscription = state["subscription"]
+        self._reset()
 
 
 class ProgressRelay:
     """The driver's end of the Ray transport: one mailbox actor per driver connection, and a thread
-    that takes the lines out and delivers them here (:func:`dispatch`)."""
+    that takes the lines out and hands each to the reporter its launch subscribed."""
 
     ANSWER_TIMEOUT_S = 30.0
 
     def __init__(self) -> None:
-
         self.connection = _connection_id()
         self.mailbox = _mailbox_class().remote()
         self._lock = threading.Lock()
+        self._reporters: dict[int, Reporter] = {}
+        self._ids = itertools.count(1)
         self._stopped = threading.Event()
         self._failed = False
         self._thread = threading.Thread(target=self._follow, name="marin-progress-relay", daemon=True)
         self._thread.start()
 
-    def forwarder(self) -> _TaskForwarder:
-        """What a Ray task of this driver reports through (see :func:`run_reporting`)."""
-        return _TaskForwarder(self.mailbox)
+    def subscribe(self, reporter: Reporter) -> _TaskForwarder:
+        """A forwarder for one Ray task: the lines it sends are handed to ``reporter`` here."""
+        subscription = next(self._ids)
+        self._reporters[subscription] = reporter
+        return _TaskForwarder(self.mailbox, subscription)
+
+    def unsubscribe(self, forwarder: _TaskForwarder) -> None:
+        """Deliver what the mailbox holds now (the task ended: its lines come first), then forget it."""
+        self.drain()
+        self._reporters.pop(forwarder.subscription, None)
 
     def _take(self, wait_s: float) -> None:
         """Take what the mailbox holds (waiting up to ``wait_s`` for a line) and deliver it here.
@@ -266,8 +295,12 @@ class ProgressRelay:
         """
         with self._lock:  # one taker at a time, and lines delivered in the order they were sent
             answer = self.mailbox.take.remote(wait_s).future()
-            for step, line in answer.result(timeout=wait_s + self.ANSWER_TIMEOUT_S):
-                dispatch(ProgressEvent(step, line))
+            for subscription, line, metrics, stream in answer.result(timeout=wait_s + self.ANSWER_TIMEOUT_S):
+                reporter = self._reporters.get(subscription)
+                if reporter is None:  # its launch already ended (a line sent after the task returned)
+                    logging.getLogger(PROGRESS_LOGGER).info(line)
+                else:
+                    _deliver(reporter, line, metrics, stream)
 
     def _follow(self) -> None:
         import ray
@@ -287,14 +320,14 @@ class ProgressRelay:
                     logger.debug("progress relay ended with the Ray connection (%s)", type(exc).__name__)
                 else:
                     logger.warning(
-                        "progress relay stopped (%s: %s): later progress lines of Ray tasks stay in their task logs",
+                        "progress relay stopped (%s: %s): later lines of Ray tasks stay in their task logs",
                         type(exc).__name__,
                         exc,
                     )
                 return
 
     def drain(self) -> None:
-        """Deliver what the mailbox holds now (called when a task ended, so its lines come first)."""
+        """Deliver what the mailbox holds now."""
         if self._failed:
             return
         try:
@@ -336,13 +369,11 @@ def stop_relays() -> None:
 
 def driver_relay() -> ProgressRelay:
     """This driver's relay (started on first use; again after the connection changed)."""
-
     with _RELAY_LOCK:
         if _RELAY and _RELAY[0].alive() and _RELAY[0].connection == _connection_id():
             return _RELAY[0]
         if _RELAY:
             _RELAY.pop().stop()
-        started = time.monotonic()
         relay = ProgressRelay()
         if not _RELAY_EXIT_HOOK:
             import atexit
@@ -352,17 +383,24 @@ def driver_relay() -> ProgressRelay:
             atexit.register(stop_relays)
             _RELAY_EXIT_HOOK.append(True)
         _RELAY.append(relay)
-        logger.debug("progress relay started in %.1fs", time.monotonic() - started)
         return relay
 
 
-def run_reporting(fn: Callable[[Any], Any], step: str | None, forwarder: _TaskForwarder) -> Callable[[Any], Any]:
-    """``fn`` wrapped for a Ray task: its progress lines belong to ``step`` and go to ``forwarder``
-    (each one delivered before the next is sent, so all of them before the task returns)."""
+def run_reporting(fn: Callable[[Any], Any], forwarder: _TaskForwarder) -> Callable[[Any], Any]:
+    """``fn`` wrapped for a Ray task: its progress lines and printed output go to ``forwarder``
+    (all of them before the task returns). The output is still written to the task's own log."""
 
     def call(config: Any) -> Any:
-        with reporting_for(step, forwarder):
-            return fn(config)
+        with reporting_to(forwarder, whole_process=True), capturing_output():
+            try:
+                return fn(config)
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    stream.flush()
+                try:
+                    forwarder.flush()
+                except Exception as exc:  # noqa: BLE001 - the driver went away: lines stay in the task log
+                    logger.warning("could not send the last lines to the driver (%s: %s)", type(exc).__name__, exc)
 
     call.__name__ = getattr(fn, "__name__", "step")
     return call

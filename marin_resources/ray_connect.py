@@ -85,6 +85,20 @@ def in_ray_worker() -> bool:
     return worker is not None and worker.mode == ray.WORKER_MODE
 
 
+LOG_TO_DRIVER_ENV = "MARIN_RAY_LOG_TO_DRIVER"
+
+
+def driver_prints_step_output() -> bool:
+    """Whether the driver prints its Ray steps' output (once, as it arrives through the relay).
+
+    ``$MARIN_RAY_LOG_TO_DRIVER`` unset: yes (Ray's own forwarding is off). ``1``: Ray forwards every
+    worker's output instead (also of Ray tasks that are not steps; once per Ray node on a machine
+    that runs several). ``0`` (the quickstart without ``-v``): neither -- the output stays in Ray's
+    log files and, line by line, in the run's events.
+    """
+    return os.environ.get(LOG_TO_DRIVER_ENV) is None
+
+
 _INIT_LOCK = threading.Lock()
 CLIENT_CONNECT_ATTEMPTS = 3
 
@@ -98,9 +112,11 @@ def _connect(address: str, namespace: str, runtime_env: dict[str, Any] | None, m
     """
     import ray
 
-    # Worker output in the driver's terminal; MARIN_RAY_LOG_TO_DRIVER=0 (the quickstart without
-    # -v) keeps it in Ray's log files only.
-    log_to_driver = os.environ.get("MARIN_RAY_LOG_TO_DRIVER", "1") != "0"
+    # Off unless asked for: a step's output reaches the driver once through the progress relay
+    # (see driver_prints_step_output), while Ray's forwarding prints every line once per Ray node
+    # on the machine (each node's log monitor tails the shared log folder: three times on the
+    # two-worker local topology).
+    log_to_driver = os.environ.get(LOG_TO_DRIVER_ENV) == "1"
     if address.startswith("ray://"):
         builder = ray.client(address, _deprecation_warn_enabled=False).namespace(namespace)
         if runtime_env:

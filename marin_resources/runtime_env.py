@@ -18,11 +18,13 @@ request, and :func:`redact_runtime_env` hides them before anything is logged.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,23 @@ SECRET_ENV_VARS: tuple[str, ...] = ("WANDB_API_KEY", "HF_TOKEN", "HUGGING_FACE_H
 REDACTED = "***"
 
 
+# The rule of the run whose step is being launched in this thread (the engine's
+# ``ExecutorOptions.secret_name_rule``; default: the one rule, ``secret_rule.is_secret_name``).
+_RUN_RULE: contextvars.ContextVar[Callable[[str], bool]] = contextvars.ContextVar(
+    "marin_secret_name_rule", default=is_secret_name
+)
+
+
+@contextlib.contextmanager
+def secret_names_by(rule: Callable[[str], bool]) -> Iterator[None]:
+    """While the block runs, ``rule`` decides in this thread which environment variables are secrets."""
+    token = _RUN_RULE.set(rule)
+    try:
+        yield
+    finally:
+        _RUN_RULE.reset(token)
+
+
 def split_secret_env_vars(runtime_env: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, str]]:
     """``(runtime_env without its secret env vars, those vars)``.
 
@@ -75,7 +94,8 @@ def split_secret_env_vars(runtime_env: Mapping[str, Any] | None) -> tuple[dict[s
     if not runtime_env:
         return (dict(runtime_env) if runtime_env is not None else None), {}
     env_vars = dict(runtime_env.get("env_vars") or {})
-    secrets = {k: str(v) for k, v in env_vars.items() if is_secret_name(k)}
+    is_secret = _RUN_RULE.get()
+    secrets = {k: str(v) for k, v in env_vars.items() if is_secret(k)}
     if not secrets:
         return dict(runtime_env), {}
     public = {k: v for k, v in runtime_env.items() if k != "env_vars"}

@@ -5,12 +5,16 @@ prefix and drop set into one graph, and the engine's own scheduler (:meth:`StepR
 them: every ready step at once, up to the run's limit (:func:`concurrency_limit`); a failed step
 stops only its descendants, which the engine records DEP_FAILED; every other selected step runs.
 
-While the scheduler works in a background thread, this generator turns what it reports into
-Dagster events, in the op's own thread (Dagster's run log is written from one thread):
+The op is a listener of the engine's event stream (:mod:`marin_assets.execution.events`, passed in
+``ExecutorOptions.listeners``; the run's identity, ``description``, names the Ray driver's job after
+the Dagster run and its step). While the scheduler works in a background thread, the listener
+queues each event and this generator turns them into Dagster events, in the op's own thread
+(Dagster's run log is written from one thread):
 
 * a line per step when it starts (with why it runs), ends (seconds, or the cause of its failure)
   or is not run (DEP_FAILED, naming the failed input); each line starts with the step's label,
-  so filtering the run's logs by a step's name shows that step's lines alone;
+  so filtering the run's logs by a step's name shows that step's lines alone -- its progress lines
+  and every line it prints (in this process or on a Ray worker) included, once each;
 * the same states as structured events on the step's own asset: an ``AssetObservation`` with
   ``marin/state`` ``running`` (and ``marin/started``) when it starts, ``failed`` (``marin/seconds``,
   ``marin/cause``) or ``not run`` (``marin/cause``) -- so the run's event log (type filter
@@ -31,7 +35,6 @@ from __future__ import annotations
 import os
 import queue
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -43,12 +46,13 @@ from marin_assets.dagster_bridge.dagster_internals import RESUME_RETRY_TAG  # a 
 from marin_assets.dagster_bridge.experiment_records import record_dagster_run
 from marin_assets.dagster_bridge.location_graph import AssetKeys
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
-from marin_assets.dagster_bridge.progress import with_progress_logs
+from marin_assets.dagster_bridge.progress import run_description
 from marin_assets.dagster_bridge.step_failures import FailedStep, failure_cause, run_failure
 from marin_assets.dagster_bridge.step_specs import StepTarget, browser_link, consumed_sets, plain_version
 from marin_assets.dagster_bridge.unit_run import code_version_of, is_explicit_request, reason_for, unit_label
+from marin_assets.execution.events import Done, EventListener, Failed, Progress, Started, StepEvent
 from marin_assets.execution.executor_main import resolve_partitions
-from marin_assets.execution.outcomes import ExecutorError, ExecutorOptions, StepFailedError, StepOutcome
+from marin_assets.execution.outcomes import ExecutorError, ExecutorOptions, StepOutcome
 from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import STATUS_SUCCESS, read_metadata, read_status
 from marin_assets.execution.step import PartitionSource
@@ -112,51 +116,6 @@ def _positive(text: str, where: str) -> int:
     return value
 
 
-class _ObservedRunner(StepRunner):
-    """The engine's runner over a fixed list of units, reporting each unit's start and end."""
-
-    def __init__(self, options: ExecutorOptions, units: Sequence[Unit], events: queue.Queue) -> None:
-        super().__init__(options)
-        self.selected_units = list(units)
-        self._events = events
-        self._stopped = threading.Event()
-
-    def stop(self) -> None:
-        """Start no further unit (the run was terminated); units already running finish."""
-        self._stopped.set()
-
-    def execute_unit(self, unit: Unit, graph: StepGraph) -> StepOutcome:
-        if self._stopped.is_set():
-            raise StepFailedError(f"{unit_label(unit)}: not started, the Dagster run was terminated")
-        started = time.time()
-        self._events.put(("start", unit, started))
-        _CURRENT.label = unit_label(unit)  # progress lines logged from this thread carry the step's name
-        try:
-            outcome = super().execute_unit(unit, graph)
-        except Exception as exc:
-            self._events.put(("failed", unit, (started, exc)))
-            raise
-        finally:
-            _CURRENT.label = None
-        self._events.put(("done", unit, (started, outcome)))
-        return outcome
-
-
-_CURRENT = threading.local()
-
-
-class _QueuedLog:
-    """A ``context.log`` stand-in for other threads: lines go through the queue to the op's thread."""
-
-    def __init__(self, events: queue.Queue) -> None:
-        self._events = events
-
-    def info(self, message: str) -> None:
-        label = getattr(_CURRENT, "label", None)
-        named = label is None or message.startswith(f"{label}: ")  # the progress channel names its step
-        self._events.put(("log", None, message if named else f"{label}: {message}"))
-
-
 @dataclass
 class _RunPlan:
     """The units of one op run: the selected ones, the inputs brought along, and why each runs."""
@@ -166,9 +125,17 @@ class _RunPlan:
     selected: dict[UnitKey, tuple[Unit, StepTarget]]
     inputs: dict[UnitKey, tuple[Unit, str]] = field(default_factory=dict)  # input unit, label of who needs it
     reasons: dict[UnitKey, str] = field(default_factory=dict)
+    _by_output: dict[str, Unit] = field(default_factory=dict)
 
     def units(self) -> list[Unit]:
         return [u for u, _ in self.selected.values()] + [u for u, _ in self.inputs.values()]
+
+    def unit_of(self, event: StepEvent) -> Unit:
+        """The unit an event of the run's stream is about (by its output: versions of one step, a
+        sweep's, share a name)."""
+        if not self._by_output:
+            self._by_output.update({u[0].partition_output_path(u[1]): u for u in self.units()})
+        return self._by_output[event.output_path]
 
     def label(self, unit: Unit) -> str:
         needed_by = self.inputs.get(_key(unit))
@@ -240,7 +207,9 @@ def _materialized_by_earlier_attempts(context: dg.AssetExecutionContext) -> set[
     return keys
 
 
-def _options(context: dg.AssetExecutionContext, targets: Sequence[StepTarget], units: int) -> ExecutorOptions:
+def _options(
+    context: dg.AssetExecutionContext, targets: Sequence[StepTarget], units: int, listener: EventListener
+) -> ExecutorOptions:
     experiments = [t.experiment for t in targets]
     return ExecutorOptions(
         run_id=context.run.tags.get(RUN_ID_TAG) or context.run_id[:12],
@@ -248,6 +217,8 @@ def _options(context: dg.AssetExecutionContext, targets: Sequence[StepTarget], u
         stale_s=max(e.stale_s for e in experiments),
         force_run_failed=is_explicit_request(context.run.tags),
         max_concurrent=concurrency_limit(context.run.tags, targets, units),
+        description=run_description(context.run_id, context.run.job_name, [t.step.name for t in targets]),
+        listeners=(listener,),
     )
 
 
@@ -269,7 +240,10 @@ def run_selected_steps(
         return
     plan = _plan(context, prefix, targets, partition_sets)
     units = plan.units()
-    options = _options(context, targets, len(units))
+    events: queue.Queue = queue.Queue()
+    # The op's listener: the scheduler's thread hands each event to this thread, which alone writes
+    # the run's log (Dagster's run log is written from one thread).
+    options = _options(context, targets, len(units), events.put)
     experiments = {id(t.experiment): t.experiment for t in targets}
     for experiment in experiments.values():  # the browser and the maintenance commands read lineage from these
         # The record holds the experiment's whole graph (as executor_main writes it), not just this selection.
@@ -279,19 +253,17 @@ def run_selected_steps(
         f"{len(plan.selected)} step(s) selected, {len(plan.inputs)} input(s) brought along; "
         f"up to {options.max_concurrent} at once"
     )
-    events: queue.Queue = queue.Queue()
-    runner = _ObservedRunner(options, units, events)
+    stop = threading.Event()
 
     def schedule() -> None:
         try:
-            # Progress lines (training, evaluation) of every step reach the run's log while it runs.
-            with_progress_logs(_run_graph)(_ProgressContext(events), runner, plan.graph)
+            StepRunner(options).run(plan.graph, units=units, stop=stop)
         except ExecutorError:
-            events.put(("end", None, None))  # each failure was reported as it happened
+            events.put(_END)  # each failure was told as it happened
         except BaseException as exc:  # noqa: BLE001 - handed to the op's thread, which raises it
-            events.put(("end", None, exc))
+            events.put(exc)
         else:
-            events.put(("end", None, None))
+            events.put(_END)
 
     thread = threading.Thread(target=schedule, name=f"marin-steps-{context.run_id[:8]}", daemon=True)
     try:
@@ -299,23 +271,11 @@ def run_selected_steps(
     except BaseException:
         # Terminated (or this thread failed): start nothing more; steps already running finish
         # (a thread cannot be stopped from outside).
-        runner.stop()
+        stop.set()
         raise
 
 
-def _run_graph(_progress: Any, runner: _ObservedRunner, graph: StepGraph) -> None:
-    runner.run(graph, units=runner.selected_units)
-
-
-@dataclass
-class _ProgressContext:
-    """What ``with_progress_logs`` needs of a context: a ``log`` (here: the queue to the op's thread)."""
-
-    events: queue.Queue
-
-    @property
-    def log(self) -> _QueuedLog:
-        return _QueuedLog(self.events)
+_END = object()  # the scheduler's thread ended
 
 
 def _drain(
@@ -325,40 +285,44 @@ def _drain(
     events: queue.Queue,
     thread: threading.Thread,
 ) -> Iterator[dg.MaterializeResult]:
-    """Turn the scheduler's reports into Dagster events until it ends (see the module docstring)."""
+    """Turn the run's events into Dagster events until the scheduler ends (see the module docstring)."""
     finished: set[UnitKey] = set()
     failed: dict[UnitKey, FailedStep] = {}
     thread.start()
     while True:
-        kind, unit, payload = events.get()
-        if kind == "log":
-            context.log.info(payload)
-        elif kind == "start":
-            reason = plan.reasons.get(_key(unit), "requested")
-            context.log.info(f"{plan.label(unit)}: started ({reason})")
-            _observe(context, plan, unit, "running", started=_iso(payload), reason=reason)
-        elif kind == "done":
-            started, outcome = payload
-            finished.add(_key(unit))
-            if outcome.action == "ran":
-                context.log.info(f"{plan.label(unit)}: done in {outcome.seconds:.1f}s, {outcome.output_path}")
-            else:
-                context.log.info(f"{plan.label(unit)}: {outcome.action}, {outcome.output_path}")
-            yield from _record(context, plan, unit, outcome, started, prefix)
-        elif kind == "failed":
-            started, exc = payload
-            finished.add(_key(unit))
-            path = unit[0].partition_output_path(unit[1])
-            failed[_key(unit)] = FailedStep(plan.label(unit), path, str(exc))
-            cause, _ = failure_cause(path, str(exc))
-            seconds = time.time() - started
-            context.log.error(f"{plan.label(unit)}: FAILED after {seconds:.1f}s: {cause}")
-            _observe(context, plan, unit, "failed", started=_iso(started), seconds=round(seconds, 3), cause=cause)
-        elif kind == "end":
+        event = events.get()
+        if event is _END or isinstance(event, BaseException):
             thread.join()
-            if payload is not None:
-                raise payload
+            if isinstance(event, BaseException):
+                raise event
             break
+        unit = plan.unit_of(event)
+        label = plan.label(unit)
+        if isinstance(event, Progress):
+            # The step's progress lines and printed output, each under the step's name (a progress
+            # line of a subprocess already names it: ``train: step 3 ...`` keeps its own label).
+            named = event.message.startswith(f"{unit_label(unit)}: ")
+            context.log.info(event.message if named else f"{unit_label(unit)}: {event.message}")
+        elif isinstance(event, Started):
+            reason = plan.reasons.get(_key(unit), "requested")
+            context.log.info(f"{label}: started ({reason})")
+            _observe(context, plan, unit, "running", started=_iso(event.at), reason=reason)
+        elif isinstance(event, Done):
+            finished.add(_key(unit))
+            outcome = StepOutcome(event.step, event.output_path, event.partition, event.action, event.seconds)
+            if event.action == "ran":
+                context.log.info(f"{label}: done in {event.seconds:.1f}s, {event.output_path}")
+            else:
+                context.log.info(f"{label}: {event.action}, {event.output_path}")
+            started = event.at - event.seconds if event.action == "ran" else None
+            yield from _record(context, plan, unit, outcome, started, prefix)
+        elif isinstance(event, Failed):
+            finished.add(_key(unit))
+            failed[_key(unit)] = FailedStep(label, event.output_path, event.error)
+            cause, _ = failure_cause(event.output_path, event.error)
+            context.log.error(f"{label}: FAILED after {event.seconds:.1f}s: {cause}")
+            started_at = _iso(event.at - event.seconds)
+            _observe(context, plan, unit, "failed", started=started_at, seconds=round(event.seconds, 3), cause=cause)
     not_run = yield from _not_run(context, plan, finished, failed, prefix)
     if failed:
         raise run_failure(list(failed.values()), not_run)

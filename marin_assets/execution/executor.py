@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from marin_assets.execution.console import progress_cadence_from_env
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.executor_main import ExecutorMainConfig, executor_main, write_experiment_record
 from marin_assets.execution.outcomes import ExecutionReport, ExecutorOptions
@@ -108,12 +110,14 @@ class Executor:
         if dry_run:
             print(format_plan(plan(graph, run_only, force_run_failed)))
             return None
+        frame = inspect.currentframe()
+        caller = frame.f_back.f_code.co_filename if frame is not None and frame.f_back is not None else sys.argv[0]
         options = ExecutorOptions(
             force_run_failed=force_run_failed,
             max_concurrent=max_concurrent or max(1, len(select_units(graph))),
+            description=f"Executor {os.path.splitext(os.path.basename(caller))[0]}",
+            listeners=(progress_cadence_from_env(),),  # progress lines on the console, as executor_main
         )
-        frame = inspect.currentframe()
-        caller = frame.f_back.f_code.co_filename if frame is not None and frame.f_back is not None else sys.argv[0]
         self.executor_info_path = write_experiment_record(
             graph, self.description, caller, options.run_id, self.executor_info_base_path
         )

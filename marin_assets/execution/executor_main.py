@@ -25,6 +25,7 @@ from typing import Any
 
 from marin_assets.execution import run_log
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
+from marin_assets.execution.console import progress_cadence_from_env
 from marin_assets.execution.declarations import describe_source, partition_sources
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.observers import load_run_observers
@@ -315,16 +316,23 @@ def executor_main(
         print(format_plan(plan(graph, args.run_only, args.force_run_failed)))
         return None
     concurrency = args.max_concurrent or max_concurrent or max(1, len(select_units(graph)))
+    # The calling script's path (inspect.stack() would read the source of every frame).
+    frame = inspect.currentframe()
+    caller = frame.f_back.f_code.co_filename if frame is not None and frame.f_back is not None else sys.argv[0]
+    script = os.path.splitext(os.path.basename(caller))[0]
+    try:
+        console_progress = progress_cadence_from_env()
+    except ValueError as exc:
+        logger.error("%s", exc)
+        raise SystemExit(2) from None
     options = ExecutorOptions(
         force_run_failed=args.force_run_failed,
         max_concurrent=concurrency,
         heartbeat_s=args.heartbeat_s,
         stale_s=args.stale_s,
+        description=f"executor_main {script}",
+        listeners=(console_progress,),  # progress lines on the console, one per reported step
     )
-    # The calling script's path (inspect.stack() would read the source of every frame).
-    frame = inspect.currentframe()
-    caller = frame.f_back.f_code.co_filename if frame is not None and frame.f_back is not None else sys.argv[0]
-    script = os.path.splitext(os.path.basename(caller))[0]
     info_base = args.executor_info_base_path or join_path(prefix, "experiments")
     # Steps that keep shared files under the run's prefix (the hub mirror of tokenizers and eval
     # data, marin_assets.download.huggingface.hub) read it from $MARIN_PREFIX while the run lasts.

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from marin_assets.execution.events import Done, EventListener, Failed, NotRun, StepEvent
 from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S
+from marin_resources.secret_rule import is_secret_name
 
 
 class StepFailedError(RuntimeError):
@@ -37,6 +40,12 @@ class ExecutorOptions:
         heartbeat_s / stale_s: lease heartbeat period and the age after which a lease is stale.
         poll_s: how often a waiting runner looks at a step another runner is computing.
         run_id: recorded in every status file this run writes.
+        description: what runs, in words a person finds the run by (``dagster run <id> (<job>)``,
+            ``executor_main <script>``): the Ray driver's job is named so.
+        listeners: told every event of the run (:mod:`marin_assets.execution.events`), in order,
+            from the thread that emits it: the console, the Dagster op, a test.
+        secret_name_rule: which config field / environment variable names hold secrets (kept out of
+            Ray's runtime_env, hidden in records).
     """
 
     force_run_failed: bool = False
@@ -45,6 +54,9 @@ class ExecutorOptions:
     stale_s: float = DEFAULT_STALE_S
     poll_s: float = 0.5
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    description: str | None = None
+    listeners: tuple[EventListener, ...] = ()
+    secret_name_rule: Callable[[str], bool] = field(default=is_secret_name)
 
 
 @dataclass
@@ -66,6 +78,22 @@ class ExecutionReport:
 
     run_id: str
     outcomes: list[StepOutcome] = field(default_factory=list)
+
+    def record(self, event: StepEvent) -> None:
+        """A listener of the run's stream: every unit's end is one outcome (the recorder reads them)."""
+        if isinstance(event, Done):
+            outcome = StepOutcome(
+                event.step, event.output_path, event.partition, event.action, event.seconds, None, dict(event.metadata)
+            )
+        elif isinstance(event, Failed):
+            outcome = StepOutcome(
+                event.step, event.output_path, event.partition, "failed", event.seconds, event.error or event.cause
+            )
+        elif isinstance(event, NotRun):
+            outcome = StepOutcome(event.step, event.output_path, event.partition, event.action)
+        else:
+            return
+        self.outcomes.append(outcome)
 
     def by_action(self, action: str) -> list[StepOutcome]:
         """Outcomes with the given action."""

@@ -7,22 +7,36 @@ lacks, or every step when ``ray_connect.steps_on_ray()``. A Ray task is fenced b
 (cancelled when the lease is lost) and records where it ran (``marin/ran_on``), its shard tasks'
 nodes included.
 
-Progress: the step's progress lines (:func:`marin_resources.progress.report_progress`) are tagged
-with its name wherever it runs. On Ray the task gets the driver's relay (a Ray actor; public API),
-so its lines reach this process's listeners (the Dagster run's logs, the command line's run log)
-from any node, directly connected or through Ray Client. The step's last line and the number of
-lines are added to its metadata (``marin/progress``, ``marin/progress_lines``): the materialization
-shows them.
+Progress and output: the step's progress lines (:func:`marin_resources.progress.report_progress`)
+and the lines it prints go to the reporter the attempt installed around the launch (which makes each
+one a :class:`~marin_assets.execution.events.Progress` event of the run's stream). On Ray the task
+sends them through the driver's relay (a Ray actor; public API), from any node, directly connected
+or through Ray Client; the driver then prints the task's output once into its own stdout (``(<step>)
+line``), as Ray's ``log_to_driver`` would -- which is off, since on a machine with several Ray nodes
+it prints every line once per node (``marin_resources.ray_connect.driver_prints_step_output``). The
+step's last progress line and the number of progress lines
+are added to its metadata (``marin/progress``, ``marin/progress_lines``): the materialization shows them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from marin_assets.execution.fence import active_fence, on_lease_lost
 from marin_assets.execution.lease import StepLease, guard_remote
 from marin_assets.execution.versioning import ResolvedStep
+from marin_resources.progress import (
+    PROGRESS_LOGGER,
+    Reporter,
+    capturing_output,
+    current_reporter,
+    driver_relay,
+    reporting_to,
+    run_reporting,
+)
 from marin_resources.runtime_env import split_secret_env_vars, with_secret_environment
 
 
@@ -55,42 +69,70 @@ PROGRESS_KEY = "marin/progress"
 PROGRESS_LINES_KEY = "marin/progress_lines"
 
 
-def _with_progress_summary(result: Any, step: str) -> Any:
-    """``result`` (a step's metadata dict, or None) with the step's last progress line and line count
-    (when it reported any); other results unchanged."""
-    from marin_resources.progress import last_progress
+class _Summary:
+    """The reporter a launch hands on: counts the progress lines (and keeps the last) for the step's
+    metadata, then passes every line to the attempt's reporter."""
 
-    last = last_progress(step)
-    if last is None or (result is not None and not isinstance(result, dict)):
-        return result
-    line, count = last
-    return {**(result or {}), PROGRESS_KEY: line, PROGRESS_LINES_KEY: count}
+    def __init__(self, reporter: Reporter | None) -> None:
+        self.reporter = reporter
+        self.last: str | None = None
+        self.count = 0
+
+    def __call__(self, line: str, metrics: Mapping[str, float], stream: str) -> None:
+        if stream == "progress":
+            self.last, self.count = line, self.count + 1
+        if self.reporter is not None:
+            self.reporter(line, metrics, stream)
+        elif stream == "progress":
+            logging.getLogger(PROGRESS_LOGGER).info(line)
+
+    def added_to(self, result: Any) -> Any:
+        """``result`` (a step's metadata dict, or None) with the last progress line and the line count
+        (when the step reported any); other results unchanged."""
+        if self.last is None or (result is not None and not isinstance(result, dict)):
+            return result
+        return {**(result or {}), PROGRESS_KEY: self.last, PROGRESS_LINES_KEY: self.count}
+
+
+class _PrintedOnce:
+    """Lines of a Ray task as they arrive in the driver: output printed once into the driver's own
+    stdout (tagged with the step, as Ray's ``log_to_driver`` tags it), then passed on."""
+
+    def __init__(self, reporter: Reporter, step: str) -> None:
+        from marin_resources.ray_connect import driver_prints_step_output
+
+        self.reporter = reporter
+        self.step = step
+        self.printing = driver_prints_step_output()
+
+    def __call__(self, line: str, metrics: Mapping[str, float], stream: str) -> None:
+        if stream != "progress" and self.printing:
+            print(f"({self.step}) {line}", file=sys.stdout if stream == "stdout" else sys.stderr, flush=True)
+        self.reporter(line, metrics, stream)
 
 
 def launch_step_function(node: ResolvedStep, config: Any) -> Any:
-    """Call the step function (see :func:`_launch`) with its progress lines tagged with its name, and
-    their summary added to its metadata."""
-    from marin_resources.progress import last_progress, reporting_for
-
-    last_progress(node.name)  # a stale summary of an earlier attempt in this process
-    with reporting_for(node.name):
-        result = _launch(node, config)
-    return _with_progress_summary(result, node.name)
+    """Call the step function (see :func:`_launch`) with its lines going to the reporter the attempt
+    installed (:func:`marin_resources.progress.reporting_to`), and their summary added to its metadata."""
+    summary = _Summary(current_reporter())
+    with reporting_to(summary):
+        result = _launch(node, config, summary)
+    return summary.added_to(result)
 
 
 def _in_process(fn: Callable[[Any], Any], config: Any) -> Any:
-    """Call ``fn`` here; when its shards ran as Ray tasks (an explicit Ray shard pool), its metadata
+    """Call ``fn`` here (what it prints reaches its reporter too); when its shards ran as Ray tasks (an explicit Ray shard pool), its metadata
     says where (``marin/ran_on``: ``shard_nodes`` alone, the step itself ran on no Ray node)."""
     from marin_resources.ray_jobs import PLACEMENT_KEY, collecting_shard_nodes, with_shard_nodes
 
-    with collecting_shard_nodes() as shard_nodes:
+    with collecting_shard_nodes() as shard_nodes, capturing_output():
         result = fn(config)
     if not shard_nodes or (result is not None and not isinstance(result, dict)):
         return result
     return {**(result or {}), PLACEMENT_KEY: with_shard_nodes({}, shard_nodes)}
 
 
-def _launch(node: ResolvedStep, config: Any) -> Any:
+def _launch(node: ResolvedStep, config: Any, reporter: Reporter) -> Any:
     """Call the step function: on Ray when it is a remote function, declares resources or needs pip
     groups this interpreter lacks, or when ``ray_connect.steps_on_ray()`` (a Ray Client address or
     ``$MARIN_STEPS_ON_RAY=1``: the production topology, heavy work on the Ray worker nodes)."""
@@ -102,14 +144,14 @@ def _launch(node: ResolvedStep, config: Any) -> Any:
         return _in_process(step.fn, config)
     import ray
 
-    from marin_resources.progress import driver_relay, run_reporting
     from marin_resources.ray_connect import ensure_ray
     from marin_resources.ray_jobs import name_task, recording_placement
 
     ensure_ray()
     relay = driver_relay()
+    forwarder = relay.subscribe(_PrintedOnce(reporter, node.name))
     # Every Ray path records where the step ran (node id, assigned resources) in its metadata, and
-    # sends its progress lines to this driver's relay.
+    # sends its progress lines and output to this driver's relay.
     if step.resources is not None or not is_ray_remote_function(step.fn):
         from marin_resources.accelerators import step_resources
 
@@ -118,11 +160,11 @@ def _launch(node: ResolvedStep, config: Any) -> Any:
         resources = step_resources(step.resources)
         fn = getattr(step.fn, "_function", step.fn)
         # The Ray task is named after the step (not after the innermost wrapper, `fenced`).
-        task = name_task(_fenced(run_reporting(recording_placement(fn), node.name, relay.forwarder())), node.name)
+        task = name_task(_fenced(run_reporting(recording_placement(fn), forwarder)), node.name)
         try:
             return resources.launch(task, config, runtime_env=runtime_env or None)
         finally:
-            relay.drain()
+            relay.unsubscribe(forwarder)
     # A @ray.remote step keeps its own options (num_cpus, resources, ...).
     options = dict(getattr(step.fn, "_default_options", None) or {})
     options.setdefault("name", node.name)
@@ -135,9 +177,7 @@ def _launch(node: ResolvedStep, config: Any) -> Any:
     if not options["runtime_env"]:
         del options["runtime_env"]
     wrapped = _fenced(
-        run_reporting(
-            with_secret_environment(recording_placement(step.fn._function), secrets), node.name, relay.forwarder()
-        )
+        run_reporting(with_secret_environment(recording_placement(step.fn._function), secrets), forwarder)
     )
     remote = ray.remote(**options)(wrapped) if options else ray.remote(wrapped)
     ref = remote.remote(config)
@@ -147,4 +187,4 @@ def _launch(node: ResolvedStep, config: Any) -> Any:
         return ray.get(ref)
     finally:
         unregister()
-        relay.drain()
+        relay.unsubscribe(forwarder)

@@ -34,6 +34,7 @@ staging folder, which the runner that took over discarded: never published.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -130,7 +131,19 @@ class StepRunner:
             if status is not None and status.status == STATUS_SUCCESS:
                 return StepOutcome(node.name, output_path, partition, "waited" if waited else "cached")
             self._check_not_failed(label, output_path, status)
-            attempt = StepAttempt(node, partition, graph, lease, token, status, self.options.run_id, self.launch, start)
+            attempt = StepAttempt(
+                node,
+                partition,
+                graph,
+                lease,
+                token,
+                status,
+                self.options.run_id,
+                self.launch,
+                start,
+                listeners=self.options.listeners,
+                secret_name_rule=self.options.secret_name_rule,
+            )
             return attempt.run()
         finally:
             lease.release()
@@ -249,26 +262,45 @@ class StepRunner:
 
     # ----------------------------------------------------------------- whole graph
     def run(
-        self, graph: StepGraph, run_only: Sequence[str] | None = None, units: Sequence[Unit] | None = None
+        self,
+        graph: StepGraph,
+        run_only: Sequence[str] | None = None,
+        *,
+        units: Sequence[Unit] | None = None,
+        stop: threading.Event | None = None,
     ) -> ExecutionReport:
-        """Run every unit (dependencies first, up to ``max_concurrent`` at once); ``units``: a fixed
-        selection instead (the Dagster op's), else those ``run_only`` selects.
+        """Run every unit (dependencies first, up to ``max_concurrent`` at once), telling
+        ``options.listeners`` what happens to each (:mod:`marin_assets.execution.events`).
 
+        ``units``: exactly these units instead of ``run_only``'s selection (the Dagster op's).
+        ``stop``: once set, no further unit starts (each fails "not started"); running ones finish.
         Raises ExecutorError listing the failed steps when any failed.
         """
         backend_for(graph.prefix)  # a store without conditional writes fails here, once, not per step
         check_store(graph.prefix, sorted(node.name for node in graph.topological()))
+        if self.options.description:
+            from marin_resources.ray_jobs import describe_driver
+
+            # Ray's job list names what this driver runs (its tasks are named after the steps).
+            describe_driver(self.options.description, f"the Ray tasks of {self.options.description}")
         units = list(units) if units is not None else select_units(graph, run_only)
+
+        def execute(unit: Unit) -> StepOutcome:
+            if stop is not None and stop.is_set():
+                raise StepFailedError(f"{unit_label(*unit)}: not started, the run was stopped")
+            return self.execute_unit(unit, graph)
+
         self._prefetched = read_statuses([node.partition_output_path(partition) for node, partition in units])
         scheduler = Scheduler(
             units=units,
             dependencies={unit_key(u): [unit_key(d) for d in unit_dependencies(u, graph)] for u in units},
             order={unit_key(u): unit_key(p) for u in units if (p := order_dependency(u, graph)) is not None},
             sequential_index=sequential_positions(units, graph),
-            execute=lambda unit: self.execute_unit(unit, graph),
+            execute=execute,
             mark_dep_failed=self._mark_dep_failed,
             max_concurrent=self.options.max_concurrent,
             report=ExecutionReport(self.options.run_id),
+            listeners=self.options.listeners,
         )
         return scheduler.run()
 

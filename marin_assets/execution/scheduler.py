@@ -8,14 +8,22 @@ propagate; a unit
 whose dependency lost its lease is *abandoned* -- the runner that took that dependency over computes
 it, and writing DEP_FAILED would flip statuses under its feet. What running one unit means is the
 ``execute`` callable's business (:meth:`marin_assets.execution.runner.StepRunner.execute_unit`).
+
+This is the one place that decides what runs when and how many at once, for ``executor_main``,
+Marin's ``Executor`` and the Dagster op alike. It tells the run's stream how each unit ended
+(:mod:`marin_assets.execution.events`): ``Done`` (ran, cached, waited; with its seconds and metadata),
+``Failed`` (seconds, the error's last line as cause, the error) or ``NotRun`` (the failed input, or
+``abandoned``); the run's :class:`ExecutionReport` is one listener of it, the front ends are others.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from marin_assets.execution.events import Done, EventListener, Failed, NotRun, StepEvent, emit
 from marin_assets.execution.fence import LeaseLostError
 from marin_assets.execution.outcomes import ExecutionReport, ExecutorError, StepOutcome
 from marin_assets.execution.units import Unit, unit_label
@@ -57,6 +65,7 @@ class Scheduler:
     order: dict[Key, Key] = field(default_factory=dict)
     sequential_index: dict[Key, int] = field(default_factory=dict)
     failures: list[tuple[str, str, str]] = field(default_factory=list)
+    listeners: Sequence[EventListener] = ()
 
     def __post_init__(self) -> None:
         self.max_concurrent = max(1, self.max_concurrent)
@@ -65,6 +74,11 @@ class Scheduler:
         self.failed: set[Key] = set()
         self.fenced: set[Key] = set()  # lease lost: another runner owns them now
         self.running: dict[concurrent.futures.Future[StepOutcome], Key] = {}
+        self.started: dict[Key, float] = {}
+
+    def tell(self, event: StepEvent) -> None:
+        """The report first (it must hold every unit), then the listeners; none can fail the run."""
+        emit([self.report.record, *self.listeners], event)
 
     def run(self) -> ExecutionReport:
         """Run every unit; raise ExecutorError listing the failed ones."""
@@ -101,36 +115,66 @@ class Scheduler:
             blocking = [d for d in self.dependencies[k] if d in self.pending or d in in_flight]
             if k in self.sequential_index and first_unfinished[k[0]] < self.sequential_index[k]:
                 blocking.append(self.order[k])
-            if any(d in self.fenced for d in self.dependencies[k]):
-                self._drop(k, "abandoned")
+            fenced = [d for d in self.dependencies[k] if d in self.fenced]
+            failed = [d for d in self.dependencies[k] if d in self.failed and d != self.order.get(k)]
+            if fenced:
+                self._drop(k, "abandoned", f"the lease of input {unit_label(*self.by_key[fenced[0]])} was lost")
                 self.fenced.add(k)
                 progressed = True
-            elif any(d in self.failed for d in self.dependencies[k] if d != self.order.get(k)):
+            elif failed:
                 node, partition = unit
                 if self.mark_dep_failed(node.partition_output_path(partition)):
-                    self._drop(k, "dep_failed")
+                    self._drop(k, "dep_failed", f"input {unit_label(*self.by_key[failed[0]])} failed")
                     self.failed.add(k)
                 else:
                     self._drop(k, "cached")  # an intact earlier result stays valid: never overwritten
                 progressed = True
             elif not blocking and len(self.running) < self.max_concurrent:
+                self.started[k] = time.monotonic()
                 self.running[pool.submit(self.execute, unit)] = k
                 in_flight.add(k)
                 del self.pending[k]
         return progressed
 
-    def _drop(self, k: Key, action: str) -> None:
+    def _drop(self, k: Key, action: str, cause: str = "") -> None:
         node, partition = self.pending.pop(k)
-        self.report.outcomes.append(StepOutcome(node.name, node.partition_output_path(partition), partition, action))
+        out = node.partition_output_path(partition)
+        if action == "cached":
+            self.tell(Done(node.name, partition, out, action="cached"))
+        else:
+            self.tell(NotRun(node.name, partition, out, cause=cause, action=action))
 
     def _collect(self, future: concurrent.futures.Future[StepOutcome]) -> None:
         k = self.running.pop(future)
+        node, partition = self.by_key[k]
+        out = node.partition_output_path(partition)
         try:
             outcome = future.result()
         except Exception as exc:  # noqa: BLE001 - recorded and reported at the end of the run
-            node, partition = self.by_key[k]
-            out = node.partition_output_path(partition)
-            outcome = StepOutcome(node.name, out, partition, "failed", error=str(exc))
-            self.failures.append((unit_label(node, partition), out, str(exc)))
+            error = str(exc)
+            self.failures.append((unit_label(node, partition), out, error))
             (self.fenced if isinstance(exc, LeaseLostError) else self.failed).add(k)
-        self.report.outcomes.append(outcome)
+            lines = error.strip().splitlines()
+            seconds = time.monotonic() - self.started.pop(k, time.monotonic())
+            self.tell(
+                Failed(
+                    node.name,
+                    partition,
+                    out,
+                    seconds=seconds,
+                    cause=lines[-1] if lines else type(exc).__name__,
+                    error=error,
+                )
+            )
+            return
+        self.started.pop(k, None)
+        self.tell(
+            Done(
+                outcome.name,
+                outcome.partition,
+                outcome.output_path,
+                action=outcome.action,
+                seconds=outcome.seconds,
+                metadata=outcome.metadata,
+            )
+        )

@@ -42,6 +42,7 @@ from marin_assets.execution.attempt import (
     rewrite_paths,
     staging_path,
 )
+from marin_assets.execution.events import EventListener, Progress, Started, emit
 from marin_assets.execution.fence import LeaseLostError, StepCancelled
 from marin_assets.execution.gcs import is_transient
 from marin_assets.execution.lease import StepLease
@@ -62,12 +63,16 @@ from marin_assets.execution.status import (
     STATUS_RUNNING,
     STATUS_SUCCESS,
     StatusRecord,
+    host_id,
     write_json,
     write_status_if,
 )
 from marin_assets.execution.storage import join_path
 from marin_assets.execution.units import unit_label
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, instantiate_config
+from marin_resources.progress import reporting_to
+from marin_resources.runtime_env import secret_names_by
+from marin_resources.secret_rule import is_secret_name
 
 logger = logging.getLogger("marin.executor")
 
@@ -137,7 +142,9 @@ class StepAttempt:
     or FAILED, or stops it recording nothing when the lease is lost.
 
     ``token`` is the status file's token as found when the lease was taken (None: no status file);
-    ``status`` its parsed content.
+    ``status`` its parsed content. ``listeners`` hear :class:`~marin_assets.execution.events.Started`
+    when the function starts and a :class:`~marin_assets.execution.events.Progress` for each line it
+    reports or prints.
     """
 
     node: ResolvedStep
@@ -149,6 +156,8 @@ class StepAttempt:
     run_id: str
     launch: Callable[[ResolvedStep, Any], Any]
     start: float = field(default_factory=time.monotonic)
+    listeners: tuple[EventListener, ...] = ()
+    secret_name_rule: Callable[[str], bool] = is_secret_name  # what the launch keeps out of Ray's runtime_env
 
     @property
     def output_path(self) -> str:
@@ -259,7 +268,8 @@ class StepAttempt:
                 self.output_path,
                 attempt,
             )
-            with self.lease.fencing():
+            emit(self.listeners, Started(self.node.name, self.partition, self.output_path, where=host_id()))
+            with self.lease.fencing(), reporting_to(self._report), secret_names_by(self.secret_name_rule):
                 result = self.launch(self.node, resolve_secrets(config))
             self.lease.check()
             # Files the step wrote that name its staging folder (summaries, Levanter's configs)
@@ -282,6 +292,11 @@ class StepAttempt:
         seconds = time.monotonic() - self.start
         logger.info("%s: SUCCESS in %.1fs", self.label, seconds)
         return StepOutcome(self.node.name, self.output_path, self.partition, "ran", seconds, metadata=metadata)
+
+    def _report(self, line: str, metrics: Any, stream: str) -> None:
+        """A line the running function reported or printed: one Progress event of the run."""
+        event = Progress(self.node.name, self.partition, self.output_path, message=line, metrics=metrics, stream=stream)
+        emit(self.listeners, event)
 
     def _write_metadata(self, result: Any, config: Any, staging: str) -> dict[str, Any]:
         """What the step returned, as ``.executor_metadata.json``: scrubbed like errors (it may quote

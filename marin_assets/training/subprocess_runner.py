@@ -14,13 +14,12 @@ takes the step over. So every subprocess started here
 Left outside: grandchildren that a subprocess starts in another session of their own are not in
 its process group, and the parent-death signal reaches only the direct child.
 
-Progress: while the subprocess runs, a thread follows its log and reports each progress line --
-a Levanter metric record (step, train loss, tokens/s, eval losses) or an lm-eval result row -- as
-a short line through :func:`marin_resources.progress.report_progress`, for the step that started
-the subprocess: when the step runs on Ray, into the Ray task's log and through the driver's relay
-(public Ray API) to the driver; in the driver, to the ``marin.progress`` logger (the command line's
-run log) and to every registered listener (the Dagster bridge writes them to the run's logs). The
-log file itself stays complete.
+Progress: while the subprocess runs, a thread follows its log and reports one progress line per
+training step -- Levanter writes several metric records per step (loss, then throughput, then eval
+losses), merged here into ``step N: loss …, tokens/s …, MFU % …`` with every number in the line's
+metrics -- and each lm-eval result row, through :func:`marin_resources.progress.report_progress`, to
+the reporter of the step that started the subprocess: the engine makes each line a ``Progress``
+event (from a Ray task, through the driver's relay). The log file itself stays complete.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ from collections.abc import Mapping, Sequence
 
 from marin_assets.execution.fence import on_lease_lost
 from marin_assets.training.training_log import JSON_LOGGER_MARK
-from marin_resources.progress import current_step, report_progress
+from marin_resources.progress import Reporter, current_reporter, report_progress
 
 logger = logging.getLogger(__name__)
 
@@ -115,8 +114,12 @@ def progress_metrics(line: str) -> dict[str, float]:
     record = _metric_record(line)
     if record is None:
         return {}
-    out: dict[str, float] = {"step": float(record["step"])}
-    for key, value in _flat(record.get("metrics") or {}).items():
+    return _numbers(record["step"], _flat(record.get("metrics") or {}))
+
+
+def _numbers(step: object, flat: Mapping[str, object]) -> dict[str, float]:
+    out: dict[str, float] = {"step": float(step)} if isinstance(step, int | float) else {}
+    for key, value in flat.items():
         if (
             isinstance(value, (int, float))
             and not isinstance(value, bool)
@@ -127,20 +130,22 @@ def progress_metrics(line: str) -> dict[str, float]:
     return out
 
 
+def _step_line(step: object, flat: Mapping[str, object]) -> str | None:
+    """``step N: loss …, tokens/s …, eval/loss …`` of one step's metrics (None: nothing to show)."""
+    parts = [f"{label} {_number(flat[key])}" for key, label in _PROGRESS_METRICS if key in flat]
+    evals = [f"{key} {_number(value)}" for key, value in flat.items() if key.startswith("eval/")]
+    parts += evals[:_MAX_EVAL_METRICS]
+    return f"step {step}: {', '.join(parts)}" if parts else None
+
+
 def progress_of(line: str) -> str | None:
     """The progress line of one log line, or None: a Levanter metric record becomes
     ``step N: loss …, tokens/s …, eval/loss …``; an lm-eval result row (``|task|…|value|…|``) is
     kept as it is; anything else (warnings, progress bars, summaries) is not progress."""
     stripped = line.strip()
-    if JSON_LOGGER_MARK in line and "{" in line:
+    if JSON_LOGGER_MARK in line:
         record = _metric_record(line)
-        if record is None:
-            return None
-        flat = _flat(record.get("metrics") or {})
-        parts = [f"{label} {_number(flat[key])}" for key, label in _PROGRESS_METRICS if key in flat]
-        evals = [f"{key} {_number(value)}" for key, value in flat.items() if key.startswith("eval/")]
-        parts += evals[:_MAX_EVAL_METRICS]
-        return f"step {record['step']}: {', '.join(parts)}" if parts else None
+        return None if record is None else _step_line(record["step"], _flat(record.get("metrics") or {}))
     if stripped.startswith("|") and stripped.endswith("|") and any(c.isdigit() for c in stripped):
         cells = [c.strip() for c in stripped.strip("|").split("|")]
         if cells and not set(cells[0]) <= set("-: "):  # not the table's rule line
@@ -157,10 +162,13 @@ class _ProgressFollower(threading.Thread):
     ``last_activity`` is when the log last grew (monotonic seconds), ``last_progress`` its last
     progress line."""
 
-    def __init__(self, log_path: str, offset: int, label: str, step: str | None) -> None:
+    def __init__(self, log_path: str, offset: int, label: str, reporter: Reporter | None) -> None:
         super().__init__(name=f"marin-progress-{label}", daemon=True)
-        self.log_path, self.offset, self.label, self.step = log_path, offset, label, step
+        self.log_path, self.offset, self.label, self.reporter = log_path, offset, label, reporter
         self.stopped = threading.Event()
+        # The training step whose metric records are being merged (Levanter logs several per step).
+        self.step: object = None
+        self.metrics: dict[str, object] = {}
         self.last_activity = time.monotonic()
         self.last_progress: str | None = None
 
@@ -181,14 +189,35 @@ class _ProgressFollower(threading.Thread):
                     lines = (pending + chunk).split("\n")
                     pending = lines.pop()
                     for line in lines:
-                        progress = progress_of(line)
-                        if progress is not None:
-                            self.last_progress = progress
-                            report_progress(f"{self.label}: {progress}", step=self.step, metrics=progress_metrics(line))
+                        self._line(line)
                 elif self.stopped.is_set():
+                    self._report_step()
                     return
                 else:
                     self.stopped.wait(POLL_S)
+
+    def _line(self, line: str) -> None:
+        record = _metric_record(line)
+        if record is None:
+            progress = None if JSON_LOGGER_MARK in line else progress_of(line)
+            if progress is not None:
+                self.last_progress = progress
+                report_progress(f"{self.label}: {progress}", to=self.reporter)
+            return
+        if record["step"] != self.step:
+            self._report_step()  # a new step: the previous one is complete
+            self.step = record["step"]
+        self.metrics.update(_flat(record.get("metrics") or {}))
+
+    def _report_step(self) -> None:
+        """One line for the step whose records were merged (when they hold anything to show)."""
+        if self.step is None:
+            return
+        line = _step_line(self.step, self.metrics)
+        if line is not None:
+            self.last_progress = line
+            report_progress(f"{self.label}: {line}", _numbers(self.step, self.metrics), to=self.reporter)
+        self.step, self.metrics = None, {}
 
     def stop(self) -> None:
         self.stopped.set()
@@ -215,8 +244,8 @@ def start(cmd: Sequence[str], log_path: str, env: Mapping[str, str], label: str 
         kill_group(proc)
 
     proc.unregister_fence = on_lease_lost(on_lost)  # type: ignore[attr-defined]
-    # The step this thread runs: the follower thread reports for it (threads are not tagged themselves).
-    follower = _ProgressFollower(log_path, offset, label or os.path.basename(log_path), current_step())
+    # The reporter of the step this thread runs: the follower thread reports for it.
+    follower = _ProgressFollower(log_path, offset, label or os.path.basename(log_path), current_reporter())
     follower.start()
     proc.progress_follower = follower  # type: ignore[attr-defined]
     return proc

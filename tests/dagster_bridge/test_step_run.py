@@ -199,3 +199,26 @@ def test_a_run_of_the_location_runs_its_op_in_the_run_process(prefix, dagster_ho
     lines = [r.event_log_entry.message for r in instance.get_records_for_run(run_id).records]
     assert any(line.startswith(f"Executing steps in process (pid: {os.getpid()})") for line in lines), lines
     assert sum(t == dg.DagsterEventType.ASSET_MATERIALIZATION for t in types) == 2
+
+
+def _say(config: dict) -> dict:
+    print(f"{config['tag']} says hello")
+    return {}
+
+
+def test_what_a_step_prints_is_in_the_run_log_once_under_its_name(prefix, dagster_home, capfd):
+    from marin_assets.execution import ExecutorStep, this_output_path, versioned
+
+    steps = [
+        ExecutorStep(f"say/s{i}", _say, {"output_path": this_output_path(), "tag": versioned(f"s{i}")})
+        for i in range(2)
+    ]
+    instance = dg.DagsterInstance.get()
+    result = dg.materialize(
+        build_step_assets(Experiment("say", steps), prefix=prefix), instance=instance, resources=_resources(prefix)
+    )
+    assert result.success
+    lines = _log_lines(instance, result.run_id)
+    for i in range(2):  # each step's line, tagged with its own step, though both ran at once
+        assert [line for line in lines if f"s{i} says hello" in line] == [f"say/s{i}: s{i} says hello"], lines
+    assert capfd.readouterr().out.count("s0 says hello") == 1  # and printed once

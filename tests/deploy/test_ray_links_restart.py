@@ -9,6 +9,11 @@ subprocess prints Levanter metric records. Checked:
   reached the driver's ``marin.progress`` logger (what the Dagster bridge writes to the run's logs)
   through the relay (public Ray API), with no worker output forwarded to the driver;
 * the driver's job in the dashboard names the Dagster run it serves;
+* a UI-path run (``dagster.materialize`` of the location's step assets, a step on the worker node):
+  the driver's job names the Dagster run and the step, its task is named after the step, and what
+  the step prints is in the driver's output once (the head and the worker node on one machine each
+  run a log monitor: Ray's own forwarding printed every line once per node) and in the run's event
+  log once, under the step's name;
 * ``marin/ray_task`` (the one link: the task page) names the job's submission id (``marin-…``),
   which the dashboard's Jobs API knows (same Ray job id), RUNNING while the driver is connected and
   SUCCEEDED after it exits;
@@ -75,9 +80,10 @@ def train(config):
 describe_driver("dagster run links-test-run (__ASSET_JOB)")
 ensure_ray()
 relay = driver_relay()  # as execution.ray_launch launches a step: its lines come through the relay
-task = run_reporting(recording_placement(train), sys.argv[1], relay.forwarder())
+forwarder = relay.subscribe(lambda line, metrics, stream: logger.info(line) if stream == "progress" else None)
+task = run_reporting(recording_placement(train), forwarder)
 result = CpuConfig().launch(name_task(task, sys.argv[1]), {})
-relay.drain()
+relay.unsubscribe(forwarder)
 placement = result["marin/ran_on"]
 links = {k: v["value"] for k, v in ray_links(placement).items()}
 print("RESULT " + json.dumps({"placement": placement, "links": links, "progress": records}), flush=True)
@@ -151,6 +157,89 @@ def _job_id_of(link: str) -> str:
 
 def _task_link(dashboard: str, submission: str, task: str) -> str:
     return f"{dashboard}/#/jobs/{submission}/tasks/{task}"
+
+
+UI_STEP = "checkpoints/ui_named"
+
+UI_DRIVER = r"""
+import json, sys
+from dataclasses import dataclass
+
+import dagster as dg
+
+from marin_assets.execution.declarations import Experiment
+from marin_assets.dagster_bridge.step_ops import build_step_assets
+from marin_assets.execution import ExecutorStep, this_output_path
+from marin_resources.accelerators import CpuConfig
+from marin_resources.dagster_resources import MarinStorageResource, RayResource
+
+
+@dataclass(frozen=True)
+class Config:
+    output_path: str
+
+
+def speak(config):
+    import os
+    from marin_resources.progress import report_progress
+
+    os.makedirs(config.output_path, exist_ok=True)
+    print("hello from the worker", os.getpid(), flush=True)
+    report_progress("step 1: loss 2.5", {"step": 1.0, "train/loss": 2.5})
+    return {"pid": os.getpid()}
+
+
+step = ExecutorStep(sys.argv[2], speak, Config(this_output_path()), resources=CpuConfig())
+prefix = sys.argv[1]
+instance = dg.DagsterInstance.get()
+result = dg.materialize(
+    build_step_assets(Experiment("ui_named", [step]), prefix=prefix),
+    instance=instance,
+    resources={"marin_storage": MarinStorageResource(prefix=prefix), "ray": RayResource()},
+)
+messages = [e.user_message for e in instance.all_logs(result.run_id) if e.dagster_event is None and e.user_message]
+job = result.dagster_run.job_name
+print("RESULT " + json.dumps({"success": result.success, "run_id": result.run_id, "job": job, "messages": messages}),
+      flush=True)
+"""
+
+
+@pytest.mark.timeout(600)
+def test_a_ui_run_is_named_in_ray_and_its_steps_output_arrives_once(ray_part, tmp_path):
+    state: DeployState = ray_part["state"]
+    env = _client_env(state)
+    env.pop("MARIN_RAY_LOG_TO_DRIVER")  # the default: what a deployed run does
+    env["DAGSTER_HOME"] = str(tmp_path / "dagster_home")
+    os.makedirs(env["DAGSTER_HOME"])
+    proc = subprocess.run(
+        [sys.executable, "-c", UI_DRIVER, str(tmp_path / "prefix"), UI_STEP],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=500,
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line is not None, f"rc {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    result = json.loads(line[len("RESULT ") :])
+    assert result["success"], proc.stderr[-5000:]
+    # The step's printed line: once in the driver's output (the run's captured stdout), once in the
+    # run's event log under the step's name; its progress line too.
+    printed = [x for x in proc.stdout.splitlines() if "hello from the worker" in x and not x.startswith("RESULT ")]
+    assert len(printed) == 1 and printed[0].startswith(f"({UI_STEP}) "), proc.stdout[-3000:]
+    logged = [m for m in result["messages"] if "hello from the worker" in m]
+    assert len(logged) == 1 and logged[0].startswith(f"{UI_STEP}: hello from the worker"), result["messages"]
+    assert f"{UI_STEP}: step 1: loss 2.5" in result["messages"], result["messages"]
+    # Ray's job list names the Dagster run and the step; the job's task is named after the step.
+    run_id = result["run_id"]
+    jobs = _api(state, "/api/jobs/")
+    (job,) = [j for j in jobs if run_id in (j.get("entrypoint") or "")]
+    assert job["entrypoint"] == f"dagster run {run_id} ({result['job']}, step {UI_STEP})", job
+    tasks = _api(
+        state,
+        f"/api/v0/tasks?detail=1&limit=1000&filter_keys=job_id&filter_predicates=%3D&filter_values={job['job_id']}",
+    )
+    assert UI_STEP in {t["name"] for t in tasks["data"]["result"]["result"]}
 
 
 @pytest.mark.timeout(900)

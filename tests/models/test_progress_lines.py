@@ -62,17 +62,42 @@ def test_a_subprocess_progress_is_logged_not_printed_outside_ray_while_its_log_s
     assert not [r for r in caplog.records if r.name == PROGRESS_LOGGER and "step 99" in r.getMessage()]
 
 
-def test_a_training_subprocess_progress_carries_its_numbers_to_progress_sinks(tmp_path):
-    """tokens/s, MFU and step time reach a front end as numbers (``ProgressEvent.metrics``)."""
-    from marin_resources.progress import progress_sink
+def test_levanters_records_of_one_step_are_one_line_with_every_number(tmp_path):
+    """Levanter logs a step's loss and its throughput as separate records: one line per step."""
+    from marin_resources.progress import reporting_to
+
+    lines = []
+    for step in range(1, 4):
+        lines.append(_record(step, {"train": {"loss": 5.0 - step}}))
+        lines.append(_record(step, {"throughput": {"tokens_per_second": 1000.0 * step, "mfu": 0.25}}))
+    code = "".join(f"print({line!r}, flush=True)\n" for line in lines)
+    heard: list[tuple[str, dict, str]] = []
+    with reporting_to(lambda line, metrics, stream: heard.append((line, dict(metrics), stream))):
+        proc = subprocess_runner.start([sys.executable, "-c", code], str(tmp_path / "train.log"), {}, label="train")
+        assert subprocess_runner.wait(proc, timeout_s=60) == 0
+    assert [line for line, _, _ in heard] == [
+        f"train: step {step}: loss {5.0 - step:g}, tokens/s {1000 * step}, MFU % 0.25" for step in range(1, 4)
+    ]
+    assert heard[-1][1] == {
+        "step": 3.0,
+        "train/loss": 2.0,
+        "throughput/tokens_per_second": 3000.0,
+        "throughput/mfu": 0.25,
+    }
+    assert {stream for _, _, stream in heard} == {"progress"}
+
+
+def test_a_training_subprocess_progress_carries_its_numbers_to_its_reporter(tmp_path):
+    """tokens/s, MFU and step time reach a front end as numbers (``Progress.metrics``)."""
+    from marin_resources.progress import reporting_to
 
     line = _record(
         7, {"train": {"loss": 3.5}, "throughput": {"tokens_per_second": 1000.0, "mfu": 41.5, "duration": 0.5}}
     )
-    seen = []
-    with progress_sink(seen.append):
+    seen: list[tuple[str, dict]] = []
+    with reporting_to(lambda text, metrics, stream: seen.append((text, dict(metrics)))):
         proc = subprocess_runner.start([sys.executable, "-c", f"print({line!r})"], str(tmp_path / "t.log"), {}, "train")
         assert subprocess_runner.wait(proc, timeout_s=60) == 0
-    assert [(e.line, e.metrics["throughput/mfu"], e.metrics["throughput/duration"]) for e in seen] == [
+    assert [(text, metrics["throughput/mfu"], metrics["throughput/duration"]) for text, metrics in seen] == [
         ("train: step 7: loss 3.5, tokens/s 1000, MFU % 41.5, step s 0.5", 41.5, 0.5)
     ]

@@ -1,11 +1,11 @@
-"""Progress lines of a step on a Ray worker reach a real Dagster run's logs and its materialization
-through the public channel (``marin_resources.progress``: the driver's relay actor), not by reading
-Ray's forwarded stdout.
+"""A step on a Ray worker, run by the Dagster op (the UI path): its progress lines and what it prints
+reach the run's event log once each, under the step's name, and its materialization -- through the
+engine's stream and the driver's relay (``marin_resources.progress``, public Ray API), not by reading
+Ray's forwarded stdout (``log_to_driver`` is off); the printed line is in the driver's own output
+once. Without Ray, the step's thread reports to the attempt's listeners.
 
-The driver is a separate process connected to the package's embedded head with
-``MARIN_RAY_LOG_TO_DRIVER=0`` -- Ray then forwards none of its workers' output to it, so a line that
-arrives came through the relay. The remote-node form (a worker node, a driver over Ray Client) is
-``tests/deploy/test_ray_links_restart.py``.
+The driver is a separate process connected to the package's embedded head. The remote-node form
+(a worker node, a driver over Ray Client) is ``tests/deploy/test_ray_links_restart.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import pytest
 pytestmark = pytest.mark.ray
 
 REPO = Path(__file__).resolve().parents[2]
+STEP = "checkpoints/progress_model"
 
 DRIVER = r"""
 import json, os, sys
@@ -29,10 +30,11 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.progress import with_progress_logs
-from marin_assets.execution import ExecutorStep, run_steps, this_output_path
-from marin_assets.execution.status import read_metadata
+from marin_assets.execution.declarations import Experiment
+from marin_assets.dagster_bridge.step_ops import build_step_assets
+from marin_assets.execution import ExecutorStep, this_output_path
 from marin_resources.accelerators import CpuConfig
+from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
 
 @dataclass(frozen=True)
@@ -44,52 +46,47 @@ def train(config):
     import json, os, sys
     from marin_assets.training import subprocess_runner
 
+    # Levanter writes several metric records per step (loss, then throughput): one line per step.
+    records = []
+    for i in range(3):
+        records.append({"train": {"loss": 6.0 - i}})
+        records.append({"throughput": {"tokens_per_second": 100.0 * (i + 1), "mfu": 0.5}})
     code = "".join(
-        "print(%r, flush=True)\n" % json.dumps({"tracker": "json_logger", "event": "log", "step": i,
-                                               "metrics": {"train": {"loss": 6.0 - i}}})
-        for i in range(3)
+        "print(%r, flush=True)\n" % json.dumps({"tracker": "json_logger", "event": "log", "step": i // 2,
+                                               "metrics": metrics})
+        for i, metrics in enumerate(records)
     )
     os.makedirs(config.output_path, exist_ok=True)
     log = os.path.join(config.output_path, "train.log")
+    print("hello from the worker", flush=True)
     proc = subprocess_runner.start([sys.executable, "-c", code], log, dict(os.environ), label="train")
     assert subprocess_runner.wait(proc, 120) == 0
     return {"pid": os.getpid()}
 
 
-step = ExecutorStep("checkpoints/progress_model", train, TrainConfig(this_output_path()), resources=CpuConfig())
-
-
-def compute(context):
-    report = run_steps([step], sys.argv[1])
-    return dg.MaterializeResult(metadata={"outcome": read_metadata(report.outcomes[0].output_path)})
-
-
-@dg.asset(name="progress_model")
-def progress_model(context):
-    return with_progress_logs(compute)(context)
-
-
-instance = dg.DagsterInstance.ephemeral()
-result = dg.materialize([progress_model], instance=instance)
+step = ExecutorStep(sys.argv[2], train, TrainConfig(this_output_path()), resources=CpuConfig())
+prefix = sys.argv[1]
+instance = dg.DagsterInstance.get()
+result = dg.materialize(
+    build_step_assets(Experiment("progress", [step]), prefix=prefix),
+    instance=instance,
+    resources={"marin_storage": MarinStorageResource(prefix=prefix), "ray": RayResource()},
+)
 messages = [e.user_message for e in instance.all_logs(result.run_id) if e.dagster_event is None and e.user_message]
-metadata = result.asset_materializations_for_node("progress_model")[0].metadata["outcome"].value
+(materialization,) = result.get_asset_materialization_events()
+metadata = {k: v.value for k, v in materialization.event_specific_data.materialization.metadata.items()}
 print("RESULT " + json.dumps({"success": result.success, "messages": messages, "metadata": metadata,
-                              "driver_pid": os.getpid()}), flush=True)
+                              "driver_pid": os.getpid()}, default=str), flush=True)
 """
 
 
 @pytest.mark.timeout(240)
-def test_a_ray_workers_progress_reaches_the_dagster_run_without_its_stdout(ray_head, ray_tmpdir, tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    env.update(
-        MARIN_RAY_TMPDIR=ray_tmpdir,
-        MARIN_RAY_LOG_TO_DRIVER="0",  # Ray forwards no worker output to this driver
-        PYTHONPATH=str(REPO),
-        DAGSTER_HOME=str(tmp_path / "dagster_home"),
-    )
+def test_a_ray_workers_progress_and_output_reach_the_dagster_run_once(ray_head, ray_tmpdir, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") and k != "MARIN_RAY_LOG_TO_DRIVER"}
+    env.update(MARIN_RAY_TMPDIR=ray_tmpdir, PYTHONPATH=str(REPO), DAGSTER_HOME=str(tmp_path / "dagster_home"))
     os.makedirs(env["DAGSTER_HOME"], exist_ok=True)
     proc = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(tmp_path / "prefix")],
+        [sys.executable, "-c", DRIVER, str(tmp_path / "prefix"), STEP],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -99,36 +96,18 @@ def test_a_ray_workers_progress_reaches_the_dagster_run_without_its_stdout(ray_h
     line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
     assert line is not None, f"rc {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     result = json.loads(line[len("RESULT ") :])
-    assert result["success"]
-    # The step ran in a Ray worker, not in the driver.
-    assert result["metadata"]["pid"] != result["driver_pid"]
-    expected = [f"checkpoints/progress_model: train: step {i}: loss {6.0 - i:g}" for i in range(3)]
-    assert [m for m in result["messages"] if "train: step" in m] == expected, result["messages"]
-    # The materialization carries the step's last line and how many there were.
-    assert result["metadata"]["marin/progress"] == "train: step 2: loss 4"
+    assert result["success"], proc.stderr[-5000:]
+    # One progress line per training step (its two records merged), under the step's name.
+    expected = [f"train: step {i}: loss {6.0 - i:g}, tokens/s {100 * (i + 1)}, MFU % 0.5" for i in range(3)]
+    assert [m for m in result["messages"] if "train: step" in m] == [f"{STEP}: {x}" for x in expected]
+    # The printed line: once in the run's event log, under the step's name; once in the driver's output.
+    assert [m for m in result["messages"] if "hello from the worker" in m] == [f"{STEP}: hello from the worker"]
+    printed = [x for x in proc.stdout.splitlines() if "hello from the worker" in x and not x.startswith("RESULT ")]
+    assert printed == [f"({STEP}) hello from the worker"], proc.stdout[-3000:]
+    # The materialization carries the step's last progress line, how many there were, and where it ran.
+    assert result["metadata"]["marin/progress"] == expected[-1]
     assert result["metadata"]["marin/progress_lines"] == 3
-
-
-def test_an_in_process_steps_progress_is_tagged_and_summarised(tmp_path):
-    """Without Ray: the step's thread tags its lines, a listener gets them, its metadata sums them up."""
-    from marin_assets.execution import ExecutorStep, run_steps, this_output_path
-    from marin_assets.execution.status import read_metadata
-    from marin_resources.progress import ProgressEvent, progress_sink, report_progress
-
-    def step_fn(config: dict) -> dict:
-        for i in range(2):
-            report_progress(f"eval: step {i}")
-        return {"done": True}
-
-    seen: list[ProgressEvent] = []
-    step = ExecutorStep("evaluation/inproc", step_fn, {"output_path": this_output_path()})
-    with progress_sink(seen.append):
-        report = run_steps([step], str(tmp_path))
-    assert seen == [ProgressEvent("evaluation/inproc", f"eval: step {i}") for i in range(2)]
-    metadata = read_metadata(report.outcomes[0].output_path)
-    assert metadata["marin/progress"] == "eval: step 1" and metadata["marin/progress_lines"] == 2
-    report_progress("after the block")  # no listener left: nothing more arrives
-    assert len(seen) == 2
+    assert result["metadata"]["pid"] != result["driver_pid"]  # it ran in a Ray worker
 
 
 # The modules a progress line passes through, from the subprocess's log to the Dagster run's log.
