@@ -11,7 +11,11 @@ test_dagster_internals.py`` checks), so an upgrade is checked here and nowhere e
   cannot change without a migration) is used and one warning says so; should Dagster ever rename
   the tag itself, partition-set observations stop carrying a data version and steps that read
   every partition no longer turn *unsynced* when a drop is added (``test_partition_set_tag_*``
-  fails).
+  fails). :data:`CODE_VERSION_TAG`, :data:`DATA_VERSION_IS_USER_PROVIDED_TAG`,
+  :data:`INPUT_DATA_VERSION_TAG_PREFIX` and :data:`INPUT_EVENT_POINTER_TAG_PREFIX` come from the
+  same module with the same fallback: the tags a materialization Dagster computes carries, which
+  the materializations this project logs itself (an input a run brought along, a command-line
+  run's record) carry too, so staleness reads them as it reads Dagster's own.
 * The rest are imported when called, so a move breaks only its caller, never the code location:
   :func:`stale_causes` / :func:`stale_status` (what the UI's *Unsynced* shows; Dagster serves it
   only through GraphQL) for the tests; :func:`validated_instance_config` (a ``dagster.yaml``
@@ -29,7 +33,13 @@ import dagster as dg
 PERSISTED_DATA_VERSION_TAG = "dagster/data_version"
 
 try:
-    from dagster._core.definitions.data_version import DATA_VERSION_TAG
+    from dagster._core.definitions.data_version import (
+        CODE_VERSION_TAG,
+        DATA_VERSION_IS_USER_PROVIDED_TAG,
+        DATA_VERSION_TAG,
+        INPUT_DATA_VERSION_TAG_PREFIX,
+        INPUT_EVENT_POINTER_TAG_PREFIX,
+    )
 except ImportError as exc:  # a Dagster upgrade moved it: the persisted value is the same (see above)
     logging.getLogger(__name__).warning(
         "dagster %s: dagster._core.definitions.data_version.DATA_VERSION_TAG is gone (%s); partition-set "
@@ -39,6 +49,10 @@ except ImportError as exc:  # a Dagster upgrade moved it: the persisted value is
         PERSISTED_DATA_VERSION_TAG,
     )
     DATA_VERSION_TAG = PERSISTED_DATA_VERSION_TAG
+    CODE_VERSION_TAG = "dagster/code_version"
+    DATA_VERSION_IS_USER_PROVIDED_TAG = "dagster/data_version_is_user_provided"
+    INPUT_DATA_VERSION_TAG_PREFIX = "dagster/input_data_version"
+    INPUT_EVENT_POINTER_TAG_PREFIX = "dagster/input_event_pointer"
 
 
 def _stale_resolver(defs: dg.Definitions, instance: dg.DagsterInstance) -> Any:

@@ -46,10 +46,17 @@ import dagster as dg
 
 from marin_assets.browse.links import browser_url
 from marin_assets.dagster_bridge.assets import RUN_ID_TAG
+from marin_assets.dagster_bridge.dagster_internals import DATA_VERSION_TAG
 from marin_assets.dagster_bridge.location_graph import AssetKeys, location_asset_keys, location_graphs
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
 from marin_assets.dagster_bridge.partition_sets import observation, partition_set_key, partition_set_version
-from marin_assets.dagster_bridge.unit_run import CLI_RECORDING_SOURCE, SOURCE_TAG, code_version_of, unit_label
+from marin_assets.dagster_bridge.unit_run import (
+    CLI_RECORDING_SOURCE,
+    SOURCE_TAG,
+    code_version_of,
+    unit_label,
+    version_tags,
+)
 from marin_assets.execution.discovery import ENV_VAR, Script, discover, project_root, script_of_file
 from marin_assets.execution.observers import register_run_observer
 from marin_assets.execution.runner import ExecutionReport, StepOutcome, StepRunner, Unit
@@ -74,13 +81,6 @@ OBSERVER_NAME = "dagster"
 MAX_PROGRESS_LINES = 200
 """Progress lines recorded per step at most (evenly spaced, the last one always): each is an event."""
 
-# Dagster's tag names for what a materialization was computed from (what staleness compares). A
-# materialization Dagster computes itself carries them; this recording writes them the same way.
-CODE_VERSION_TAG = "dagster/code_version"
-DATA_VERSION_TAG = "dagster/data_version"
-USER_DATA_VERSION_TAG = "dagster/data_version_is_user_provided"
-INPUT_DATA_VERSION_PREFIX = "dagster/input_data_version/"
-INPUT_EVENT_POINTER_PREFIX = "dagster/input_event_pointer/"
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -284,12 +284,9 @@ def materialization_of(
     url = browser_url(record.output_path, prefix)
     if url:
         metadata["marin/browser"] = dg.MetadataValue.url(url)
-    tags = {CODE_VERSION_TAG: code_version_of(node), DATA_VERSION_TAG: node.hash, USER_DATA_VERSION_TAG: "true"}
-    for key, (version, storage_id) in inputs.items():
-        if version is not None:
-            tags[INPUT_DATA_VERSION_PREFIX + key.to_user_string()] = version
-            tags[INPUT_EVENT_POINTER_PREFIX + key.to_user_string()] = str(storage_id) if storage_id else "NULL"
-    return dg.AssetMaterialization(asset_key=record.key, partition=record.partition, metadata=metadata, tags=tags)
+    return dg.AssetMaterialization(
+        asset_key=record.key, partition=record.partition, metadata=metadata, tags=version_tags(node, inputs)
+    )
 
 
 def _cause(record: UnitRecord, failed: Sequence[UnitRecord]) -> str:

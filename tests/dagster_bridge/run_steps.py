@@ -90,3 +90,19 @@ def talk(config: NapConfig) -> dict[str, Any]:
 
     report_progress(f"train: step 1: loss 2.0 ({config.tag})")
     return nap(config)
+
+
+def research_chain(prep_version: int, train_seconds: float = 0.1, name: str = "team") -> dict[str, ExecutorStep]:
+    """The issue-36 reproduction: ``prep`` (``versioned(prep_version)``) -> ``features`` -> ``train``
+    -> ``evaluate``; ``train`` naps ``train_seconds``."""
+    prep = ExecutorStep(f"{name}/prep", nap, NapConfig(this_output_path(), 0.1, "prep", [versioned(prep_version)]))
+    features = ExecutorStep(
+        f"{name}/features", nap, NapConfig(this_output_path(), 0.1, "features", [output_path_of(prep)])
+    )
+    train = ExecutorStep(
+        f"{name}/train", nap, NapConfig(this_output_path(), train_seconds, "train", [output_path_of(features)])
+    )
+    evaluate = ExecutorStep(
+        f"{name}/evaluate", nap, NapConfig(this_output_path(), 0.1, "evaluate", [output_path_of(train)])
+    )
+    return {"prep": prep, "features": features, "train": train, "evaluate": evaluate}
