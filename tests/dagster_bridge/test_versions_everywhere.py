@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
@@ -97,3 +98,18 @@ def test_cancelling_a_lease_stops_its_step_and_deletes_the_lease(prefix):
     other.release()
     lease.release()
     time.sleep(0)
+
+
+def test_a_watched_step_is_an_op_of_its_own_and_the_rest_stay_packed(prefix, dagster_home):
+    chain = research_chain(1)
+    steps = [chain["prep"], chain["features"], dataclasses.replace(chain["train"], watched=True), chain["evaluate"]]
+    assets = build_step_assets(Experiment("team", steps), prefix=prefix)
+    ops = {a.node_def.name: sorted(k.path[-1] for k in a.keys) for a in assets}
+    # train has its own op; evaluate (after it) is packed apart from prep and features (before it).
+    assert ops == {"team__steps": ["features", "prep"], "team__team__train": ["train"], "team__steps_l1": ["evaluate"]}
+    instance = dg.DagsterInstance.get()
+    result = dg.materialize(assets, instance=instance, resources=_resources(prefix))
+    assert result.success
+    # Dagster's own step events: train ran as a step of the run, with its own start and success.
+    steps_succeeded = {e.step_key for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_SUCCESS}
+    assert steps_succeeded == set(ops)
