@@ -20,7 +20,8 @@ test_dagster_internals.py`` checks), so an upgrade is checked here and nowhere e
   :func:`stale_causes` / :func:`stale_status` (what the UI's *Unsynced* shows; Dagster serves it
   only through GraphQL) for the tests; :func:`validated_instance_config` (a ``dagster.yaml``
   checked against Dagster's schema) for the deployment tests; :func:`code_server_snapshots`
-  (what a code server sends the webserver) for ``bench/location_load.py``.
+  (what a code server sends the webserver) for ``bench/location_load.py``; :func:`set_run_times`
+  (a recorded command-line run's real start and end, its *Duration*) for ``recording.py``.
 """
 
 from __future__ import annotations
@@ -96,3 +97,31 @@ def code_server_snapshots(repository: Any) -> list[Any]:
 
     snap = RepositorySnap.from_def(repository, defer_snapshots=True)
     return [snap] + [JobDataSnap.from_job_def(job, include_parent_snapshot=True) for job in repository.get_all_jobs()]
+
+
+def set_run_times(instance: dg.DagsterInstance, run_id: str, started: float, ended: float) -> None:
+    """Make a finished run's start and end times (the UI's *Duration*) ``started`` and ``ended``.
+
+    For the record of a command-line run (``recording.py``), written when the command ended: its
+    Dagster run would otherwise last as long as the recording. The run storage takes a run event's
+    time as the run's start or end (``handle_run_event``); the run's start and its final status are
+    replayed there at the given times, and nothing is added to its event log.
+    """
+    from datetime import UTC, datetime
+
+    from dagster._core.events import DagsterEvent, DagsterEventType
+
+    run = instance.get_run_by_id(run_id)
+    if run is None or not run.is_finished:
+        raise ValueError(f"run {run_id} is not a finished run of this instance")
+    final = {
+        dg.DagsterRunStatus.SUCCESS: DagsterEventType.RUN_SUCCESS,
+        dg.DagsterRunStatus.FAILURE: DagsterEventType.RUN_FAILURE,
+        dg.DagsterRunStatus.CANCELED: DagsterEventType.RUN_CANCELED,
+    }[run.status]
+    for event_type, when in ((DagsterEventType.RUN_START, started), (final, ended)):
+        instance.run_storage.handle_run_event(
+            run_id,
+            DagsterEvent(event_type_value=event_type.value, job_name=run.job_name),
+            update_timestamp=datetime.fromtimestamp(when, UTC),
+        )

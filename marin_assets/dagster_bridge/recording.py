@@ -15,8 +15,9 @@ Nothing is computed again: the run's single op reports, in the order the units f
 
 Only public Dagster API is used: a job executed in process on the instance, ``context.log_event``,
 ``DagsterInstance.fetch_materializations`` / ``fetch_observations`` / ``report_runless_asset_event``.
-The Dagster run is written when the command ends (its own start and end times are the recording's);
-the engine's timings are in each materialization and in the log lines.
+The Dagster run is written when the command ends; its start and end times are then set to when the
+steps ran (``executor_main`` passes them), so its *Duration* is the command's, not the recording's.
+The engine's timings are in each materialization and in the log lines.
 
 The assets are keyed as the code location keys them (its discovered experiment scripts, see
 ``execution/discovery.py``): a step the location defines (same name and code version) is recorded
@@ -46,7 +47,7 @@ import dagster as dg
 
 from marin_assets.browse.links import browser_url
 from marin_assets.dagster_bridge.assets import RUN_ID_TAG
-from marin_assets.dagster_bridge.dagster_internals import DATA_VERSION_TAG
+from marin_assets.dagster_bridge.dagster_internals import DATA_VERSION_TAG, set_run_times
 from marin_assets.dagster_bridge.location_graph import AssetKeys, location_asset_keys, location_graphs
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
 from marin_assets.dagster_bridge.partition_sets import observation, partition_set_key, partition_set_version
@@ -346,6 +347,8 @@ def record_cli_run(
     caller: str | None = None,
     scripts: Sequence[Script] | None = None,
     report: ExecutionReport | None = None,
+    started: float | None = None,
+    ended: float | None = None,
     **_: Any,
 ) -> list[str]:
     """Record the command-line run in the Dagster instance as one run; returns its Dagster run id
@@ -353,7 +356,9 @@ def record_cli_run(
 
     ``caller`` is the script's file (to name the run); ``scripts`` the location's scripts
     (default: discovered as the code location does); ``report`` the engine's outcomes (without
-    it, each unit's action is read from its status file and its seconds are unknown).
+    it, each unit's action is read from its status file and its seconds are unknown); ``started``
+    and ``ended`` when the steps ran (the recorded run's start and end, its *Duration* in the UI;
+    without them, the recording's own).
     """
     if not os.environ.get("DAGSTER_HOME"):
         logger.info("DAGSTER_HOME is not set: not recording this run in a Dagster instance")
@@ -410,6 +415,8 @@ def record_cli_run(
     if not result.success and not any(r.action in ("failed", "dep_failed") for r in records):
         # Not the steps' failure (that one the run reports on purpose): the recording's own.
         raise RuntimeError(f"the recording run {result.run_id} failed; its event log in the instance says why")
+    if started is not None and ended is not None:
+        set_run_times(instance, result.run_id, started, ended)
     logger.info("recorded in Dagster instance %s as run %s", os.environ["DAGSTER_HOME"], result.run_id)
     return [result.run_id]
 

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 
@@ -101,9 +100,8 @@ def test_cancelling_a_lease_stops_its_step_and_deletes_the_lease(prefix):
 
 
 def test_a_watched_step_is_an_op_of_its_own_and_the_rest_stay_packed(prefix, dagster_home):
-    chain = research_chain(1)
-    steps = [chain["prep"], chain["features"], dataclasses.replace(chain["train"], watched=True), chain["evaluate"]]
-    assets = build_step_assets(Experiment("team", steps), prefix=prefix)
+    chain = research_chain(1, train_watched=True)
+    assets = build_step_assets(Experiment("team", list(chain.values())), prefix=prefix)
     ops = {a.node_def.name: sorted(k.path[-1] for k in a.keys) for a in assets}
     # train has its own op; evaluate (after it) is packed apart from prep and features (before it).
     assert ops == {"team__steps": ["features", "prep"], "team__team__train": ["train"], "team__steps_l1": ["evaluate"]}
