@@ -285,7 +285,7 @@ def run_ray(work: str, drop_id: str, workers: int) -> list[dict[str, Any]]:
     import ray
 
     from marin_assets.core.shard_stage import ShardPool, shard_pool
-    from marin_resources.ray_cluster import prepare_private_ray
+    from marin_resources.ray_head import prepare_private_ray
 
     temp = tempfile.mkdtemp(prefix="bcp-", dir="/tmp")
     # Closed like the embedded head (loopback, token in `temp`): otherwise Ray 2.60 would write a

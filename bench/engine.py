@@ -85,7 +85,8 @@ def main() -> None:
 
         import dagster as dg
 
-        from marin_assets.dagster_bridge import Experiment, build_step_assets
+        from marin_assets.dagster_bridge.step_ops import build_step_assets
+        from marin_assets.execution.declarations import Experiment
         from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
         t = time.perf_counter()

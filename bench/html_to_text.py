@@ -138,7 +138,7 @@ def main() -> None:
     if args.ray:
         import ray
 
-        from marin_resources.ray_cluster import ensure_ray
+        from marin_resources.ray_connect import ensure_ray
 
         ensure_ray()
         with shard_pool(ShardPool(backend="ray")):

@@ -281,7 +281,7 @@ def measure(repo: str, tmp: str, size: str, extra: list[str]) -> tuple[Run, Run,
     """First run on a fresh prefix/home, then the fully cached re-run."""
     ray_tmp = tempfile.mkdtemp(prefix="mrb-", dir="/tmp")
     prefix, home = os.path.join(tmp, "data"), os.path.join(tmp, "dagster_home")
-    from marin_resources.ray_cluster import stop_embedded_head
+    from marin_resources.ray_head import stop_embedded_head
 
     try:
         first = run_readme_command(repo, prefix, home, ray_tmp, size, extra)

@@ -223,7 +223,8 @@ def main() -> None:
     ray_tmp = tempfile.mkdtemp(prefix="mbt-", dir="/tmp")
     os.environ["MARIN_RAY_TMPDIR"] = ray_tmp
     try:
-        from marin_resources.ray_cluster import ensure_ray, stop_embedded_head
+        from marin_resources.ray_connect import ensure_ray
+        from marin_resources.ray_head import stop_embedded_head
 
         cpus = int(ensure_ray().get("CPU", 1))
         build_cache(files[:1], os.path.join(work, "ray-warm/train"), tok_dir, workers=1, backend="ray")

@@ -104,7 +104,7 @@ import json
 import os
 
 from benchsteps import steps
-from marin_assets.dagster_bridge import Experiment
+from marin_assets.execution.declarations import Experiment
 from marin_assets.definitions import build_definitions
 
 import dagster as dg

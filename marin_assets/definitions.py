@@ -22,10 +22,10 @@ import logging
 import os
 import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.assets import SOURCE_TAG, StepAssetMember, assemble_step_ops, step_asset_members
 from marin_assets.dagster_bridge.landing_assets import (
     build_landing_status_sensor,
     landing_key,
@@ -35,6 +35,7 @@ from marin_assets.dagster_bridge.landing_assets import (
 from marin_assets.dagster_bridge.landing_sensor import build_landing_sensor
 from marin_assets.dagster_bridge.location_graph import (
     AssetKeys,
+    GraphView,
     asset_key_for,
     location_asset_keys,
     location_graphs,
@@ -42,12 +43,15 @@ from marin_assets.dagster_bridge.location_graph import (
 )
 from marin_assets.dagster_bridge.maintenance_jobs import MAINTENANCE_JOBS
 from marin_assets.dagster_bridge.partition_sets import build_partition_set_sensor, partition_set_assets
-from marin_assets.dagster_bridge.step_ops import RUN_EXECUTOR
+from marin_assets.dagster_bridge.step_ops import RUN_EXECUTOR, assemble_step_ops
+from marin_assets.dagster_bridge.step_specs import StepAssetMember, step_asset_members
+from marin_assets.dagster_bridge.unit_run import SOURCE_TAG
 from marin_assets.execution.declarations import Experiment, declared_partition_sources
 from marin_assets.execution.discovery import Script, discover
-from marin_assets.execution.executor_main import default_prefix
+from marin_assets.execution.versioning import StepGraph
 from marin_assets.landing.zone import LandingDrops
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
+from marin_resources.storage import default_prefix
 
 logger = logging.getLogger("marin.definitions")
 ERROR_PREFIX = "experiment_errors"
@@ -129,31 +133,49 @@ def storage_resource() -> MarinStorageResource:
     return MarinStorageResource()
 
 
+LandingWatch = tuple[LandingDrops, str, list[dg.AssetKey]]
+"""A watched landing zone: its drops, the partition set they fill, the assets of one drop."""
+
+
+@dataclass
+class ExperimentDefinitions:
+    """What one experiment adds to the code location."""
+
+    members: list[StepAssetMember] = field(default_factory=list)
+    jobs: list[dg.UnresolvedAssetJobDefinition] = field(default_factory=list)
+    schedules: list[dg.ScheduleDefinition] = field(default_factory=list)
+    sensors: list[dg.SensorDefinition] = field(default_factory=list)
+    landing: list[LandingWatch] = field(default_factory=list)
+
+    def extend(self, other: ExperimentDefinitions) -> None:
+        for name in ("members", "jobs", "schedules", "sensors", "landing"):
+            getattr(self, name).extend(getattr(other, name))
+
+
 def _experiment_definitions(
     experiment: Experiment,
-    graph,
+    graph: StepGraph | GraphView,
     keys: AssetKeys,
     partitions_defs: dict[str, dg.PartitionsDefinition],
     emitted: dict[dg.AssetKey, str],
     claimed_sources: dict[str, str],
     prefix: str,
     set_sources: dict[str, str] | None = None,
-) -> tuple[list, list, list, list, list]:
-    """Asset members, jobs, schedules, sensors and landing assets of one experiment (raises on a bad one).
+) -> ExperimentDefinitions:
+    """Asset members, jobs, schedules, sensors and landing zones of one experiment (raises on a bad one).
 
     ``claimed_sources`` (landing source -> experiment watching it) and ``set_sources`` (partition
     set -> the landing source feeding it) are shared by the location's experiments (mutated): each
     source has one sensor, and a partition set holds the drops of one source only.
     """
-    set_sources = {} if set_sources is None else set_sources
     members = step_asset_members(experiment, partitions_defs, prefix, keys, graph, emitted)
     partition_sets = {m.partition_set for m in members if m.partition_set is not None}
     if len(partition_sets) > 1:
         raise ValueError(f"experiment {experiment.name} mixes partition sets {sorted(partition_sets)}")
     partitions_def = partitions_defs[partition_sets.pop()] if partition_sets else None
-    jobs: list = []
+    parts = ExperimentDefinitions(members=members)
     if experiment.job:
-        jobs.append(
+        parts.jobs.append(
             dg.define_asset_job(
                 f"{experiment.name}_job",
                 selection=dg.AssetSelection.groups(experiment.name),
@@ -162,12 +184,20 @@ def _experiment_definitions(
                 tags={SOURCE_TAG: "dagster", "marin/experiment": experiment.name},
             )
         )
-    schedules: list = []
-    sensors: list = []
-    landing: list = []
+    _add_schedules(parts, experiment, graph, keys)
+    _add_landing_zones(
+        parts, experiment, graph, keys, partitions_defs, claimed_sources, {} if set_sources is None else set_sources
+    )
+    return parts
+
+
+def _add_schedules(
+    parts: ExperimentDefinitions, experiment: Experiment, graph: StepGraph | GraphView, keys: AssetKeys
+) -> None:
+    """A job and a schedule per ``StepSchedule`` of the experiment."""
     for step_schedule in experiment.schedules:
         # Only the listed steps; inputs that are not materialized (the caches of drops that
-        # arrived since the last run) are brought along by the run itself (unit_run.bring_inputs).
+        # arrived since the last run) are brought along by the run itself (step_run._bring_inputs).
         scheduled = [keys.key_for(graph.resolved(s)) for s in step_schedule.steps if s.partitioned_by is None]
         scheduled_job = dg.define_asset_job(
             f"{step_schedule.name}_job",
@@ -175,8 +205,8 @@ def _experiment_definitions(
             description=step_schedule.description,
             tags={SOURCE_TAG: "schedule", "marin/experiment": experiment.name},
         )
-        jobs.append(scheduled_job)
-        schedules.append(
+        parts.jobs.append(scheduled_job)
+        parts.schedules.append(
             dg.ScheduleDefinition(
                 name=step_schedule.name,
                 job=scheduled_job,
@@ -189,11 +219,25 @@ def _experiment_definitions(
                 ),
             )
         )
-    # A landing zone declared as a partition set's source (and no earlier experiment watches): a
-    # new drop there adds a partition and runs every asset of that drop (raw -> ... -> consolidated)
-    # in one run; partition-free inputs (the classifier) come along with the first run that finds
-    # them missing. Steps that read every drop (training) are not in it: a schedule or an explicit
-    # request runs them.
+
+
+def _add_landing_zones(
+    parts: ExperimentDefinitions,
+    experiment: Experiment,
+    graph: StepGraph | GraphView,
+    keys: AssetKeys,
+    partitions_defs: dict[str, dg.PartitionsDefinition],
+    claimed_sources: dict[str, str],
+    set_sources: dict[str, str],
+) -> None:
+    """The drop job and landing sensor of each landing zone the experiment declares as a partition
+    set's source (and no earlier experiment watches), and the lineage edge to its raw asset.
+
+    A new drop there adds a partition and runs every asset of that drop (raw -> ... -> consolidated)
+    in one run; partition-free inputs (the classifier) come along with the first run that finds
+    them missing. Steps that read every drop (training) are not in it: a schedule or an explicit
+    request runs them.
+    """
     partitioned = [n.step for n in graph.topological() if n.partitioned_by is not None]
     declared = {**declared_partition_sources(partitioned), **experiment.partitions}
     for set_name, drops in sorted(declared.items()):
@@ -209,7 +253,7 @@ def _experiment_definitions(
             )
         # The lineage edge landing/<source> -> the steps reading it (their raw asset).
         readers = {keys.key_for(n) for n in graph.topological() if n.step.partition_source == drops}
-        for member in members:
+        for member in parts.members:
             if member.spec.key in readers:
                 member.spec = member.spec.merge_attributes(deps=[dg.AssetDep(landing_key(source))])
         if source in claimed_sources:
@@ -225,8 +269,8 @@ def _experiment_definitions(
             # dagster/sensor_name).
             tags={"marin/curation": source, "marin/experiment": experiment.name},
         )
-        jobs.append(drop_job)
-        sensors.append(
+        parts.jobs.append(drop_job)
+        parts.sensors.append(
             build_landing_sensor(
                 drop_job,
                 definition,
@@ -237,8 +281,7 @@ def _experiment_definitions(
         )
         claimed_sources[source] = experiment.name
         set_sources[set_name] = source
-        landing.append((drops, set_name, local_keys))
-    return members, jobs, schedules, sensors, landing
+        parts.landing.append((drops, set_name, local_keys))
 
 
 def _location_ops(
@@ -279,24 +322,20 @@ def build_definitions(
         experiment_list = [s.experiment for s in scripts if s.experiment is not None]
         errors = [(s.name, s.path or s.module, s.error or "") for s in scripts if s.experiment is None]
     prefix = default_prefix()
-    graphs = location_graphs(experiment_list, prefix)
-    for experiment, graph in zip(experiment_list, graphs, strict=True):
-        if isinstance(graph, Exception):  # a script whose steps do not resolve is its group's error
-            error = "".join(traceback.format_exception(graph))
+    built = location_graphs(experiment_list, prefix)
+    for experiment, outcome in zip(experiment_list, built, strict=True):
+        if isinstance(outcome, Exception):  # a script whose steps do not resolve is its group's error
+            error = "".join(traceback.format_exception(outcome))
             errors.append((experiment.name, experiment.name, error))
-            logger.error("experiment %s does not build: %s", experiment.name, graph)
-    graphs = [None if isinstance(g, Exception) else g for g in graphs]
+            logger.error("experiment %s does not build: %s", experiment.name, outcome)
+    graphs = [None if isinstance(g, Exception) else g for g in built]
     keys = location_asset_keys(experiment_list, graphs, scripts)
     partitions_defs: dict[str, dg.PartitionsDefinition] = {}
     emitted: dict[dg.AssetKey, str] = {}
     claimed_sources: dict[str, str] = {}
     set_sources: dict[str, str] = {}
-    members: list[StepAssetMember] = []
-    assets: list = []
-    jobs: list = []
-    schedules: list = []
-    sensors: list = []
-    landing: list = []
+    location = ExperimentDefinitions()
+    assets: list[dg.AssetsDefinition | dg.AssetSpec | dg.SourceAsset | dg.AssetChecksDefinition] = []
     for experiment, graph in zip(experiment_list, graphs, strict=True):
         if graph is None:
             continue
@@ -312,9 +351,12 @@ def build_definitions(
             emitted.update(before)
             errors.append((experiment.name, experiment.name, traceback.format_exc()))
             continue
-        for total, part in zip((members, jobs, schedules, sensors, landing), parts, strict=True):
-            total.extend(part)
-    assets.extend(_location_ops(experiment_list, members, partitions_defs, errors, isolate=scripts is not None))
+        location.extend(parts)
+    assets.extend(
+        _location_ops(experiment_list, location.members, partitions_defs, errors, isolate=scripts is not None)
+    )
+    jobs: list[dg.UnresolvedAssetJobDefinition | dg.JobDefinition] = [*location.jobs]
+    sensors, landing = location.sensors, location.landing
     for name, where, error in errors:
         assets.append(load_error_asset(name, where, error))
     sensors.append(build_error_cleanup_sensor([dg.AssetKey([ERROR_PREFIX, name]) for name, _, _ in errors]))
@@ -345,7 +387,7 @@ def build_definitions(
         assets=[*assets, *partition_set_assets(set_names)],
         jobs=jobs,
         sensors=sensors,
-        schedules=schedules,
+        schedules=location.schedules,
         resources={"marin_storage": storage_resource(), "ray": RayResource()},
         executor=RUN_EXECUTOR,
     )

@@ -204,12 +204,12 @@ def _run_remote(
     import ray
 
     if not ray.is_initialized():
-        from marin_resources.ray_cluster import ensure_ray
+        from marin_resources.ray_connect import ensure_ray
 
         ensure_ray()
     check_feasible(options, what)
     opts = dict(options)
-    from marin_resources.ray_cluster import task_name_of
+    from marin_resources.ray_jobs import task_name_of
     from marin_resources.runtime_env import split_secret_env_vars, with_secret_environment
 
     if not isinstance(fn, ray.remote_function.RemoteFunction):
@@ -311,7 +311,7 @@ class GpuConfig:
         """``ray.remote(**self.as_remote_kwargs())``."""
         import ray
 
-        return ray.remote(**self.as_remote_kwargs())  # type: ignore[attr-defined]
+        return ray.remote(**self.as_remote_kwargs())
 
     def accelerator_descriptor(self) -> str | None:
         """The GPU type, or None for any GPU."""
@@ -401,7 +401,7 @@ class TpuConfig:
         if self.single_host:
             return _run_remote(fn, config, self.ray_remote_options(), runtime_env, what)
         if not ray.is_initialized():
-            from marin_resources.ray_cluster import ensure_ray
+            from marin_resources.ray_connect import ensure_ray
 
             ensure_ray()
         # Levanter's slice actor claims the head resource; check that one exists before it waits.

@@ -1,6 +1,6 @@
 """Dagster resources: the storage root and the shared Ray cluster.
 
-Thin ``ConfigurableResource`` wrappers over the Dagster-free modules (``storage``, ``ray_cluster``,
+Thin ``ConfigurableResource`` wrappers over the Dagster-free modules (``storage``, ``ray_connect``,
 ``accelerators``, ``runtime_env``) that the step engine also uses directly.
 
 Why not ``dagster-ray`` (0.4.x): its ``LocalRay`` resource calls ``ray.init()`` in every step process,
@@ -17,15 +17,13 @@ stays a thin wrapper. A remote cluster (KubeRay) is reached through ``address``/
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
-from marin_resources import ray_cluster
-from marin_resources.accelerators import StepResources, step_resources
-from marin_resources.runtime_env import redact_runtime_env, runtime_env_for
+from marin_resources.ray_config import RayClusterConfig
+from marin_resources.ray_connect import ensure_ray, set_default_config
 from marin_resources.storage import StorageConfig
 
 
@@ -76,8 +74,8 @@ class RayResource(dg.ConfigurableResource):
     ``executor_main``). Otherwise: connect to that address (``ray://head:10001``, ``head:6379``,
     ``auto``).
 
-    Connecting is lazy (``connect()``/``launch()``), so steps that never touch Ray pay nothing. Setup
-    also makes this config the process default of ``ray_cluster.ensure_ray()``, which the step engine
+    Connecting is lazy (``connect()``), so steps that never touch Ray pay nothing. Setup
+    also makes this config the process default of ``ensure_ray()``, which the step engine
     calls.
     """
 
@@ -91,9 +89,9 @@ class RayResource(dg.ConfigurableResource):
     )
     temp_dir: str | None = Field(default=None, description="Temp dir of the embedded Ray (None: $MARIN_RAY_TMPDIR)")
 
-    def cluster_config(self) -> ray_cluster.RayClusterConfig:
-        """The Dagster-free config for ``ray_cluster``."""
-        return ray_cluster.RayClusterConfig(
+    def cluster_config(self) -> RayClusterConfig:
+        """The Dagster-free config for ``ray_connect``."""
+        return RayClusterConfig(
             address=self.address,
             num_cpus=self.num_cpus,
             resources=dict(self.resources),
@@ -104,11 +102,11 @@ class RayResource(dg.ConfigurableResource):
         )
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        ray_cluster.set_default_config(self.cluster_config())
+        set_default_config(self.cluster_config())
 
     def connect(self) -> dict[str, float]:
         """Connect this process (starting the shared embedded Ray if needed); return cluster resources."""
-        return ray_cluster.ensure_ray(self.cluster_config())
+        return ensure_ray(self.cluster_config())
 
     def address_in_use(self) -> str:
         """The GCS address of the cluster this process is connected to (connects first)."""
@@ -116,43 +114,3 @@ class RayResource(dg.ConfigurableResource):
 
         self.connect()
         return ray.get_runtime_context().gcs_address
-
-    def task_runtime_env(self, pip_dependency_groups: list[str] | None = None) -> dict[str, Any]:
-        """This resource's ``runtime_env`` merged with the step's dependency groups (pip lists
-        concatenated, env vars merged with the step's winning)."""
-        merged: dict[str, Any] = {k: v for k, v in self.runtime_env.items() if k not in {"pip", "env_vars"}}
-        step_env = runtime_env_for(pip_dependency_groups)
-        pip = list(self.runtime_env.get("pip") or []) + [
-            r for r in step_env.get("pip", []) if r not in (self.runtime_env.get("pip") or [])
-        ]
-        env_vars = {**(self.runtime_env.get("env_vars") or {}), **step_env.get("env_vars", {})}
-        if pip:
-            merged["pip"] = pip
-        if env_vars:
-            merged["env_vars"] = env_vars
-        return merged
-
-    def launch(
-        self,
-        fn: Callable[[Any], Any],
-        config: Any,
-        accelerator: StepResources | str | dict[str, Any] | None = None,
-        pip_dependency_groups: list[str] | None = None,
-        log: Any = None,
-    ) -> Any:
-        """Run ``fn(config)`` on this Ray with an accelerator request; block and return the result.
-
-        ``accelerator`` is any :class:`~marin_resources.accelerators.StepResources` (an accelerator
-        config, one of Marin's resource configs) or a spec (``"cpu"``, ``"gpu:A100x8"``,
-        ``"tpu:v4-8"``); None is one CPU.
-        """
-        self.connect()
-        acc = step_resources(accelerator)
-        runtime_env = self.task_runtime_env(pip_dependency_groups)
-        if log is not None:
-            log.info(
-                # The request's class only: a config's repr shows its runtime_env, secrets included.
-                f"launching {getattr(fn, '__name__', fn)} on Ray with {type(acc).__name__} "
-                f"runtime_env={redact_runtime_env(runtime_env)}"
-            )
-        return acc.launch(fn, config, runtime_env=runtime_env or None)

@@ -29,8 +29,8 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -43,10 +43,12 @@ PROGRESS_MARK = "[marin progress]"
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """One progress line of a step (``step``: the step's name, None when unknown)."""
+    """One progress line of a step (``step``: the step's name, None when unknown); ``metrics``: the
+    numbers the line shows (e.g. ``throughput/mfu``), for front ends that plot them."""
 
     step: str | None
     line: str
+    metrics: Mapping[str, float] = field(default_factory=dict)
 
 
 ProgressSink = Callable[[ProgressEvent], None]
@@ -91,14 +93,14 @@ def current_step() -> str | None:
     return getattr(_THREAD_STEP, "name", None) or _CURRENT_STEP[0]
 
 
-def report_progress(line: str, step: str | None = None) -> None:
+def report_progress(line: str, step: str | None = None, metrics: Mapping[str, float] | None = None) -> None:
     """Report one progress line of the running step (``step`` default: :func:`current_step`).
 
     Inside a Ray task launched with a relay: printed into the task's log and sent to the driver.
     Elsewhere: delivered here (:func:`dispatch`) -- never printed, so a command line's console keeps
     one line per unit.
     """
-    event = ProgressEvent(step if step is not None else current_step(), line)
+    event = ProgressEvent(step if step is not None else current_step(), line, dict(metrics or {}))
     forward = _FORWARD[-1] if _FORWARD else None
     if forward is None:
         dispatch(event)

@@ -29,9 +29,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from marin_resources import ray_internals
+from marin_resources.ray_config import RayClusterConfig
 
-if TYPE_CHECKING:
-    from marin_resources.ray_connect import RayClusterConfig
+if TYPE_CHECKING:  # psutil is imported where it is used (it costs import time)
+    import psutil
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ def missing_daemons(temp_dir: str, address: str | None = None) -> list[str]:
     ]
 
 
-def _program(proc: Any) -> str:
+def _program(proc: psutil.Process) -> str:
     """What ``proc`` runs: its program, or the script a Python runs, or the title it gave itself."""
     import psutil
 

@@ -18,7 +18,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from marin_resources import ray_internals
 
@@ -96,16 +96,17 @@ def ray_links(placement: dict[str, Any], base_url: str | None = None) -> dict[st
 
 
 TASK_NAME_ATTR = "ray_task_name"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def name_task(fn: Any, name: str) -> Any:
+def name_task(fn: F, name: str) -> F:
     """Mark ``fn`` so that the Ray task running it is named ``name`` (the step's name) in the
     dashboard and ``ray list tasks``, instead of the name of the innermost wrapper."""
     setattr(fn, TASK_NAME_ATTR, name)
     return fn
 
 
-def task_name_of(fn: Any) -> str | None:
+def task_name_of(fn: Callable[..., Any]) -> str | None:
     """The task name :func:`name_task` gave ``fn`` (None: Ray names the task after the function)."""
     return getattr(fn, TASK_NAME_ATTR, None)
 
@@ -152,7 +153,7 @@ def with_shard_nodes(placement: dict[str, Any], nodes: Counter[str]) -> dict[str
     return {**placement, SHARD_NODES_KEY: dict(sorted(nodes.items()))} if nodes else placement
 
 
-def recording_placement(fn: Any) -> Any:
+def recording_placement(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Wrap a step function so that its metadata records where it ran (:func:`ray_placement`), where
     its shard tasks ran (:func:`collecting_shard_nodes`) and links to its Ray task (:func:`ray_links`).
 

@@ -27,6 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from marin_resources.secret_rule import is_secret_name
+
 logger = logging.getLogger(__name__)
 
 # Copied from the driver when set: they select devices, caches and offline modes.
@@ -59,23 +61,7 @@ PASSTHROUGH_ENV_VARS: tuple[str, ...] = (
 # Passed only with include_secrets=True (the runtime env is stored in Ray's GCS and shown by the
 # dashboard); on Kubernetes the Ray pods get them from a Secret instead.
 SECRET_ENV_VARS: tuple[str, ...] = ("WANDB_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 REDACTED = "***"
-# The rule that says which environment variable names hold secrets. The engine's masking rule
-# (``marin_assets.execution.secrets.is_secret_name``) is installed here by the step launcher, so
-# that what Ray is kept from seeing and what the engine masks are one rule; without it (this package
-# used alone) the pattern above decides.
-_SECRET_NAME_RULE: list[Callable[[str], bool]] = []
-
-
-def use_secret_name_rule(rule: Callable[[str], bool]) -> None:
-    """Make ``rule(name)`` decide which environment variables are secrets (see :func:`is_secret_env_name`)."""
-    _SECRET_NAME_RULE[:] = [rule]
-
-
-def is_secret_env_name(name: str) -> bool:
-    """Whether the environment variable ``name`` holds a secret (the installed rule, else the pattern)."""
-    return _SECRET_NAME_RULE[0](name) if _SECRET_NAME_RULE else bool(_SECRET_NAME.search(name))
 
 
 def split_secret_env_vars(runtime_env: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, str]]:
@@ -89,7 +75,7 @@ def split_secret_env_vars(runtime_env: Mapping[str, Any] | None) -> tuple[dict[s
     if not runtime_env:
         return (dict(runtime_env) if runtime_env is not None else None), {}
     env_vars = dict(runtime_env.get("env_vars") or {})
-    secrets = {k: str(v) for k, v in env_vars.items() if is_secret_env_name(k)}
+    secrets = {k: str(v) for k, v in env_vars.items() if is_secret_name(k)}
     if not secrets:
         return dict(runtime_env), {}
     public = {k: v for k, v in runtime_env.items() if k != "env_vars"}
@@ -238,9 +224,7 @@ def redact_runtime_env(runtime_env: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``runtime_env`` safe to log: values of secret-looking env vars become ``***``."""
     out = dict(runtime_env)
     if isinstance(out.get("env_vars"), Mapping):
-        out["env_vars"] = {
-            key: (REDACTED if is_secret_env_name(key) else value) for key, value in out["env_vars"].items()
-        }
+        out["env_vars"] = {key: (REDACTED if is_secret_name(key) else value) for key, value in out["env_vars"].items()}
     return out
 
 

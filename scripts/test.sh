@@ -10,4 +10,5 @@ bash scripts/setup_env.sh
 bash scripts/install_browser.sh
 export MARIN_RAY_TMPDIR="${MARIN_RAY_TMPDIR:-/tmp/marin-ray-test-$$}"
 .venv/bin/ruff check .
+bash scripts/typecheck.sh  # mypy on the product code, against scripts/mypy_baseline.txt
 exec .venv/bin/python -m pytest "$@"

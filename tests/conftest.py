@@ -86,7 +86,7 @@ def session_ray_tmpdir():
         import ray
 
         ray.shutdown()
-        from marin_resources.ray_cluster import stop_embedded_head
+        from marin_resources.ray_head import stop_embedded_head
 
         stop_embedded_head(path)
     finally:

@@ -20,7 +20,7 @@ import dagster as dg
 import psutil
 import pytest
 
-from marin_assets.dagster_bridge import asset_key_for
+from marin_assets.dagster_bridge.location_graph import asset_key_for
 from marin_assets.execution import StepGraph
 from marin_assets.execution.status import read_metadata, read_status
 from marin_assets.experiments import curation, quickstart
@@ -103,7 +103,7 @@ def test_quickstart_end_to_end_then_fully_cached(prefix, dagster_home):
         assert ray_processes(ray_tmp) == []
         second, second_lines = run_readme_command(prefix, dagster_home, ray_tmp)
     finally:
-        from marin_resources.ray_cluster import stop_embedded_head
+        from marin_resources.ray_head import stop_embedded_head
 
         stop_embedded_head(ray_tmp)
         shutil.rmtree(ray_tmp, ignore_errors=True)

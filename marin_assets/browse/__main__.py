@@ -16,7 +16,7 @@ from marin_assets.browse.server import (
     BrowserApp,
     make_handler,
 )
-from marin_assets.execution.executor_main import default_prefix
+from marin_resources.storage import default_prefix
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m marin_assets.browse") -> None:

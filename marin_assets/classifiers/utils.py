@@ -27,6 +27,7 @@ from typing import Any
 
 from marin_assets.core.io import iter_records, read_jsonl_gz, write_jsonl_shard
 from marin_assets.core.shard_stage import find_shards
+from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import filesystem, join_path
 from marin_assets.utils import rebase_file_path
 
@@ -44,7 +45,7 @@ class DatasetConfig:
         max_sample_size: at most this many documents (None: no cap).
     """
 
-    input_doc_path: str
+    input_doc_path: StepPath
     label: str
     sampling_rate: float = 1.0
     max_sample_size: int | None = None
@@ -104,10 +105,10 @@ class CreateDatasetConfig:
         columns_to_keep: document fields copied into each example.
     """
 
-    input_doc_path: str
-    output_dataset_path: str
+    input_doc_path: StepPath
+    output_dataset_path: StepPath
     label_func: Callable[[dict[str, Any], list[dict[str, Any]]], str] | None = None
-    input_attr_paths: list[str] | None = None
+    input_attr_paths: list[StepPath] | None = None
     seed: int = 0
     sampling_rate: float = 1.0
     max_sample_size: int | None = None

@@ -83,7 +83,7 @@ def run_script(argv: list[str]) -> int:
             executor_flags_help(
                 "Run an experiment script: a file (experiments/x.py) or a module (marin_assets.experiments."
                 "hello_world), as `python SCRIPT FLAGS` / `python -m MODULE FLAGS` would. Its executor_main "
-                "reads the flags below (Marin's, parsed as draccus does: `--dry_run true`, `--run_only "
+                "reads the flags below (Marin's, parsed by draccus: `--dry_run true`, `--run_only "
                 '"[a, b]"`); a script passes any others to its own parser. Other libraries\' INFO lines '
                 "(alembic, SQLAlchemy, Dagster) go to the run's log file only, unless -v. Exit status: the "
                 "script's (1: steps failed; 2: the run could not be recorded in the Dagster instance).",
@@ -122,7 +122,7 @@ def quickstart(argv: list[str]) -> int:
     if any(arg in HELP_FLAGS for arg in argv):
         # The quickstart's own flags are read before executor_main's (which print below); the choices
         # of --size come from the module.
-        from marin_assets.experiments.quickstart import SIZES
+        from marin_assets.experiments.quickstart_steps import SIZES
 
         print(
             f"usage: {PROG} quickstart [--size {{{','.join(sorted(SIZES))}}}] [-v] [--stop_ray] "
@@ -161,7 +161,7 @@ def ray(argv: list[str]) -> int:
         "--temp_dir", default=None, help="the head's temp dir (default: $MARIN_RAY_TMPDIR, else /tmp/marin-ray-UID)"
     )
     args = parser.parse_args(argv)
-    from marin_resources.ray_cluster import default_temp_dir, stop_embedded_head
+    from marin_resources.ray_head import default_temp_dir, stop_embedded_head
 
     temp_dir = os.path.abspath(args.temp_dir or default_temp_dir())
     stop_embedded_head(temp_dir)

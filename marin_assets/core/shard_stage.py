@@ -221,7 +221,8 @@ def map_shards(fn: Callable[..., R], args: Sequence[tuple], pool: ShardPool | No
     if pool.backend == "ray":
         import ray
 
-        from marin_resources.ray_cluster import ensure_ray, record_shard_nodes, returning_node
+        from marin_resources.ray_connect import ensure_ray
+        from marin_resources.ray_jobs import record_shard_nodes, returning_node
 
         if not ray.is_initialized():
             ensure_ray()

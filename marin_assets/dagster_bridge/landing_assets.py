@@ -24,6 +24,7 @@ from typing import Any
 import dagster as dg
 
 from marin_assets.dagster_bridge.cursors import compact_ids, dump_cursor, expand_ids, load_cursor, mapping
+from marin_assets.dagster_bridge.dagster_internals import PARTITION_NAME_TAG
 from marin_assets.dagster_bridge.landing_sensor import RUN_TAG
 from marin_assets.execution.storage import join_path, read_many
 from marin_assets.landing.zone import (
@@ -115,7 +116,7 @@ def failed_runs(instance: dg.DagsterInstance, source: str) -> dict[str, str]:
     )
     out: dict[str, str] = {}
     for run in runs:  # newest first
-        drop = run.tags.get("marin/drop") or run.tags.get("dagster/partition")
+        drop = run.tags.get("marin/drop") or run.tags.get(PARTITION_NAME_TAG)
         if drop:
             out.setdefault(drop, run.run_id)
     return out

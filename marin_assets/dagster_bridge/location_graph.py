@@ -49,7 +49,7 @@ def asset_key_for(step_name: str) -> dg.AssetKey:
     return dg.AssetKey(parts)
 
 
-def partition_local_steps(graph: StepGraph, partition_set: str) -> list[ResolvedStep]:
+def partition_local_steps(graph: StepGraph | GraphView, partition_set: str) -> list[ResolvedStep]:
     """Partitioned steps whose run for one partition needs nothing of another partition (transitively).
 
     Their inputs are the same partition of other such steps and *partition-free* steps -- steps

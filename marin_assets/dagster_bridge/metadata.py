@@ -45,7 +45,7 @@ def to_dagster_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
                 out[key] = dg.MetadataValue.md(str(inner))
             elif kind == "path":
                 out[key] = dg.MetadataValue.path(str(inner))
-            elif kind == "url":  # e.g. marin/ray_task (marin_resources.ray_cluster.ray_links)
+            elif kind == "url":  # e.g. marin/ray_task (marin_resources.ray_jobs.ray_links)
                 out[key] = dg.MetadataValue.url(str(inner))
             elif kind == "table":  # rows of plain values: Dagster's table (a plottable series)
                 out[key] = _table(inner)

@@ -46,11 +46,11 @@ from typing import Any
 import dagster as dg
 
 from marin_assets.browse.links import browser_url
-from marin_assets.dagster_bridge.assets import RUN_ID_TAG
 from marin_assets.dagster_bridge.dagster_internals import DATA_VERSION_TAG, set_run_times
 from marin_assets.dagster_bridge.location_graph import AssetKeys, location_asset_keys, location_graphs
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
 from marin_assets.dagster_bridge.partition_sets import observation, partition_set_key, partition_set_version
+from marin_assets.dagster_bridge.step_run import RUN_ID_TAG
 from marin_assets.dagster_bridge.unit_run import (
     CLI_RECORDING_SOURCE,
     SOURCE_TAG,
@@ -60,7 +60,7 @@ from marin_assets.dagster_bridge.unit_run import (
 )
 from marin_assets.execution.discovery import ENV_VAR, Script, discover, project_root, script_of_file
 from marin_assets.execution.observers import register_run_observer
-from marin_assets.execution.runner import ExecutionReport, StepOutcome, StepRunner, Unit
+from marin_assets.execution.outcomes import ExecutionReport, StepOutcome
 from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.status import (
     STATUS_DEP_FAILED,
@@ -71,6 +71,7 @@ from marin_assets.execution.status import (
     read_statuses,
 )
 from marin_assets.execution.storage import filesystem, join_path
+from marin_assets.execution.units import Unit, select_units
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, version_json
 from marin_assets.training.subprocess_runner import progress_of
 
@@ -364,7 +365,7 @@ def record_cli_run(
         logger.info("DAGSTER_HOME is not set: not recording this run in a Dagster instance")
         return []
     instance = dg.DagsterInstance.get()
-    units = StepRunner.units(graph, list(run_only) if run_only else None)
+    units = select_units(graph, list(run_only) if run_only else None)
     scripts = discover() if scripts is None else scripts
     keys = location_keys(graph.prefix, scripts)
     script = script_of_file(caller, scripts) if caller else None

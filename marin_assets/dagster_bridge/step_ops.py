@@ -34,9 +34,9 @@ from marin_assets.dagster_bridge.location_graph import AssetKeys, definition_gra
 from marin_assets.dagster_bridge.step_run import run_selected_steps
 from marin_assets.dagster_bridge.step_specs import StepAssetMember, step_asset_members
 from marin_assets.execution.declarations import Experiment
-from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.versioning import StepGraph
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
+from marin_resources.storage import default_prefix
 
 _INVALID_KEY_CHARS = re.compile(r"[^A-Za-z0-9_]")
 

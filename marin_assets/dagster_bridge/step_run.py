@@ -39,7 +39,10 @@ from typing import Any
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.dagster_internals import INPUT_DATA_VERSION_TAG_PREFIX
+from marin_assets.dagster_bridge.dagster_internals import (  # RESUME_RETRY_TAG: a "Re-execute from failure" run
+    INPUT_DATA_VERSION_TAG_PREFIX,
+    RESUME_RETRY_TAG,
+)
 from marin_assets.dagster_bridge.experiment_records import record_dagster_run
 from marin_assets.dagster_bridge.location_graph import AssetKeys
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
@@ -55,17 +58,13 @@ from marin_assets.dagster_bridge.unit_run import (
     unit_label,
     version_tags,
 )
-from marin_assets.execution.executor_main import PartitionSource, resolve_partitions
+from marin_assets.execution.executor_main import resolve_partitions
 from marin_assets.execution.lease import StepLease
-from marin_assets.execution.runner import (
-    ExecutorError,
-    ExecutorOptions,
-    StepFailedError,
-    StepOutcome,
-    StepRunner,
-    Unit,
-)
+from marin_assets.execution.outcomes import ExecutorError, ExecutorOptions, StepFailedError, StepOutcome
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import STATUS_SUCCESS, read_metadata, read_status
+from marin_assets.execution.step import PartitionSource
+from marin_assets.execution.units import Unit, input_units, unit_dependencies
 from marin_assets.execution.versioning import ResolvedStep, StepGraph
 
 RUN_ID_TAG = "marin/run_id"
@@ -131,7 +130,7 @@ class _ObservedRunner(StepRunner):
 
     def __init__(self, options: ExecutorOptions, units: Sequence[Unit], events: queue.Queue) -> None:
         super().__init__(options)
-        self._selected_units = list(units)
+        self.selected_units = list(units)
         self._events = events
         self._stopped = threading.Event()
         self._leases: list[StepLease] = []
@@ -154,9 +153,6 @@ class _ObservedRunner(StepRunner):
             leases, self._leases = self._leases, []
         for lease in leases:
             lease.cancel(why)
-
-    def units(self, graph: StepGraph, run_only: Sequence[str] | None = None) -> list[Unit]:  # type: ignore[override]
-        return list(self._selected_units)
 
     def execute_unit(self, unit: Unit, graph: StepGraph) -> StepOutcome:
         if self._stopped.is_set():
@@ -246,7 +242,7 @@ def _bring_inputs(plan: _RunPlan) -> None:
         unit, needed_by = stack.pop()
         # input_units, not unit_dependencies: an earlier drop of a sequential step whose curation
         # failed is skipped (its order dependency), never brought along to fail this run again.
-        for dep in StepRunner.input_units(unit, plan.graph):
+        for dep in input_units(unit, plan.graph):
             if _key(dep) in seen:
                 continue
             seen.add(_key(dep))
@@ -255,9 +251,6 @@ def _bring_inputs(plan: _RunPlan) -> None:
                 continue
             plan.inputs[_key(dep)] = (dep, needed_by)
             stack.append((dep, needed_by))
-
-
-RESUME_RETRY_TAG = "dagster/is_resume_retry"  # what Dagster tags a "Re-execute from failure" run with
 
 
 def _materialized_by_earlier_attempts(context: dg.AssetExecutionContext) -> set[dg.AssetKey]:
@@ -346,8 +339,8 @@ def run_selected_steps(
         raise
 
 
-def _run_graph(_progress: Any, runner: StepRunner, graph: StepGraph) -> None:
-    runner.run(graph)
+def _run_graph(_progress: Any, runner: _ObservedRunner, graph: StepGraph) -> None:
+    runner.run(graph, units=runner.selected_units)
 
 
 @dataclass
@@ -450,7 +443,7 @@ def _failed_ancestor(unit: Unit, plan: _RunPlan, failed: Mapping[UnitKey, Failed
     stack, seen = [unit], set()
     while stack:
         current = stack.pop()
-        for dep in StepRunner.unit_dependencies(current, plan.graph):
+        for dep in unit_dependencies(current, plan.graph):
             if _key(dep) in failed:
                 return unit_label(dep)
             if _key(dep) not in seen:

@@ -24,10 +24,10 @@ from marin_assets.dagster_bridge.metadata import uri_metadata
 from marin_assets.dagster_bridge.partition_sets import partition_set_key
 from marin_assets.dagster_bridge.unit_run import code_version_of, depends_on_partition_set
 from marin_assets.execution.declarations import Experiment, StepCheck, partition_sources
-from marin_assets.execution.executor_main import PartitionSource
-from marin_assets.execution.runner import function_name, is_ray_remote_function
+from marin_assets.execution.ray_launch import is_ray_remote_function
 from marin_assets.execution.secrets import redact_secrets
-from marin_assets.execution.step import ExecutorStep
+from marin_assets.execution.step import ExecutorStep, PartitionSource
+from marin_assets.execution.step_attempt import function_name
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, version_json
 from marin_resources.accelerators import CpuConfig
 from marin_resources.resource_config import CpuOnlyConfig

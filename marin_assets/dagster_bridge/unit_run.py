@@ -8,8 +8,9 @@ Glue between Dagster's view and the engine (no stage logic):
   command-line run (tag ``marin/source=executor_main``) never re-runs anything.
 * **Inputs come along.** Dependency units that are not SUCCESS -- e.g. the tokenized cache of a
   drop that arrived after the last training, when the nightly job re-trains -- are run first by the
-  engine, in dependency order, and recorded as materializations of their own assets, so the run
-  never fails on "dependency ... is not started" and the UI shows what was computed.
+  engine (``step_run._bring_inputs``), in dependency order, and recorded as materializations of
+  their own assets, so the run never fails on "dependency ... is not started" and the UI shows what
+  was computed.
 * **Why.** The reason a unit runs, root cause first (:func:`~marin_assets.execution.dry_run.explain_run`),
   goes into the materialization's metadata as ``marin/reason``.
 * **Code version without the drop set.** A step's Dagster code version hashes its version with
@@ -19,7 +20,7 @@ Glue between Dagster's view and the engine (no stage logic):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -32,9 +33,9 @@ from marin_assets.dagster_bridge.dagster_internals import (
     INPUT_EVENT_POINTER_TAG_PREFIX,
 )
 from marin_assets.execution.dry_run import explain_run
-from marin_assets.execution.runner import StepFailedError, StepOutcome, StepRunner, Unit
 from marin_assets.execution.status import STATUS_SUCCESS, StatusRecord, read_info, read_status
-from marin_assets.execution.versioning import ResolvedStep, StepGraph, hash_version
+from marin_assets.execution.units import Unit
+from marin_assets.execution.versioning import ResolvedStep, hash_version
 
 SOURCE_TAG = "marin/source"
 CLI_RECORDING_SOURCE = "executor_main"
@@ -120,28 +121,6 @@ def unit_label(unit: Unit) -> str:
     return node.name if partition is None else f"{node.name}[{partition}]"
 
 
-def missing_inputs(unit: Unit, graph: StepGraph) -> list[Unit]:
-    """Dependency units of ``unit`` (transitively) that are not SUCCESS, dependencies first."""
-    order: list[Unit] = []
-    seen: set[tuple[int, str | None]] = set()
-
-    def visit(current: Unit) -> None:
-        # input_units: an earlier drop of a sequential step that failed is skipped, never brought along.
-        for dep in StepRunner.input_units(current, graph):
-            key = (id(dep[0]), dep[1])
-            if key in seen:
-                continue
-            seen.add(key)
-            status = read_status(dep[0].partition_output_path(dep[1]))
-            if status is not None and status.status == STATUS_SUCCESS:
-                continue
-            visit(dep)
-            order.append(dep)
-
-    visit(unit)
-    return order
-
-
 def reason_for(unit: Unit) -> str:
     """Why the unit would run now (root cause first), or that it is cached."""
     node, partition = unit
@@ -149,34 +128,3 @@ def reason_for(unit: Unit) -> str:
     if status is not None and status.status == STATUS_SUCCESS:
         return "cached: SUCCESS"
     return explain_run(node, partition, status.status if status is not None else None)[0]
-
-
-class InputFailedError(StepFailedError):
-    """An input a materialization brought along failed; ``unit`` is that input."""
-
-    def __init__(self, unit: Unit, error: StepFailedError) -> None:
-        super().__init__(str(error))
-        self.unit = unit
-
-
-def bring_inputs(
-    executor: StepRunner,
-    unit: Unit,
-    graph: StepGraph,
-    record: Callable[[Unit, StepOutcome, str], None],
-) -> list[StepOutcome]:
-    """Run the unit's missing inputs (dependencies first); ``record(unit, outcome, reason)`` each.
-
-    Raises:
-        InputFailedError: naming the input that failed.
-    """
-    outcomes = []
-    for dep in missing_inputs(unit, graph):
-        reason = reason_for(dep)
-        try:
-            outcome = executor.execute_unit(dep, graph)
-        except StepFailedError as exc:
-            raise InputFailedError(dep, exc) from exc
-        record(dep, outcome, reason)
-        outcomes.append(outcome)
-    return outcomes

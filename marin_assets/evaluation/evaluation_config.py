@@ -64,6 +64,6 @@ class EvaluationConfig:
     max_length: int | None = None
     validation_caches: Mapping[str, StepPath | Sequence[StepPath]] = field(default_factory=dict)
     max_eval_batches: int | None = None
-    include_path: str | None = None
+    include_path: StepPath | None = None
     batch_size: int = 16
     timeout_s: float = 3600.0

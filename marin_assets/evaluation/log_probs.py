@@ -19,7 +19,14 @@ from typing import Any
 
 from marin_assets.evaluation.evaluation_config import EvaluationConfig
 from marin_assets.evaluation.run import evaluate
-from marin_assets.execution.step import ExecutorStep, InputName, this_output_path, unwrap_versioned_value
+from marin_assets.execution.step import (
+    ExecutorStep,
+    InputName,
+    StepPath,
+    StepResources,
+    this_output_path,
+    unwrap_versioned_value,
+)
 from marin_assets.utilities.executor_utils import ckpt_path_to_step_name
 
 
@@ -28,12 +35,12 @@ class EvalLmConfig:
     """Marin's config of the log-probabilities step (same fields; ``resource_config`` may be None: CPU)."""
 
     name: str | None
-    checkpoint_path: str
+    checkpoint_path: StepPath
     model: Any
     datasets: Any
-    resource_config: Any = None
+    resource_config: StepResources | None = None
     per_device_batch_size: int = 4
-    output_path: str = dataclasses.field(default_factory=this_output_path)  # type: ignore[arg-type]
+    output_path: StepPath = dataclasses.field(default_factory=this_output_path)
     checkpoint_is_hf: bool = False
     """Whether the checkpoint is in HF format."""
     log_entropy: bool = True
@@ -59,7 +66,7 @@ def default_lm_log_probs(
         fn=evaluate_lm_log_probs,
         config=EvalLmConfig(
             name=name,
-            checkpoint_path=checkpoint,  # type: ignore[arg-type]
+            checkpoint_path=checkpoint,
             model=model,
             datasets=data,
             log_entropy=True,

@@ -13,17 +13,16 @@ This package exports what Marin's ``marin.execution`` does (its ``step`` decorat
 
 # ``step`` is both the submodule and Marin's decorator: the module is callable (``step_ref``).
 from marin_assets.execution import step
-from marin_assets.execution.executor import Executor, ExecutorMainConfig, get_executor_step
-from marin_assets.execution.executor_main import executor_main
-from marin_assets.execution.runner import (
+from marin_assets.execution.executor import Executor, get_executor_step
+from marin_assets.execution.executor_main import ExecutorMainConfig, executor_main
+from marin_assets.execution.outcomes import (
     ExecutionReport,
     ExecutorError,
     ExecutorOptions,
     StepFailedError,
     StepOutcome,
-    StepRunner,
-    run_steps,
 )
+from marin_assets.execution.runner import StepRunner, run_steps
 from marin_assets.execution.secrets import EnvSecret, secret_from_env
 from marin_assets.execution.status import (
     STATUS_CANCELLED,

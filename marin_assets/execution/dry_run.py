@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from marin_assets.execution.lease import lease_for_output
-from marin_assets.execution.runner import StepRunner
-from marin_assets.execution.secrets import REDACTED, is_secret_name, redact_secrets
+from marin_assets.execution.secrets import REDACTED, redact_secrets
 from marin_assets.execution.status import (
     STATUS_FAILED,
     STATUS_RUNNING,
@@ -17,7 +16,9 @@ from marin_assets.execution.status import (
     read_status,
 )
 from marin_assets.execution.storage import join_path, list_dir
+from marin_assets.execution.units import select_units, unit_dependencies
 from marin_assets.execution.versioning import HASH_LENGTH, ResolvedStep, StepGraph, canonical_version
+from marin_resources.secret_rule import is_secret_name
 
 
 @dataclass
@@ -213,7 +214,7 @@ def plan(graph: StepGraph, run_only: list[str] | None = None, force_run_failed: 
     """What ``executor_main`` would do for every unit, without running anything."""
     planned: list[PlannedUnit] = []
     will_run: set[tuple[int, str | None]] = set()
-    for unit in StepRunner.units(graph, run_only):
+    for unit in select_units(graph, run_only):
         node, partition = unit
         out = node.partition_output_path(partition)
         status = read_status(out)
@@ -227,7 +228,7 @@ def plan(graph: StepGraph, run_only: list[str] | None = None, force_run_failed: 
         if status is not None and status.status == STATUS_RUNNING and _lease_is_live(out):
             planned.append(PlannedUnit(node.name, partition, out, "wait", "RUNNING under a live lease elsewhere", []))
             continue
-        upstream = [d for d in StepRunner.unit_dependencies(unit, graph) if (id(d[0]), d[1]) in will_run]
+        upstream = [d for d in unit_dependencies(unit, graph) if (id(d[0]), d[1]) in will_run]
         reason, changes = explain_run(node, partition, status.status if status is not None else None)
         if upstream:
             reason += f"; after {len(upstream)} upstream unit(s) that will run"

@@ -19,7 +19,8 @@ from typing import Any
 
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.executor_main import ExecutorMainConfig, executor_main, write_experiment_record
-from marin_assets.execution.runner import ExecutionReport, ExecutorOptions, StepRunner
+from marin_assets.execution.outcomes import ExecutionReport, ExecutorOptions
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.step import (
     THIS_OUTPUT_PATH,
     ExecutorStep,
@@ -33,6 +34,7 @@ from marin_assets.execution.step import (
     versioned,
 )
 from marin_assets.execution.storage import join_path
+from marin_assets.execution.units import select_units
 from marin_assets.execution.versioning import StepGraph
 
 logger = logging.getLogger("marin.executor")
@@ -108,7 +110,7 @@ class Executor:
             return None
         options = ExecutorOptions(
             force_run_failed=force_run_failed,
-            max_concurrent=max_concurrent or max(1, len(StepRunner.units(graph))),
+            max_concurrent=max_concurrent or max(1, len(select_units(graph))),
         )
         frame = inspect.currentframe()
         caller = frame.f_back.f_code.co_filename if frame is not None and frame.f_back is not None else sys.argv[0]

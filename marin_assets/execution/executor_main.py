@@ -26,18 +26,21 @@ from typing import Any
 
 from marin_assets.execution import run_log
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
-from marin_assets.execution.declarations import PartitionSource, describe_source, partition_sources
+from marin_assets.execution.declarations import describe_source, partition_sources
 from marin_assets.execution.dry_run import format_plan, plan
 from marin_assets.execution.observers import load_run_observers
+from marin_assets.execution.outcomes import ExecutionReport, ExecutorError, ExecutorOptions
 from marin_assets.execution.reachability import StoreUnreachableError, check_store
-from marin_assets.execution.runner import ExecutionReport, ExecutorError, ExecutorOptions, StepRunner, function_name
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.status import host_id, write_json
-from marin_assets.execution.step import ExecutorStep, InputName
+from marin_assets.execution.step import ExecutorStep, InputName, PartitionSource
+from marin_assets.execution.step_attempt import function_name
 from marin_assets.execution.step_walk import walk_steps
 from marin_assets.execution.storage import join_path, local_prefix
+from marin_assets.execution.units import select_units
 from marin_assets.execution.versioning import StepGraph, hash_version
-from marin_resources.storage import default_prefix as default_prefix  # re-exported: the one default
+from marin_resources.storage import default_prefix
 
 logger = logging.getLogger("marin.executor")
 
@@ -102,136 +105,135 @@ def write_experiment_record(
     return path
 
 
-def parse_bool(text: str) -> bool:
-    """A draccus-style boolean value (``true``/``false``, ``yes``/``no``, ``1``/``0``)."""
-    value = text.strip().lower()
-    if value in {"true", "yes", "y", "1", "on"}:
-        return True
-    if value in {"false", "no", "n", "0", "off"}:
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
-def parse_list(values: Sequence[str] | None) -> list[str] | None:
-    """A list flag as Marin (draccus) reads it: ``"[a, b]"`` is a YAML list.
-
-    Plain values (``--run_only a b``) are items too, so both spellings give the same list.
-    """
-    if values is None:
-        return None
-    import yaml
-
-    items: list[str] = []
-    for value in values:
-        text = value.strip()
-        if text.startswith("[") and text.endswith("]"):
-            parsed = yaml.safe_load(text)
-            if not isinstance(parsed, list):
-                raise ValueError(f"{value!r}: expected a list such as '[name1, name2]'")
-            items.extend(str(item) for item in parsed)
-        else:
-            items.append(value)
-    return items
-
-
-def _flag(default: Any, help: str, **argparse_options: Any) -> Any:
-    """A field of :class:`ExecutorMainConfig` with its command-line help (and argparse overrides)."""
-    return dataclasses.field(default=default, metadata={"help": help, **argparse_options})
-
-
 @dataclass(frozen=True)
 class ExecutorMainConfig:
-    """The options of ``executor_main``, declared once: the command line is generated from these fields
-    (:func:`build_parser`), and ``executor_main(ExecutorMainConfig(...), steps)`` passes them as a
-    script's own defaults. Marin's fields and defaults first, then ours."""
+    """The flags of an experiment script (Marin's first, then ours); a script's own instance gives the defaults."""
 
-    prefix: str | None = _flag(None, "root of every output path (default: $MARIN_PREFIX, else ./data)")
-    executor_info_base_path: str | None = _flag(
-        None, "where experiment records and run logs go (default: <prefix>/experiments)"
-    )
-    dry_run: bool = _flag(False, "print what would run and why; run nothing")
-    force_run_failed: bool = _flag(True, "re-run steps whose status is FAILED (false: refuse them)")
-    run_only: list[str] | None = _flag(
-        None,
-        "run only steps whose name matches one of these regexes (re.search), plus what they need; "
-        "'[a, b]' (a YAML list, as draccus reads it) or plain values",
-        metavar="REGEX",
-    )
-    max_concurrent: int | None = _flag(None, "most units running at once (default: every ready unit)")
+    # Declared once: draccus reads the command line into these fields (parse_config), its help is
+    # the docstring under each field, and executor_main(ExecutorMainConfig(...), steps) passes them
+    # as a script's own defaults.
+
+    prefix: str | None = None
+    """Root of every output path (None: $MARIN_PREFIX, else ./data)."""
+    executor_info_base_path: str | None = None
+    """Where experiment records and run logs go (None: <prefix>/experiments)."""
+    dry_run: bool = False
+    """Print what would run and why; run nothing."""
+    force_run_failed: bool = True
+    """Re-run steps whose status is FAILED (false: refuse them)."""
+    run_only: list[str] | None = None
+    """Run only steps whose name matches one of these regexes (re.search), plus what they need: "[a, b]"."""
+    max_concurrent: int | None = None
+    """Most units running at once (None: every ready unit)."""
     # Ours (Marin has none of these).
-    partitions: list[str] | None = _flag(
-        None, "partition keys per partition set, instead of the declared sources", metavar="SET=k1,k2", nargs="*"
-    )
-    no_record: bool = _flag(False, "do not record the run in the Dagster instance")
-    heartbeat_s: float = _flag(30.0, "seconds between lease heartbeats of a running step")
-    stale_s: float = _flag(90.0, "seconds without a heartbeat after which another runner takes a lease over")
+    partitions: list[str] | None = None
+    """Partition keys per partition set, instead of the declared sources: "[SET=k1,k2, SET2=k3]"."""
+    no_record: bool = False
+    """Do not record the run in the Dagster instance."""
+    heartbeat_s: float = 30.0
+    """Seconds between lease heartbeats of a running step."""
+    stale_s: float = 90.0
+    """Seconds without a heartbeat after which another runner takes a lease over."""
 
 
-def _field_types() -> dict[str, Any]:
-    return typing.get_type_hints(ExecutorMainConfig)
+_HELP_FLAGS = ("-h", "--help")
+_SHORTER_FORMS = (
+    "Booleans also take no value (--dry_run is --dry_run true); a list also takes plain values "
+    '(--run_only a b is --run_only "[a, b]").'
+)
+
+
+def _field_kinds() -> dict[str, str]:
+    """``bool``, ``list`` or ``value`` per field of :class:`ExecutorMainConfig`."""
+    kinds = {}
+    for name, hint in typing.get_type_hints(ExecutorMainConfig).items():
+        members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+        base = next((t for t in members if t is not type(None)), hint)
+        kinds[name] = "bool" if base is bool else "list" if typing.get_origin(base) is list else "value"
+    return kinds
+
+
+def draccus_arguments(argv: Sequence[str], keep_unknown: bool = True) -> tuple[list[str], set[str]]:
+    """``argv`` as draccus reads it, and the fields it names.
+
+    Draccus wants a value after every flag and a list as one YAML value; the shorter forms this
+    project's docs and scripts use are rewritten to those: ``--dry_run`` alone is ``--dry_run true``,
+    ``--run_only a b`` is ``--run_only '["a", "b"]'``. With ``keep_unknown`` false, flags that are not
+    ours (a script's own, with their values) are left out, for the script's own parser.
+    """
+    kinds = _field_kinds()
+    out: list[str] = []
+    named: set[str] = set()
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        if token in _HELP_FLAGS:
+            out.append(token)
+            continue
+        name, eq, inline = token[2:].partition("=") if token.startswith("--") else ("", "", "")
+        values = [inline] if eq else []
+        while not eq and index < len(argv) and not argv[index].startswith("--"):
+            values.append(argv[index])
+            index += 1
+        if name not in kinds and name != "config_path":
+            if keep_unknown:
+                out += [token, *values]
+            continue
+        named.add(name)
+        if kinds.get(name) == "bool" and not values:
+            values = ["true"]
+        elif kinds.get(name) == "list" and values and not (len(values) == 1 and values[0].lstrip().startswith("[")):
+            values = [json.dumps(values)]  # a YAML flow list; quoted, so "SET=k1,k2" stays one item
+        out += [f"--{name}", *values]
+    return out, named
 
 
 def build_parser(description: str | None = None, prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line of ``executor_main``, generated from :class:`ExecutorMainConfig`'s fields.
+    """The command line of ``executor_main`` as draccus builds it from :class:`ExecutorMainConfig` (for help)."""
+    from draccus.argparsing import ArgumentParser
 
-    Parsed as draccus does: one ``--field`` per field, no abbreviations; booleans take a value
-    (``--dry_run true``) or none (``--dry_run``); a list takes ``"[a, b]"`` or plain values; ``None``
-    defaults stay ``None``. Defaults are not filled in: a flag absent from the command line is absent
-    from the namespace, so the caller's values (the dataclass's, or a script's own config) stay.
-    """
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description=description or "Run a Marin experiment",
-        allow_abbrev=False,
-        argument_default=argparse.SUPPRESS,
-    )
-    hints = _field_types()
-    for field in dataclasses.fields(ExecutorMainConfig):
-        kind = hints[field.name]
-        base = next((t for t in typing_args(kind) if t is not type(None)), kind)
-        options = {k: v for k, v in field.metadata.items() if k != "help"}
-        default = field.default
-        text = str(field.metadata.get("help", ""))
-        text += (
-            "" if default is None else f" (default: {str(default).lower() if isinstance(default, bool) else default})"
-        )
-        if base is bool:
-            options = {"nargs": "?", "const": True, "type": parse_bool, "metavar": "true|false", **options}
-        elif typing.get_origin(base) is list:
-            options = {"nargs": "+", **options}
-        else:
-            options = {"type": base, **options}
-        parser.add_argument(f"--{field.name}", help=text, **options)
+    parser = ArgumentParser(
+        ExecutorMainConfig, prog=prog, description=description or "Run a Marin experiment", epilog=_SHORTER_FORMS
+    ).parser
+    for action in parser._actions:  # booleans as they are typed on the command line: (default: true)
+        if isinstance(action.default, bool):
+            action.default = str(action.default).lower()
     return parser
-
-
-def typing_args(kind: Any) -> tuple[Any, ...]:
-    """The members of a union type (``str | None`` -> ``(str, NoneType)``), else ``(kind,)``."""
-    return typing.get_args(kind) if typing.get_origin(kind) in (typing.Union, types.UnionType) else (kind,)
 
 
 def parse_config(
     argv: Sequence[str] | None, description: str | None = None, base: ExecutorMainConfig | None = None
 ) -> ExecutorMainConfig:
-    """The options of one ``executor_main`` call: ``base`` (default: the dataclass's defaults) with what
-    the command line (``argv``, default ``sys.argv[1:]``) names on top.
+    """The options of one ``executor_main`` call, parsed by draccus (Marin's parser): ``base``
+    (default: the dataclass's defaults) with what the command line (``argv``, default
+    ``sys.argv[1:]``) names on top.
 
     Without ``base`` every argument must be ours (an unknown one is an error, as with draccus). A
     script that passes its own config may also have flags of its own: only ours are read, the rest
     are left to it -- so ``executor_main(ExecutorMainConfig(), steps)`` still honours ``--dry_run true``
     and ``--prefix``, as a draccus-wrapped ``main(config)`` that hands its config on does.
     """
-    parser = build_parser(description)
-    args = list(sys.argv[1:] if argv is None else argv)
-    given = vars(parser.parse_args(args) if base is None else parser.parse_known_args(args)[0])
-    hints = _field_types()
-    for name, value in list(given.items()):
-        if any(typing.get_origin(t) is list for t in typing_args(hints[name])):
-            try:
-                given[name] = parse_list(value)
-            except ValueError as exc:
-                parser.error(f"--{name} {exc}")
-    return dataclasses.replace(base or ExecutorMainConfig(), **given)
+    from draccus.argparsing import ArgumentParser
+    from draccus.utils import ParsingError
+
+    args, named = draccus_arguments(list(sys.argv[1:] if argv is None else argv), keep_unknown=base is None)
+    parser = ArgumentParser(
+        ExecutorMainConfig, description=description or "Run a Marin experiment", epilog=_SHORTER_FORMS
+    )
+    try:
+        parsed = parser.parse_args(args)
+    except ParsingError as exc:  # a value draccus cannot decode (``--dry_run maybe``): a usage error
+        parser.parser.error(str(exc))
+    if base is None:
+        return parsed
+    if "config_path" in named:  # draccus's config file: the fields it sets override the script's too
+        import yaml
+
+        path = args[args.index("--config_path") + 1]
+        with open(path, encoding="utf-8") as handle:
+            named |= set(yaml.safe_load(handle) or {})
+    return dataclasses.replace(base, **{name: getattr(parsed, name) for name in named if name != "config_path"})
 
 
 def _call_arguments(
@@ -310,7 +312,7 @@ def executor_main(
     if args.dry_run:
         print(format_plan(plan(graph, args.run_only, args.force_run_failed)))
         return None
-    concurrency = args.max_concurrent or max_concurrent or max(1, len(StepRunner.units(graph)))
+    concurrency = args.max_concurrent or max_concurrent or max(1, len(select_units(graph)))
     options = ExecutorOptions(
         force_run_failed=args.force_run_failed,
         max_concurrent=concurrency,

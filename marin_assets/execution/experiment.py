@@ -8,7 +8,6 @@ discovery in :mod:`marin_assets.execution.discovery`, walks over step configs in
 
 from marin_assets.execution.declarations import (
     Experiment,
-    PartitionSource,
     StepCheck,
     StepSchedule,
     declared_partition_sources,
@@ -26,6 +25,7 @@ from marin_assets.execution.discovery import (
     project_root,
     script_of_file,
 )
+from marin_assets.execution.step import PartitionSource
 from marin_assets.execution.step_walk import direct_dependencies, root_steps, steps_in, walk_steps
 
 __all__ = [

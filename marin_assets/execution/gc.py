@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.maintenance import apply_gc, checked_prefix, confirm, load_steps, plan_gc, step_outputs_of
+from marin_resources.storage import default_prefix
 
 DESCRIPTION = (
     "List step outputs under the prefix that no recorded experiment references, then delete them on "

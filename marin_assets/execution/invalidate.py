@@ -13,7 +13,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.maintenance import (
     apply_invalidation,
     checked_prefix,
@@ -22,6 +21,7 @@ from marin_assets.execution.maintenance import (
     plan_invalidation,
     steps_of,
 )
+from marin_resources.storage import default_prefix
 
 DESCRIPTION = (
     "Mark a step and every recorded descendant for recomputation, without deleting data (without --yes "

@@ -3,7 +3,7 @@
 The runner (:mod:`marin_assets.execution.runner`) decides *when* a unit runs and records its status;
 this module decides *where* its function runs and how: in process for a plain function, on Ray for a
 ``@ray.remote`` function, a step that declares ``resources``, a step whose pip groups this interpreter
-lacks, or every step when ``ray_cluster.steps_on_ray()``. A Ray task is fenced by the step's lease
+lacks, or every step when ``ray_connect.steps_on_ray()``. A Ray task is fenced by the step's lease
 (cancelled when the lease is lost) and records where it ran (``marin/ran_on``), its shard tasks'
 nodes included.
 
@@ -22,13 +22,8 @@ from typing import Any
 
 from marin_assets.execution.fence import active_fence, on_lease_lost
 from marin_assets.execution.lease import StepLease, guard_remote
-from marin_assets.execution.secrets import is_secret_name
 from marin_assets.execution.versioning import ResolvedStep
-from marin_resources.runtime_env import split_secret_env_vars, use_secret_name_rule, with_secret_environment
-
-# What Ray is kept from seeing (secret env vars travel with the task's function, not in the
-# runtime_env Ray logs) is decided by the engine's own masking rule.
-use_secret_name_rule(is_secret_name)
+from marin_resources.runtime_env import split_secret_env_vars, with_secret_environment
 
 
 def is_ray_remote_function(fn: Any) -> bool:
@@ -40,7 +35,7 @@ def runs_in_process(step: Any, runtime_env: dict[str, Any]) -> bool:
     """Whether ``step`` runs in this process: a plain function, no resources, not ``steps_on_ray()``,
     and nothing to pip-install -- a step whose ``pip_dependency_groups`` this interpreter does not
     satisfy runs as a Ray task with them installed, as Marin runs every step (``RuntimeEnv(pip=...)``)."""
-    from marin_resources.ray_cluster import steps_on_ray
+    from marin_resources.ray_connect import steps_on_ray
 
     return (
         step.resources is None
@@ -97,7 +92,7 @@ def _in_process(fn: Callable[[Any], Any], config: Any) -> Any:
 
 def _launch(node: ResolvedStep, config: Any) -> Any:
     """Call the step function: on Ray when it is a remote function, declares resources or needs pip
-    groups this interpreter lacks, or when ``ray_cluster.steps_on_ray()`` (a Ray Client address or
+    groups this interpreter lacks, or when ``ray_connect.steps_on_ray()`` (a Ray Client address or
     ``$MARIN_STEPS_ON_RAY=1``: the production topology, heavy work on the Ray worker nodes)."""
     step = node.step
     from marin_resources.runtime_env import runtime_env_for
@@ -108,7 +103,8 @@ def _launch(node: ResolvedStep, config: Any) -> Any:
     import ray
 
     from marin_resources.progress import driver_relay, run_reporting
-    from marin_resources.ray_cluster import ensure_ray, name_task, recording_placement
+    from marin_resources.ray_connect import ensure_ray
+    from marin_resources.ray_jobs import name_task, recording_placement
 
     ensure_ray()
     relay = driver_relay()

@@ -39,21 +39,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from marin_assets.execution.conditional import backend_for
-from marin_assets.execution.fence import LeaseLostError
 from marin_assets.execution.lease import StepLease, lease_for_output
 from marin_assets.execution.outcomes import (
     ExecutionReport,
-    ExecutorError,
     ExecutorOptions,
     StepFailedError,
     StepOutcome,
 )
-from marin_assets.execution.ray_launch import (  # noqa: F401 - re-exported: callers import them from here
-    _fenced,
-    is_ray_remote_function,
-    launch_step_function,
-    runs_in_process,
-)
+from marin_assets.execution.ray_launch import launch_step_function
 from marin_assets.execution.reachability import check_store
 from marin_assets.execution.scheduler import Scheduler, sequential_positions, unit_key
 from marin_assets.execution.status import (
@@ -68,12 +61,10 @@ from marin_assets.execution.status import (
     read_statuses,
     write_status_if,
 )
-from marin_assets.execution.step_attempt import StepAttempt, function_name
+from marin_assets.execution.step_attempt import StepAttempt
 from marin_assets.execution.units import (
     Unit,
     effective_predecessor,
-    failed_input,
-    input_units,
     order_dependency,
     select_units,
     unit_dependencies,
@@ -81,21 +72,7 @@ from marin_assets.execution.units import (
 )
 from marin_assets.execution.versioning import ResolvedStep, StepGraph
 
-__all__ = [
-    "ExecutionReport",
-    "ExecutorError",
-    "ExecutorOptions",
-    "LeaseLostError",
-    "StepFailedError",
-    "StepOutcome",
-    "StepRunner",
-    "Unit",
-    "function_name",
-    "is_ray_remote_function",
-    "launch_step_function",
-    "run_steps",
-    "runs_in_process",
-]
+__all__ = ["StepRunner", "run_steps"]
 
 logger = logging.getLogger("marin.executor")
 
@@ -115,13 +92,6 @@ class StepRunner:
         self.launch = launch
         # Statuses read in one batch at the start of run(): each unit's first look uses it.
         self._prefetched: dict[str, StatusRecord | None] = {}
-
-    units = staticmethod(select_units)
-    unit_dependencies = staticmethod(unit_dependencies)
-    order_dependency = staticmethod(order_dependency)
-    failed_input = staticmethod(failed_input)
-    effective_predecessor = staticmethod(effective_predecessor)
-    input_units = staticmethod(input_units)
 
     def _lease(self, output_path: str) -> StepLease:
         return lease_for_output(output_path, self.options.heartbeat_s, self.options.stale_s)
@@ -278,14 +248,17 @@ class StepRunner:
         return True
 
     # ----------------------------------------------------------------- whole graph
-    def run(self, graph: StepGraph, run_only: Sequence[str] | None = None) -> ExecutionReport:
-        """Run every unit (dependencies first, up to ``max_concurrent`` at once).
+    def run(
+        self, graph: StepGraph, run_only: Sequence[str] | None = None, units: Sequence[Unit] | None = None
+    ) -> ExecutionReport:
+        """Run every unit (dependencies first, up to ``max_concurrent`` at once); ``units``: a fixed
+        selection instead (the Dagster op's), else those ``run_only`` selects.
 
         Raises ExecutorError listing the failed steps when any failed.
         """
         backend_for(graph.prefix)  # a store without conditional writes fails here, once, not per step
         check_store(graph.prefix, sorted(node.name for node in graph.topological()))
-        units = self.units(graph, run_only)  # a subclass may run a fixed selection (the Dagster op)
+        units = list(units) if units is not None else select_units(graph, run_only)
         self._prefetched = read_statuses([node.partition_output_path(partition) for node, partition in units])
         scheduler = Scheduler(
             units=units,

@@ -30,40 +30,23 @@ dict values, lists, tuples, nested dataclasses, and the reprs of versioned datac
   :class:`EnvSecret` values, the values of secret-named fields) and of the runner's own
   secret-named environment variables (``HF_TOKEN``, ``WANDB_API_KEY`` ...), wherever they were
   copied (``headers={"X-Key": <the api_key's value>}``), when at least
-  :data:`MIN_KNOWN_SECRET_LENGTH` characters long.
+  :data:`~marin_resources.secret_rule.MIN_SECRET_LENGTH` characters long (one rule, one minimum:
+  :mod:`marin_resources.secret_rule`, which also keeps secret variables out of Ray's ``runtime_env``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from marin_resources.secret_rule import MIN_SECRET_LENGTH, is_secret_name
+
 REDACTED = "***"
 
-# Word-wise (snake_case, kebab-case, dotted, camelCase) names of fields that hold credentials:
-# keys, passwords (``DB_PASS``, ``PGPASSWORD``), tokens (``*_TOKEN``), personal access tokens
-# (``GITHUB_PAT``) and connection strings that carry a password (``DATABASE_URL``, ``SENTRY_DSN``).
-_SECRET_WORDS = re.compile(
-    r"(^|_)(api_?key|access_?key|secret(_?(access_?)?key)?|[a-z]*password|[a-z]*passwd|pass|"
-    r"private_?key|credentials?|auth(_?token)?|authorization|access_?token|refresh_?token|bearer|"
-    r"[a-z]*token|pat|client_?secret|session_?key|cookie|passphrase|dsn|connection_?string|conn_?str|"
-    r"(database|db|postgres(ql)?|pg|mysql|redis|mongo(db)?|amqp|broker|sqlalchemy)_(url|uri)|"
-    r"(ssh|signing|sign|encryption|master|license|openai|anthropic|gpg|pgp|deploy|hmac|jwt|"
-    r"service_?account|sa)_?keys?)(_|$)"
-)
-# ``OPENAI_KEY``, ``SSH_KEY``: an environment-variable-style name (upper case) ending in ``KEY`` is a
-# credential; lower-case config fields such as ``text_key`` or ``partition_key`` name columns.
-_ENV_KEY_NAME = re.compile(r"^[A-Z][A-Z0-9_]*_KEYS?$|^KEY$")
-# Tokenizer vocabulary fields are not credentials.
-_NOT_SECRET = re.compile(
-    r"(^|_)((bos|eos|pad|unk|sep|cls|mask|start|end|special)_tokens?|[a-z]*tokens|tokenizer[a-z_]*|"
-    r"(max|num|min|total)_[a-z_]*token|tokenized)(_|$)"
-)
 # ``name='value'`` inside a dataclass repr: a versioned dataclass enters the version as its repr
 # (Marin's encoder), so a credential field of one would otherwise be written down verbatim.
 _REPR_FIELD = re.compile(r"""\b([A-Za-z_]\w*)=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
@@ -88,11 +71,6 @@ _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/@'\"]+)@")
 _BEARER = re.compile(r"(?i)\b(bearer\s+)([^\s'\",;]{8,})")
 _BASIC = re.compile(r"\b(Basic\s+)([A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])")
 
-# The one minimum: a secret value shorter than this is not scrubbed out of free text (errors, logs,
-# metadata, a Ray job's output) -- it would blank ordinary words and paths (a flag such as
-# ``AUTH_ENABLED=true``); such a value is still hidden in its own field, by name.
-MIN_SECRET_LENGTH = 8
-MIN_KNOWN_SECRET_LENGTH = MIN_SECRET_LENGTH  # the name the redaction docs use
 # A line of a multi-line secret (a PEM body line, a service-account JSON line) this long is secret
 # on its own; shorter ones ("{", "}", "-----END") would blank out ordinary log text.
 MIN_SECRET_LINE = 20
@@ -127,21 +105,6 @@ class EnvSecret:
 def secret_from_env(name: str) -> EnvSecret:
     """A config value resolved at run time from ``$name``; only the name is ever stored."""
     return EnvSecret(name)
-
-
-def _words(key: str) -> str:
-    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key)
-    return re.sub(r"[^a-z0-9]+", "_", snake.lower()).strip("_")
-
-
-@functools.lru_cache(maxsize=4096)  # config keys repeat across thousands of steps
-def is_secret_name(key: str) -> bool:
-    """True when a field / variable name looks like it holds a credential."""
-    key = str(key)
-    if _ENV_KEY_NAME.match(key):
-        return True
-    words = _words(key)
-    return bool(_SECRET_WORDS.search(words)) and not _NOT_SECRET.search(words)
 
 
 def _is_basic_credential(text: str) -> bool:
@@ -265,20 +228,21 @@ def resolve_secrets(value: Any) -> Any:
 
 def secret_values(value: Any, _key: str = "") -> set[str]:
     """The secret strings a config holds: resolved :class:`EnvSecret` values, the string values
-    of secret-looking fields and of ``env_vars`` mappings (at least 4 characters, so that scrubbing stays meaningful)."""
+    of secret-looking fields and of ``env_vars`` mappings (at least :data:`MIN_SECRET_LENGTH` characters:
+    shorter ones are hidden in their own field, by name, never scrubbed out of free text)."""
     found: set[str] = set()
     if isinstance(value, EnvSecret):
         resolved = os.environ.get(value.env, "")
-        return {resolved} if len(resolved) >= 4 else set()
+        return {resolved} if len(resolved) >= MIN_SECRET_LENGTH else set()
     if isinstance(value, str):
-        return {value} if _key and is_secret_name(_key) and len(value) >= 4 else set()
+        return {value} if _key and is_secret_name(_key) and len(value) >= MIN_SECRET_LENGTH else set()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         for key, item in value.items():
             if key in ENVIRONMENT_FIELDS and isinstance(item, Mapping):
                 # Every value of an environment is treated as secret (it is recorded by name only).
-                found |= {v for v in item.values() if isinstance(v, str) and len(v) >= 4}
+                found |= {v for v in item.values() if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH}
             found |= secret_values(item, str(key))
     elif isinstance(value, (list, tuple)):
         for item in value:
@@ -286,14 +250,11 @@ def secret_values(value: Any, _key: str = "") -> set[str]:
     return found
 
 
-MIN_ENV_SECRET_LENGTH = MIN_SECRET_LENGTH  # shorter values of secret-named variables are flags
-
-
 def environment_secrets() -> set[str]:
     """Values of the runner's own environment variables whose names look secret
     (``AWS_SECRET_ACCESS_KEY``, ``WANDB_API_KEY``, ``HF_TOKEN`` ...): a step may quote them in an
     error or return them, and neither may be written down."""
-    return {value for name, value in os.environ.items() if len(value) >= MIN_ENV_SECRET_LENGTH and is_secret_name(name)}
+    return {value for name, value in os.environ.items() if len(value) >= MIN_SECRET_LENGTH and is_secret_name(name)}
 
 
 def scrub_values(value: Any, secrets: set[str]) -> Any:

@@ -114,7 +114,7 @@ def deferred(fn: Callable[..., Any]) -> Callable[..., DeferredCall]:
     def record(*args: Any, **kwargs: Any) -> DeferredCall:
         return DeferredCall(fn=fn, args=args, kwargs=kwargs)
 
-    record.__wrapped__ = fn  # type: ignore[attr-defined]
+    record.__wrapped__ = fn
     return record
 
 

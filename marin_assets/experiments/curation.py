@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 from marin_assets.execution import ExecutorStep, executor_main
 from marin_assets.execution.declarations import Experiment, StepCheck
-from marin_assets.execution.executor_main import default_prefix
 from marin_assets.experiments.curation_pipeline import (
     check_classifier_accuracy,
     check_ids_unique,
@@ -25,6 +24,7 @@ from marin_assets.experiments.curation_pipeline import (
 )
 from marin_assets.experiments.sample_data import DEFAULT_SOURCE, SampleConfig, ground_truth_path, write_drop
 from marin_assets.landing.zone import LandingDrops
+from marin_resources.storage import default_prefix
 
 SOURCE = DEFAULT_SOURCE
 # A landing path relative to the prefix keeps the versions identical on any bucket or folder.

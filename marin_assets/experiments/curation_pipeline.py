@@ -30,8 +30,10 @@ them as asset checks. They take resolved paths (a step's partition output path).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from marin_assets.classifiers.utils import DatasetConfig
@@ -80,192 +82,130 @@ def default_partition_set(landing_dir: str) -> str:
     return LandingDrops(landing_dir).source
 
 
+@dataclass(frozen=True)
+class RawOptions:
+    """How the landing files are read (``RawConfig``)."""
+
+    text_key: str = "text"
+    """The field or column holding a record's text; versioned when not ``text``."""
+    id_key: str = "id"
+    """The field or column holding a record's id; versioned when not ``id``."""
+    max_doc_bytes: int = 10_000_000
+    docs_per_shard: int = 1000
+
+
+@dataclass(frozen=True)
+class QualityOptions:
+    """The quality classifier: its fixed labelled set, its fastText training, the filter's threshold."""
+
+    threshold: float = 0.5
+    """Documents scored below it for ``hq`` are removed by ``consolidated``."""
+    documents_per_class: int = 1200
+    negative_drops: tuple[str, ...] = ()
+    """Drops pinned as extra negatives of the labelled set -- re-training on drops is this explicit
+    change, never a side effect of a new drop."""
+    holdout_fraction: float = 0.2
+    epoch: int = 20
+    lr: float = 0.5
+    word_ngrams: int = 2
+    dim: int = 50
+    bucket: int = 200_000
+
+
+@dataclass(frozen=True)
+class DedupOptions:
+    """Exact paragraph and MinHash-LSH document dedup (``DedupeConfig``)."""
+
+    ngram: int = 5
+    num_perm: int = 112
+    bands: int = 14
+    fuzzy_threshold: float = 0.7
+    min_paragraph_chars: int = 30
+
+
+@dataclass(frozen=True)
+class CurationOptions:
+    """Everything :func:`curation_steps` takes besides the landing zone, grouped by stage."""
+
+    name_prefix: str = "curation"
+    """Step names are ``<name_prefix>/<role>``."""
+    partition_set: str | None = None
+    """The partition set of the per-drop steps (default: the source's name,
+    :func:`default_partition_set`). Not versioned. Two sources must not share one."""
+    use_ray: bool = True
+    """The per-drop stage steps declare ``CpuConfig(num_cpus=1)`` resources, so the engine launches
+    each as a Ray task and the shard-stage base runs its shards as Ray tasks; False: in process,
+    shards on the local pool (``shard_stage.current_pool``). Not versioned: it does not change the output."""
+    revision: int = 0
+    """An explicit reprocess of every drop (e.g. after a processed drop's files were replaced, which
+    is otherwise never read again): versioned when not 0, so every step of the source gets a new hash
+    and new output folders; the old outputs stay as they were."""
+    raw: RawOptions = RawOptions()
+    quality: QualityOptions = QualityOptions()
+    dedup: DedupOptions = DedupOptions()
+
+
+# curation_steps' keyword arguments (scripts and the docs pass them): where each lives in CurationOptions.
+KEYWORDS: dict[str, tuple[str | None, str]] = {
+    "name_prefix": (None, "name_prefix"),
+    "partition_set": (None, "partition_set"),
+    "use_ray": (None, "use_ray"),
+    "revision": (None, "revision"),
+    "text_key": ("raw", "text_key"),
+    "id_key": ("raw", "id_key"),
+    "max_doc_bytes": ("raw", "max_doc_bytes"),
+    "docs_per_shard": ("raw", "docs_per_shard"),
+    "quality_threshold": ("quality", "threshold"),
+    "classifier_documents_per_class": ("quality", "documents_per_class"),
+    "classifier_negative_drops": ("quality", "negative_drops"),
+    "holdout_fraction": ("quality", "holdout_fraction"),
+    "fasttext_epoch": ("quality", "epoch"),
+    "fasttext_lr": ("quality", "lr"),
+    "fasttext_word_ngrams": ("quality", "word_ngrams"),
+    "fasttext_dim": ("quality", "dim"),
+    "fasttext_bucket": ("quality", "bucket"),
+    "ngram": ("dedup", "ngram"),
+    "num_perm": ("dedup", "num_perm"),
+    "bands": ("dedup", "bands"),
+    "fuzzy_threshold": ("dedup", "fuzzy_threshold"),
+    "min_paragraph_chars": ("dedup", "min_paragraph_chars"),
+}
+
+
+def curation_options(base: CurationOptions | None = None, **keywords: Any) -> CurationOptions:
+    """``base`` (default: the defaults) with :data:`KEYWORDS`-named values replaced."""
+    options = base or CurationOptions()
+    unknown = sorted(set(keywords) - set(KEYWORDS))
+    if unknown:
+        raise TypeError(f"curation_steps() got unexpected keyword argument(s) {unknown}")
+    top = {field: keywords[k] for k, (group, field) in KEYWORDS.items() if group is None and k in keywords}
+    for group in ("raw", "quality", "dedup"):
+        given = {field: keywords[k] for k, (g, field) in KEYWORDS.items() if g == group and k in keywords}
+        if given:
+            top[group] = dataclasses.replace(getattr(options, group), **given)
+    return dataclasses.replace(options, **top)
+
+
 def curation_steps(
-    landing_dir: str,
-    *,
-    name_prefix: str = "curation",
-    partition_set: str | None = None,
-    use_ray: bool = True,
-    quality_threshold: float = 0.5,
-    fasttext_epoch: int = 20,
-    fasttext_lr: float = 0.5,
-    fasttext_word_ngrams: int = 2,
-    fasttext_dim: int = 50,
-    fasttext_bucket: int = 200_000,
-    holdout_fraction: float = 0.2,
-    classifier_documents_per_class: int = 1200,
-    classifier_negative_drops: tuple[str, ...] = (),
-    ngram: int = 5,
-    num_perm: int = 112,
-    bands: int = 14,
-    fuzzy_threshold: float = 0.7,
-    min_paragraph_chars: int = 30,
-    max_doc_bytes: int = 10_000_000,
-    docs_per_shard: int = 1000,
-    text_key: str = "text",
-    id_key: str = "id",
-    revision: int = 0,
+    landing_dir: str, options: CurationOptions | None = None, **keywords: Any
 ) -> dict[str, ExecutorStep]:
-    """The curation steps for one landing source.
+    """The curation steps for one landing source, keyed by role (:data:`STEP_ROLES`).
 
     Args:
         landing_dir: ``<prefix>/landing/<source>`` -- absolute/URL, or relative to the executor
             prefix (e.g. ``"landing/sample-html"``, which keeps versions prefix-independent).
-        name_prefix: step names are ``<name_prefix>/<role>``.
-        partition_set: the partition set of the per-drop steps (default: the source's name,
-            :func:`default_partition_set`). Not versioned. Two sources must not share one.
-        use_ray: the per-drop stage steps declare ``CpuConfig(num_cpus=1)`` resources, so the
-            engine launches each as a Ray task and the shard-stage base runs its shards as Ray
-            tasks; False: in process, shards on the local pool (``shard_stage.current_pool``).
-            Not versioned: it does not change the output.
-        classifier_negative_drops: drops pinned as extra negatives of the classifier's labelled
-            set -- re-training on drops is this explicit change, never a side effect of a new drop.
-        text_key / id_key: the field or column holding a record's text / id in the source's files
-            (``RawConfig``); versioned when they differ from ``text`` / ``id``.
-        revision: an explicit reprocess of every drop (e.g. after a processed drop's files were
-            replaced, which is otherwise never read again): versioned when not 0, so every step of
-            the source gets a new hash and new output folders; the old outputs stay as they were.
-        Other arguments: versioned parameters of the stages (see each stage's config).
+        options: the stages' parameters, grouped (:class:`CurationOptions`; each field says what it does).
+        keywords: the same by their flat names (:data:`KEYWORDS`: ``use_ray=False``,
+            ``classifier_negative_drops=(...)``, ``fasttext_epoch=5`` ...), on top of ``options``.
     """
-    landing = InputName.hardcoded(landing_dir)
-    drops = LandingDrops(landing_dir)
-    partition_set = partition_set or default_partition_set(landing_dir)
-    shard_resources = CpuConfig(num_cpus=1) if use_ray else None
-    raw = ExecutorStep(
-        name=f"{name_prefix}/raw",
-        fn=run_raw,
-        resources=shard_resources,
-        config=RawConfig(
-            landing_dir=landing,
-            drop_id=this_partition(),
-            output_path=this_output_path(),
-            docs_per_shard=versioned(docs_per_shard),
-            max_doc_bytes=versioned(max_doc_bytes),
-            # The defaults stay out of the version, so sources that use them keep their versions.
-            text_key=text_key if text_key == "text" else versioned(text_key),
-            id_key=id_key if id_key == "id" else versioned(id_key),
-            revision=versioned(revision) if revision else 0,
-        ),
-        description="Raw documents of a data drop as Dolma jsonl.gz shards; bad input quarantined.",
-        partitioned_by=partition_set,
-        # The raw step reads the landing zone, so it declares where the partition keys come from.
-        partition_source=drops,
-        pip_dependency_groups=["curation"],
-    )
-    text = ExecutorStep(
-        name=f"{name_prefix}/text",
-        fn=html_to_md,
-        resources=shard_resources,
-        config=SimpleHtmlToMdConfig(
-            input_path=output_path_of(raw),
-            output_path=this_output_path(),
-            extract_method=versioned("resiliparse"),
-            config=versioned(CURATION_EXTRACTION),
-        ),
-        description="Main-content plain text extracted from HTML with resiliparse.",
-        partitioned_by=partition_set,
-        pip_dependency_groups=["curation"],
-    )
-    quality_training_set = ExecutorStep(
-        name=f"{name_prefix}/quality_training_set",
-        fn=write_quality_training_set,
-        config=QualityTrainingSetConfig(
-            output_path=this_output_path(),
-            documents_per_class=versioned(classifier_documents_per_class),
-            negative_drop_paths=[text.at_partition(drop) for drop in classifier_negative_drops],
-        ),
-        description="Fixed labelled set of the quality classifier: reference high-quality text (positives), "
-        "a sample of raw web text (negatives); drops carry no labels.",
-        pip_dependency_groups=["curation"],
-    )
-    quality_model = ExecutorStep(
-        name=f"{name_prefix}/quality_model",
-        fn=train,
-        config=TrainFasttextClassifierConfig(
-            output_path=this_output_path(),
-            datasets=[
-                DatasetConfig(input_doc_path=output_path_of(quality_training_set, POSITIVE_DIR), label="hq"),
-                DatasetConfig(input_doc_path=output_path_of(quality_training_set, NEGATIVE_DIR), label="lq"),
-            ],
-            fasttext_args={
-                "epoch": versioned(fasttext_epoch),
-                "lr": versioned(fasttext_lr),
-                "wordNgrams": versioned(fasttext_word_ngrams),
-                "dim": versioned(fasttext_dim),
-                "minCount": versioned(1),
-                "bucket": versioned(fasttext_bucket),
-                # Not versioned (hashes unchanged). One thread: the same model bytes on every recompute;
-                # more threads train hogwild and are not repeatable (classifiers/fasttext/training.py).
-                "thread": 1,
-            },
-            val_frac=versioned(holdout_fraction),
-        ),
-        description="fastText quality classifier trained on the fixed labelled set (not on the drops).",
-        pip_dependency_groups=["curation"],
-    )
-    quality = ExecutorStep(
-        name=f"{name_prefix}/quality",
-        fn=run_inference,
-        resources=shard_resources,
-        config=InferenceConfig(
-            input_path=output_path_of(text),
-            output_path=this_output_path(),
-            model_name=output_path_of(quality_model),
-            model_type="fasttext",
-            attribute_name=versioned(QUALITY_ATTRIBUTE),
-        ),
-        description="Quality label probabilities of every document of a drop (mirrored attribute files).",
-        partitioned_by=partition_set,
-        pip_dependency_groups=["curation"],
-    )
-    dedup = ExecutorStep(
-        name=f"{name_prefix}/dedup",
-        fn=dedupe,
-        resources=shard_resources,
-        config=DedupeConfig(
-            input_path=output_path_of(text),
-            output_path=this_output_path(),
-            attribute_name=versioned(DUPLICATE_ATTRIBUTE),
-            drop_id=this_partition(),
-            # No landing_dir: the partition keys (valid drops only -- the sensor's checksum-verified
-            # set in Dagster, discover_drops on the command line) order the chain through
-            # sequential_partitions, so a drop rejected by its checksums never blocks later drops.
-            minhash_ngram=versioned(ngram),
-            num_perm=versioned(num_perm),
-            bands=versioned(bands),
-            threshold=versioned(fuzzy_threshold),
-            min_paragraph_chars=versioned(min_paragraph_chars),
-        ),
-        description="Exact paragraph + MinHash-LSH document dedup against this and all earlier drops.",
-        partitioned_by=partition_set,
-        # Drop N reads the indices of every earlier drop: the engine runs drops in key order and
-        # a Dagster run for drop N waits while another run is still computing drop N-1.
-        sequential_partitions=True,
-    )
-    consolidated = ExecutorStep(
-        name=f"{name_prefix}/consolidated",
-        fn=consolidate,
-        resources=shard_resources,
-        config=ConsolidateConfig(
-            input_path=output_path_of(text),
-            output_path=this_output_path(),
-            filters=[
-                FilterConfig(
-                    type=FilterType.CLASSIFY,
-                    attribute_path=output_path_of(quality),
-                    name=QUALITY_ATTRIBUTE,
-                    label="__label__hq",
-                    threshold=versioned(quality_threshold),
-                ),
-                FilterConfig(type=FilterType.REMOVE_DOC, attribute_path=output_path_of(dedup), name=FUZZY_DUPLICATE),
-                FilterConfig(
-                    type=FilterType.REMOVE_SPANS, attribute_path=output_path_of(dedup), name=DUPLICATE_ATTRIBUTE
-                ),
-            ],
-        ),
-        description="Cleaned documents of a drop: quality filter and dedup applied.",
-        partitioned_by=partition_set,
-    )
+    options = curation_options(options, **keywords)
+    partition_set = options.partition_set or default_partition_set(landing_dir)
+    stage = _Stage(options.name_prefix, partition_set, CpuConfig(num_cpus=1) if options.use_ray else None)
+    raw = _raw_step(stage, landing_dir, options.raw, options.revision)
+    text = _text_step(stage, raw)
+    quality_training_set, quality_model, quality = _quality_steps(stage, text, options.quality)
+    dedup = _dedup_step(stage, text, options.dedup)
+    consolidated = _consolidated_step(stage, text, quality, dedup, options.quality.threshold)
     return {
         "raw": raw,
         "text": text,
@@ -275,6 +215,171 @@ def curation_steps(
         "dedup": dedup,
         "consolidated": consolidated,
     }
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """What every step of one source shares: its name prefix, its partition set, its per-drop resources."""
+
+    name_prefix: str
+    partition_set: str
+    resources: CpuConfig | None
+
+
+def _raw_step(stage: _Stage, landing_dir: str, raw: RawOptions, revision: int) -> ExecutorStep:
+    return ExecutorStep(
+        name=f"{stage.name_prefix}/raw",
+        fn=run_raw,
+        resources=stage.resources,
+        config=RawConfig(
+            landing_dir=InputName.hardcoded(landing_dir),
+            drop_id=this_partition(),
+            output_path=this_output_path(),
+            docs_per_shard=versioned(raw.docs_per_shard),
+            max_doc_bytes=versioned(raw.max_doc_bytes),
+            # The defaults stay out of the version, so sources that use them keep their versions.
+            text_key=raw.text_key if raw.text_key == "text" else versioned(raw.text_key),
+            id_key=raw.id_key if raw.id_key == "id" else versioned(raw.id_key),
+            revision=versioned(revision) if revision else 0,
+        ),
+        description="Raw documents of a data drop as Dolma jsonl.gz shards; bad input quarantined.",
+        partitioned_by=stage.partition_set,
+        # The raw step reads the landing zone, so it declares where the partition keys come from.
+        partition_source=LandingDrops(landing_dir),
+        pip_dependency_groups=["curation"],
+    )
+
+
+def _text_step(stage: _Stage, raw: ExecutorStep) -> ExecutorStep:
+    return ExecutorStep(
+        name=f"{stage.name_prefix}/text",
+        fn=html_to_md,
+        resources=stage.resources,
+        config=SimpleHtmlToMdConfig(
+            input_path=output_path_of(raw),
+            output_path=this_output_path(),
+            extract_method=versioned("resiliparse"),
+            config=versioned(CURATION_EXTRACTION),
+        ),
+        description="Main-content plain text extracted from HTML with resiliparse.",
+        partitioned_by=stage.partition_set,
+        pip_dependency_groups=["curation"],
+    )
+
+
+def _quality_steps(
+    stage: _Stage, text: ExecutorStep, quality: QualityOptions
+) -> tuple[ExecutorStep, ExecutorStep, ExecutorStep]:
+    """The labelled set, the fastText model trained on it, and the per-drop scores."""
+    training_set = ExecutorStep(
+        name=f"{stage.name_prefix}/quality_training_set",
+        fn=write_quality_training_set,
+        config=QualityTrainingSetConfig(
+            output_path=this_output_path(),
+            documents_per_class=versioned(quality.documents_per_class),
+            negative_drop_paths=[text.at_partition(drop) for drop in quality.negative_drops],
+        ),
+        description="Fixed labelled set of the quality classifier: reference high-quality text (positives), "
+        "a sample of raw web text (negatives); drops carry no labels.",
+        pip_dependency_groups=["curation"],
+    )
+    model = ExecutorStep(
+        name=f"{stage.name_prefix}/quality_model",
+        fn=train,
+        config=TrainFasttextClassifierConfig(
+            output_path=this_output_path(),
+            datasets=[
+                DatasetConfig(input_doc_path=output_path_of(training_set, POSITIVE_DIR), label="hq"),
+                DatasetConfig(input_doc_path=output_path_of(training_set, NEGATIVE_DIR), label="lq"),
+            ],
+            fasttext_args={
+                "epoch": versioned(quality.epoch),
+                "lr": versioned(quality.lr),
+                "wordNgrams": versioned(quality.word_ngrams),
+                "dim": versioned(quality.dim),
+                "minCount": versioned(1),
+                "bucket": versioned(quality.bucket),
+                # Not versioned (hashes unchanged). One thread: the same model bytes on every recompute;
+                # more threads train hogwild and are not repeatable (classifiers/fasttext/training.py).
+                "thread": 1,
+            },
+            val_frac=versioned(quality.holdout_fraction),
+        ),
+        description="fastText quality classifier trained on the fixed labelled set (not on the drops).",
+        pip_dependency_groups=["curation"],
+    )
+    scores = ExecutorStep(
+        name=f"{stage.name_prefix}/quality",
+        fn=run_inference,
+        resources=stage.resources,
+        config=InferenceConfig(
+            input_path=output_path_of(text),
+            output_path=this_output_path(),
+            model_name=output_path_of(model),
+            model_type="fasttext",
+            attribute_name=versioned(QUALITY_ATTRIBUTE),
+        ),
+        description="Quality label probabilities of every document of a drop (mirrored attribute files).",
+        partitioned_by=stage.partition_set,
+        pip_dependency_groups=["curation"],
+    )
+    return training_set, model, scores
+
+
+def _dedup_step(stage: _Stage, text: ExecutorStep, dedup: DedupOptions) -> ExecutorStep:
+    return ExecutorStep(
+        name=f"{stage.name_prefix}/dedup",
+        fn=dedupe,
+        resources=stage.resources,
+        config=DedupeConfig(
+            input_path=output_path_of(text),
+            output_path=this_output_path(),
+            attribute_name=versioned(DUPLICATE_ATTRIBUTE),
+            drop_id=this_partition(),
+            # No landing_dir: the partition keys (valid drops only -- the sensor's checksum-verified
+            # set in Dagster, discover_drops on the command line) order the chain through
+            # sequential_partitions, so a drop rejected by its checksums never blocks later drops.
+            minhash_ngram=versioned(dedup.ngram),
+            num_perm=versioned(dedup.num_perm),
+            bands=versioned(dedup.bands),
+            threshold=versioned(dedup.fuzzy_threshold),
+            min_paragraph_chars=versioned(dedup.min_paragraph_chars),
+        ),
+        description="Exact paragraph + MinHash-LSH document dedup against this and all earlier drops.",
+        partitioned_by=stage.partition_set,
+        # Drop N reads the indices of every earlier drop: the engine runs drops in key order and
+        # a Dagster run for drop N waits while another run is still computing drop N-1.
+        sequential_partitions=True,
+    )
+
+
+def _consolidated_step(
+    stage: _Stage, text: ExecutorStep, quality: ExecutorStep, dedup: ExecutorStep, threshold: float
+) -> ExecutorStep:
+    return ExecutorStep(
+        name=f"{stage.name_prefix}/consolidated",
+        fn=consolidate,
+        resources=stage.resources,
+        config=ConsolidateConfig(
+            input_path=output_path_of(text),
+            output_path=this_output_path(),
+            filters=[
+                FilterConfig(
+                    type=FilterType.CLASSIFY,
+                    attribute_path=output_path_of(quality),
+                    name=QUALITY_ATTRIBUTE,
+                    label="__label__hq",
+                    threshold=versioned(threshold),
+                ),
+                FilterConfig(type=FilterType.REMOVE_DOC, attribute_path=output_path_of(dedup), name=FUZZY_DUPLICATE),
+                FilterConfig(
+                    type=FilterType.REMOVE_SPANS, attribute_path=output_path_of(dedup), name=DUPLICATE_ATTRIBUTE
+                ),
+            ],
+        ),
+        description="Cleaned documents of a drop: quality filter and dedup applied.",
+        partitioned_by=stage.partition_set,
+    )
 
 
 # ------------------------------------------------------------------------------------------

@@ -303,6 +303,46 @@ def default_train(
     if use_default_validation:
         logger.debug("no default validation sets offline (Marin's are Paloma downloads); using the caches' own")
     tc = _simple_train_config(train_config)
+    model = unwrap_versioned_value(model_config)
+    train_length = _check_train_config(tc, model)
+    spec = LmTrainSpec(
+        data=_mixture(tokenized, dict(validation_sets or {})),
+        trainer=_trainer_spec(tc, tags, wandb_name, wandb_group),
+        model=model_config,
+        optimizer=_optimizer_spec(tc),
+        train_seq_len=tc.train_seq_len,
+        hf_save_steps=_hf_save_steps(tc),
+        data_seed=tc.data_seed,
+        z_loss_weight=tc.z_loss_weight,
+        initialize_from_hf=tc.initialize_from_hf,
+        initialize_from_checkpoint_path=tc.initialize_from_checkpoint_path,
+        reset_data_loader_on_init=tc.reset_data_loader_on_init,
+        eval_harness_tasks=tuple(unwrap_versioned_value(eval_harness_tasks) or ()),
+        # Marin's default; a versioned value stays versioned (its version key is Marin's).
+        eval_harness_steps=tc.steps_per_task_eval if unwrap_versioned_value(tc.steps_per_task_eval) else 10000,
+        attn_backend=tc.attn_backend,
+        gradient_checkpointing=tc.gradient_checkpointing,
+    )
+    resources = tc.resources
+    return ExecutorStep(
+        name=os.path.join("checkpoints", name),
+        description=_train_description(tc, model, train_length),
+        fn=run_levanter_train_lm,
+        config=TrainLmOnPodConfig(
+            train_config=spec,
+            resources=resources,
+            output_path=this_output_path(),
+            progress_timeout_s=tc.progress_timeout_s,
+        ),
+        override_output_path=override_output_path,
+        pip_dependency_groups=["train"],
+        # CPU-only training runs Levanter in a local subprocess; accelerators go through Ray.
+        resources=None if accelerator_of(resources) == "cpu" else resources,
+    )
+
+
+def _check_train_config(tc: SimpleTrainConfig, model: Any) -> int:
+    """Reject settings that cannot apply; returns the training context length."""
     if unwrap_versioned_value(tc.pad_tokenizer_to_match_model):
         raise ValueError(
             "SimpleTrainConfig.pad_tokenizer_to_match_model cannot apply: this Levanter has no such option"
@@ -312,79 +352,78 @@ def default_train(
         and unwrap_versioned_value(tc.initialize_from_checkpoint_path) is not None
     ):
         raise ValueError("Cannot specify both initialize_from_checkpoint_path and initialize_from_hf")
-    model = unwrap_versioned_value(model_config)
     train_length = unwrap_versioned_value(tc.train_seq_len) or model.seq_len
     if train_length > model.seq_len:
         raise ValueError(f"train_length {train_length} exceeds model seq_len {model.seq_len}.")
+    return train_length
+
+
+def _hf_save_steps(tc: SimpleTrainConfig) -> Any:
+    """Marin's rule: ``steps_per_hf_export`` None follows ``steps_per_export``, -1 turns exports off."""
     steps_per_hf_export = unwrap_versioned_value(tc.steps_per_hf_export)
     if steps_per_hf_export is None:
-        hf_save_steps = tc.steps_per_export
-    elif steps_per_hf_export == -1:
-        hf_save_steps = None
-    else:
-        hf_save_steps = tc.steps_per_hf_export
-    spec = LmTrainSpec(
-        data=_mixture(tokenized, dict(validation_sets or {})),
-        trainer=TrainerSpec(
-            train_batch_size=tc.train_batch_size,
-            num_train_steps=tc.num_train_steps,
-            steps_per_eval=tc.steps_per_eval if tc.steps_per_eval is not None else 1000,
-            max_eval_batches=tc.max_eval_batches,
-            checkpoint_every=tc.steps_per_export,
-            per_device_parallelism=tc.per_device_parallelism,
-            per_device_eval_parallelism=tc.per_device_eval_parallelism,
-            allow_partial_checkpoint=tc.allow_partial_checkpoint,
-            int8=tc.int8,
-            ema_beta=tc.ema_beta,
-            watch=tc.watch,
-            tags=tuple(tags),
-            wandb_name=wandb_name,
-            wandb_group=wandb_group,
-        ),
-        model=model_config,
-        optimizer=OptimizerSpec(
-            learning_rate=tc.learning_rate,
-            weight_decay=tc.weight_decay,
-            beta1=tc.beta1,
-            beta2=tc.beta2,
-            epsilon=tc.epsilon,
-            max_grad_norm=tc.max_grad_norm,
-            warmup=tc.warmup,
-            decay=tc.decay,
-            rewarmup=tc.rewarmup,
-            lr_schedule=tc.lr_schedule,
-            min_lr_ratio=tc.min_lr_ratio,
-            cycle_length=tc.cycle_length,
-            skip_bad_steps=tc.skip_bad_steps,
-            optimizer_config=tc.optimizer_config,
-        ),
-        train_seq_len=tc.train_seq_len,
-        hf_save_steps=hf_save_steps,
-        data_seed=tc.data_seed,
-        z_loss_weight=tc.z_loss_weight,
-        initialize_from_hf=tc.initialize_from_hf,
-        initialize_from_checkpoint_path=tc.initialize_from_checkpoint_path,
-        reset_data_loader_on_init=tc.reset_data_loader_on_init,
-        eval_harness_tasks=tuple(unwrap_versioned_value(eval_harness_tasks) or ()),
-        # Marin's default; a versioned value stays versioned (its version key is Marin's).
-        eval_harness_steps=tc.steps_per_task_eval if unwrap_versioned_value(tc.steps_per_task_eval) else 10000,
+        return tc.steps_per_export
+    return None if steps_per_hf_export == -1 else tc.steps_per_hf_export
+
+
+def _trainer_spec(
+    tc: SimpleTrainConfig, tags: Sequence[str], wandb_name: str | None, wandb_group: str | None
+) -> TrainerSpec:
+    """Levanter's ``TrainerConfig`` settings of ``tc`` (values passed as given: versioned stays versioned)."""
+    return TrainerSpec(
+        train_batch_size=tc.train_batch_size,
+        num_train_steps=tc.num_train_steps,
+        steps_per_eval=tc.steps_per_eval if tc.steps_per_eval is not None else 1000,
+        max_eval_batches=tc.max_eval_batches,
+        checkpoint_every=tc.steps_per_export,
+        per_device_parallelism=tc.per_device_parallelism,
+        per_device_eval_parallelism=tc.per_device_eval_parallelism,
+        allow_partial_checkpoint=tc.allow_partial_checkpoint,
+        int8=tc.int8,
+        ema_beta=tc.ema_beta,
+        watch=tc.watch,
+        tags=tuple(tags),
+        wandb_name=wandb_name,
+        wandb_group=wandb_group,
+        mp=tc.mp,
+        model_axis_size=tc.model_axis_size,
+        fsdp_axis=tc.fsdp_axis,
+        tensor_parallel_axes=tc.tensor_parallel_axes,
+        replica_ici_axis_size=tc.replica_ici_axis_size,
+        replica_dcn_axis_size=tc.replica_dcn_axis_size,
+        jax_compilation_cache_dir=tc.jax_compilation_cache_dir,
+        distributed=tc.distributed,
+        xla_flags=tc.xla_flags,
     )
-    resources = tc.resources
+
+
+def _optimizer_spec(tc: SimpleTrainConfig) -> OptimizerSpec:
+    """Levanter's ``AdamConfig`` settings of ``tc`` (or its whole ``optimizer_config``)."""
+    return OptimizerSpec(
+        learning_rate=tc.learning_rate,
+        weight_decay=tc.weight_decay,
+        beta1=tc.beta1,
+        beta2=tc.beta2,
+        epsilon=tc.epsilon,
+        max_grad_norm=tc.max_grad_norm,
+        warmup=tc.warmup,
+        decay=tc.decay,
+        rewarmup=tc.rewarmup,
+        lr_schedule=tc.lr_schedule,
+        min_lr_ratio=tc.min_lr_ratio,
+        cycle_length=tc.cycle_length,
+        skip_bad_steps=tc.skip_bad_steps,
+        optimizer_config=tc.optimizer_config,
+    )
+
+
+def _train_description(tc: SimpleTrainConfig, model: Any, train_length: int) -> str:
     batch = unwrap_versioned_value(tc.train_batch_size)
     steps = unwrap_versioned_value(tc.num_train_steps)
     tokens = batch * steps * train_length if isinstance(batch, int) else None
-    return ExecutorStep(
-        name=os.path.join("checkpoints", name),
-        description=(
-            f"Train a {model.num_layers}-layer d={model.hidden_dim} model for {steps} (steps) * "
-            f"{batch} (batch_size) * {train_length} (train_seq_len) = {tokens} tokens."
-        ),
-        fn=run_levanter_train_lm,
-        config=TrainLmOnPodConfig(train_config=spec, resources=resources, output_path=this_output_path()),
-        override_output_path=override_output_path,
-        pip_dependency_groups=["train"],
-        # CPU-only training runs Levanter in a local subprocess; accelerators go through Ray.
-        resources=None if accelerator_of(resources) == "cpu" else resources,
+    return (
+        f"Train a {model.num_layers}-layer d={model.hidden_dim} model for {steps} (steps) * "
+        f"{batch} (batch_size) * {train_length} (train_seq_len) = {tokens} tokens."
     )
 
 

@@ -15,6 +15,7 @@ import fsspec
 from marin_assets.execution import ExecutorStep, executor_main, output_path_of, this_output_path, versioned
 from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.metadata import markdown
+from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import atomic_write_text
 
 
@@ -22,7 +23,7 @@ from marin_assets.execution.storage import atomic_write_text
 class GenerateNumbersConfig:
     """How many pseudo-random numbers to write, and from which seed."""
 
-    output_path: str
+    output_path: StepPath
     n: int
     seed: int
 
@@ -39,8 +40,8 @@ def generate_numbers(config: GenerateNumbersConfig) -> dict[str, int]:
 class ComputeStatsConfig:
     """Where the numbers are and where the statistics go."""
 
-    input_path: str
-    output_path: str
+    input_path: StepPath
+    output_path: StepPath
 
 
 def compute_stats(config: ComputeStatsConfig) -> dict[str, object]:

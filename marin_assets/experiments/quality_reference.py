@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from marin_assets.core.io import list_files, read_jsonl_gz, write_json, write_jsonl_gz
+from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import join_path
 from marin_assets.experiments.sample_data import SampleConfig, generate_drop, sentence_pool
 from marin_assets.schemas.web.convert import ResiliparseConfig
@@ -48,7 +49,7 @@ REFERENCE_CRAWL_DROP = "reference-crawl-900"
 class QualityTrainingSetConfig:
     """Config of the labelled-set step (every field but ``output_path`` is versioned by the pipeline)."""
 
-    output_path: str
+    output_path: StepPath
     """Where ``positive/``, ``negative/`` and ``report.json`` go."""
     documents_per_class: int = 1200
     """Reference documents of each class (the pinned-drop sample comes on top of the negatives)."""
@@ -56,7 +57,7 @@ class QualityTrainingSetConfig:
     """Share of spam/fragment pages in the reference crawl (the rest are good pages, as on the web)."""
     seed: int = 7
     """Seed of the reference set; distinct from the sample drops' seed."""
-    negative_drop_paths: list[str] = field(default_factory=list)
+    negative_drop_paths: list[StepPath] = field(default_factory=list)
     """Text-stage outputs of pinned drops whose documents are sampled as extra negatives."""
     documents_per_pinned_drop: int = 200
     """How many documents each pinned drop contributes (a fixed sample, chosen by id hash)."""

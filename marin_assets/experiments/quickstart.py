@@ -36,12 +36,12 @@ from collections.abc import Sequence
 
 from marin_assets.execution import ExecutorStep, executor_main, output_path_of
 from marin_assets.execution.declarations import Experiment, StepSchedule
-from marin_assets.execution.executor_main import default_prefix
 from marin_assets.execution.observers import register_run_observer, unregister_run_observer
 from marin_assets.experiments import curation
 from marin_assets.experiments.quickstart_output import configure_output, summary
 from marin_assets.experiments.quickstart_steps import SIZES, quickstart_model_steps
 from marin_assets.experiments.sample_documents import sample_documents_step
+from marin_resources.storage import default_prefix
 
 REFERENCE_DROP = "drop-001"
 
@@ -99,7 +99,8 @@ def start_ray_in_background() -> threading.Thread | None:
     """
     if os.environ.get("RAY_ADDRESS"):
         return None
-    from marin_resources.ray_cluster import get_default_config, start_embedded_head
+    from marin_resources.ray_connect import get_default_config
+    from marin_resources.ray_head import start_embedded_head
 
     def start() -> None:
         try:
@@ -125,7 +126,7 @@ class RayStopper:
         self.starting: threading.Thread | None = None  # the early start, if any: stopped after it
 
     def _stop(self) -> None:
-        from marin_resources.ray_cluster import stop_embedded_head
+        from marin_resources.ray_head import stop_embedded_head
 
         if self.starting is not None:
             self.starting.join()

@@ -15,8 +15,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from marin_assets.execution.outcomes import ExecutionReport
 from marin_assets.execution.run_log import VERBOSE_ENV
-from marin_assets.execution.runner import ExecutionReport
 from marin_assets.execution.status import read_metadata
 from marin_assets.execution.step import ExecutorStep
 
@@ -82,7 +82,7 @@ def configure_output(verbose: bool) -> None:
     engine.addHandler(ProgressHandler())
     for name in RAY_DRIVER_LOGGERS:
         logging.getLogger(name).addFilter(RayNoiseFilter())
-    # Read by marin_resources.ray_cluster (worker output) and the Dagster recording (event log).
+    # Read by marin_resources.ray_connect (worker output) and the Dagster recording (event log).
     os.environ.setdefault("MARIN_RAY_LOG_TO_DRIVER", "0")
     os.environ.setdefault("MARIN_DAGSTER_LOG_LEVEL", "WARNING")
 

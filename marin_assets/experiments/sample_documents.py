@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from marin_assets.execution.step import ExecutorStep, this_output_path, versioned
+from marin_assets.execution.step import ExecutorStep, StepPath, this_output_path, versioned
 from marin_assets.execution.storage import atomic_write_bytes, join_path
 from marin_assets.experiments.docstring_corpus import iter_docstrings, python_files, stdlib_dir
 
@@ -40,11 +40,11 @@ class SampleDocumentsConfig:
         source_dir: directory of ``.py`` files to read (None: this interpreter's standard library).
     """
 
-    output_path: str
+    output_path: StepPath
     max_bytes: int = 4_000_000
     validation_fraction: float = 0.05
     docs_per_file: int = 2000
-    source_dir: str | None = None
+    source_dir: StepPath | None = None
 
 
 def long_docstrings(source_dir: str) -> Iterator[str]:

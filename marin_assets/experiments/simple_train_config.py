@@ -10,10 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from marin_assets.execution.step import StepPath
+from marin_assets.training.device_defaults import AttentionBackendName
 from marin_resources.resource_config import ResourceConfig, TpuPodConfig
 
 if TYPE_CHECKING:
     from levanter.callbacks.watch import WatchConfig
+    from levanter.distributed import DistributedConfig
     from levanter.optim import OptimizerConfig
     from levanter.schedule import IntSchedule
 
@@ -51,7 +54,7 @@ class SimpleTrainConfig:
     """None: match ``steps_per_export``; -1 disables."""
     per_device_eval_parallelism: int | None = None
     max_eval_batches: int | None = None
-    initialize_from_checkpoint_path: str | None = None
+    initialize_from_checkpoint_path: StepPath | None = None
     initialize_from_hf: str | None = None
     reset_data_loader_on_init: bool = True
     allow_partial_checkpoint: bool = False
@@ -62,6 +65,34 @@ class SimpleTrainConfig:
     """Training context length (None: the model's ``seq_len``)."""
     per_device_parallelism: int = -1
     pad_tokenizer_to_match_model: bool = False
+    # Accelerator settings (Levanter's names; None: the device kind's default, docs/models.md). Not
+    # part of a step's version unless the script versions them: they change speed, not the model.
+    mp: str | None = None
+    """Mixed precision, a jmp policy (``"p=f32,c=bfloat16"``); Levanter's ``trainer.mp``."""
+    attn_backend: AttentionBackendName | None = None
+    """Levanter's ``AttentionBackend`` by value: ``default``, ``nvte``, ``splash``, ``jax_flash``, ``vanilla``."""
+    gradient_checkpointing: bool | str | None = None
+    """Activation recomputation (the model's field; None keeps the model config's value)."""
+    model_axis_size: int | None = None
+    """Tensor-parallel (``model``) axis size; the data axis gets the remaining devices."""
+    fsdp_axis: str | tuple[str, ...] | None = None
+    """Model axes sharded over the data axis (FSDP; Levanter's default ``"embed"``)."""
+    tensor_parallel_axes: tuple[str, ...] | None = None
+    """Model axes sharded over the ``model`` axis."""
+    replica_ici_axis_size: int | None = None
+    """Data-parallel replicas within a slice."""
+    replica_dcn_axis_size: int | None = None
+    """Data-parallel replicas across slices."""
+    jax_compilation_cache_dir: StepPath | None = None
+    """Persistent compilation cache (None: ``$MARIN_JAX_COMPILATION_CACHE_DIR``, else beside the run's
+    output; ``"off"``: none)."""
+    xla_flags: tuple[str, ...] | None = None
+    """Added to ``XLA_FLAGS`` of the training process (None: the device kind's defaults)."""
+    distributed: DistributedConfig | None = None
+    """Levanter's ``trainer.distributed`` (coordinator, process count/id, ``initialize_jax_distributed``)."""
+    progress_timeout_s: float | None = None
+    """Stop the run after this long without progress (None: two hours; 0: never;
+    ``$MARIN_TRAIN_PROGRESS_TIMEOUT_S`` overrides)."""
 
     @property
     def tpu_type(self) -> str | None:

@@ -23,10 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-# The engine's one scrubber (names kept for ray_run and the tests).
-from marin_assets.execution.secrets import REDACTED_BYTES as REDACTED  # noqa: F401 - re-exported
-from marin_assets.execution.secrets import StreamScrubber, stream_secrets
-from marin_assets.execution.secrets import scrub_bytes as scrub  # noqa: F401 - re-exported
+from marin_assets.execution.secrets import StreamScrubber, stream_secrets  # the engine's one scrubber
 
 ENV_MODULE_VAR = "MARIN_JOB_ENV_MODULE"
 ENV_FILE = "env.json"

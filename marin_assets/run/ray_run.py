@@ -58,15 +58,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from marin_assets.run.job_entry import (
-    CONFIG_VARIABLES,
-    ENV_FILE,
-    ENV_MODULE_VAR,
-    REDACTED,
-    StreamScrubber,
-    secret_values,
-)
-from marin_resources.ray_cluster import DRIVER_MARK_KEY
+from marin_assets.execution.secrets import REDACTED, StreamScrubber
+from marin_assets.run.job_entry import CONFIG_VARIABLES, ENV_FILE, ENV_MODULE_VAR, secret_values
+from marin_resources.ray_jobs import DRIVER_MARK_KEY
 from marin_resources.runtime_env import runtime_env_for
 
 logger = logging.getLogger("marin.ray_run")
@@ -290,7 +284,7 @@ def redact_job(info: Any) -> dict[str, Any]:
     }
     runtime_env = dict(getattr(info, "runtime_env", None) or {})
     if isinstance(runtime_env.get("env_vars"), dict):
-        runtime_env["env_vars"] = {k: REDACTED.decode() for k in runtime_env["env_vars"]}
+        runtime_env["env_vars"] = {k: REDACTED for k in runtime_env["env_vars"]}
     data["runtime_env"] = runtime_env
     return data
 
@@ -399,7 +393,7 @@ def submit(args: argparse.Namespace, command: list[str]) -> int:
                 "address": jobs_api_url(args.address),
                 "entrypoint": shlex.join(command),
                 "dependency_groups": groups,
-                "env": {k: (v if k in CONFIG_VARIABLES else REDACTED.decode()) for k, v in env.items()},
+                "env": {k: (v if k in CONFIG_VARIABLES else REDACTED) for k, v in env.items()},
                 "runtime_env": shown,
             }
         ),

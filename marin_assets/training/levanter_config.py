@@ -22,8 +22,10 @@ from typing import Any
 from marin_assets.core.documents import as_path_list
 from marin_assets.execution.attempt import published_path
 from marin_assets.execution.step import unwrap_versioned_value
-from marin_assets.execution.storage import is_local, join_path
+from marin_assets.execution.storage import exists, is_local, join_path, list_dir
 from marin_assets.processing.tokenize.tokenize import cache_split_stats, read_ledger, resolve_tokenizer
+from marin_assets.training.device_defaults import compilation_cache_dir, defaults_for
+from marin_assets.training.hosts import is_primary
 from marin_assets.training.train_config import (
     DEFAULT_CHECKPOINTS_PATH,
     DEFAULT_HF_CHECKPOINTS_PATH,
@@ -148,6 +150,32 @@ def levanter_model_config(model: Any, train_seq_len: int | None = None) -> Any:
     return model
 
 
+def accelerated_model(model: Any, attn_backend: str | None, gradient_checkpointing: bool | str | None) -> Any:
+    """``model`` with the attention backend (Levanter's ``AttentionBackend`` value) and activation
+    recomputation set where given (None keeps the model config's own value)."""
+    from levanter.layers.attention import AttentionBackend
+
+    names = {f.name for f in dataclasses.fields(model)}
+    settings: dict[str, Any] = {}
+    if attn_backend is not None:
+        settings["attn_backend"] = AttentionBackend(attn_backend)
+    if gradient_checkpointing is not None:
+        settings["gradient_checkpointing"] = gradient_checkpointing
+    for name, value in settings.items():
+        if name not in names:
+            raise ValueError(f"{type(model).__name__} has no {name} field: cannot set {name}={value!r}")
+    return dataclasses.replace(model, **settings) if settings else model
+
+
+def resolve_checkpoint_path(path: str) -> str:
+    """A checkpoint to start from: a ``step-N`` folder, a ``checkpoints`` folder (its newest step), or
+    a training step's output (its ``checkpoints`` folder), as Marin scripts name them."""
+    inner = join_path(path, DEFAULT_CHECKPOINTS_PATH)
+    if not exists(join_path(path, "metadata.json")) and list_dir(inner):
+        return inner
+    return path
+
+
 def reference_checkpoint_dir(output_path: str, run_id: str) -> str:
     """Local folder holding the HF ``config.json`` Levanter's HF exporter starts from."""
     if is_local(output_path):
@@ -225,8 +253,20 @@ def _from_spec(spec: LmTrainSpec, accelerator: str) -> Any:
     from levanter.trainer import TrainerConfig
 
     t, o = spec.trainer, spec.optimizer
+    defaults = defaults_for(accelerator)
     trainer = levanter_fields(t)
-    trainer["mp"] = jmp.get_policy("p=f32,c=f32" if accelerator == "cpu" else "p=f32,c=bfloat16")
+    trainer["mp"] = jmp.get_policy(_u(t.mp) or defaults.mp)
+    initialize = _u(t.initialize_jax_distributed)
+    if initialize is None and trainer.get("distributed") is None:  # a given DistributedConfig is kept as is
+        initialize = defaults.initialize_jax_distributed
+    if initialize is not None:
+        from levanter.distributed import DistributedConfig
+
+        given = trainer.get("distributed") or DistributedConfig()
+        trainer["distributed"] = dataclasses.replace(given, initialize_jax_distributed=bool(initialize))
+    for name in ("fsdp_axis", "tensor_parallel_axes"):  # tuples in the spec (hashable), lists in Levanter
+        if isinstance(trainer.get(name), tuple):
+            trainer[name] = list(trainer[name])
     trainer["checkpointer"] = CheckpointerConfig(keep=[dict(every=int(_u(t.checkpoint_every)))])
     if _u(t.int8):
         from haliax.quantization import QuantizationConfig
@@ -237,6 +277,8 @@ def _from_spec(spec: LmTrainSpec, accelerator: str) -> Any:
 
         trainer["model_averaging"] = EmaModelAveragingConfig(beta=float(_u(t.ema_beta)))
     top = levanter_fields(spec)
+    if top.get("initialize_from_checkpoint_path") is not None:
+        top["initialize_from_checkpoint_path"] = resolve_checkpoint_path(str(top["initialize_from_checkpoint_path"]))
     if top.get("initialize_from_checkpoint_path") is not None and not _u(spec.reset_data_loader_on_init):
         # Levanter: trainer.initialize_from keeps the data loader position; the TrainLmConfig field resets it.
         trainer["initialize_from"] = top.pop("initialize_from_checkpoint_path")
@@ -255,7 +297,11 @@ def _from_spec(spec: LmTrainSpec, accelerator: str) -> Any:
     top.update(
         data=spec.data,  # Levanter's data config is built by levanter_data_config (partitions flattened)
         trainer=TrainerConfig(**trainer),
-        model=levanter_model_config(spec.model, _u(spec.train_seq_len)),
+        model=accelerated_model(
+            levanter_model_config(spec.model, _u(spec.train_seq_len)),
+            _u(spec.attn_backend),
+            _u(spec.gradient_checkpointing),
+        ),
         optimizer=_u(o.optimizer_config) if _u(o.optimizer_config) is not None else AdamConfig(**levanter_fields(o)),
     )
     return TrainLmConfig(**top)
@@ -269,7 +315,7 @@ def _from_spec(spec: LmTrainSpec, accelerator: str) -> Any:
 def build_levanter_config(pod: Any) -> Any:
     """The ``levanter.main.train_lm.TrainLmConfig`` this step runs (``pod`` resolved: no placeholders)."""
     from levanter.callbacks.watch import WatchConfig
-    from levanter.distributed import RayConfig
+    from levanter.distributed import DistributedConfig, RayConfig
     from levanter.main.train_lm import TrainLmConfig
     from levanter.tracker.json_logger import JsonLoggerConfig
 
@@ -305,8 +351,12 @@ def build_levanter_config(pod: Any) -> Any:
             trainer.checkpointer, base_path=join_path(out, DEFAULT_CHECKPOINTS_PATH), append_run_id_to_base_path=False
         ),
         "ray": RayConfig(auto_start_cluster=False),
+        "jax_compilation_cache_dir": compilation_cache_dir(trainer.jax_compilation_cache_dir, published_path(out)),
         "require_accelerator": accelerator != "cpu",
     }
+    initialize = defaults_for(accelerator).initialize_jax_distributed
+    if initialize is not None and trainer.distributed == DistributedConfig():  # only where nothing was set
+        placement["distributed"] = DistributedConfig(initialize_jax_distributed=initialize)
     if accelerator == "cpu":
         # Levanter's defaults suit accelerators: its watch hook costs a second compile of the train
         # step on CPU and the jaxpr/HLO artifacts two extra traces per variant -- together about a
@@ -335,6 +385,7 @@ def prepare_training(config: Any, local_yaml: str) -> str:
     import json
 
     from marin_assets.execution.storage import atomic_write_text
+    from marin_assets.training import levanter_hooks
     from marin_assets.training.eval_harness import check_harness_tasks, harness_tasks_of, use_local_tasks
 
     spec = config.train_config
@@ -346,10 +397,12 @@ def prepare_training(config: Any, local_yaml: str) -> str:
         # Before anything is built or written: a task without local data fails the step untrained.
         use_local_tasks(*check_harness_tasks(tasks, local_yaml))
     lev_config = build_levanter_config(config)
+    levanter_hooks.install()  # the last step (and SIGTERM) is checkpointed
     reference = reference_checkpoint_dir(str(config.output_path), lev_config.trainer.id)
     write_reference_checkpoint(reference, lev_config.model, lev_config.data.tokenizer)
     yaml_text = levanter_config_yaml(lev_config)
-    atomic_write_text(join_path(config.output_path, "train_config.yaml"), yaml_text)
+    if is_primary():  # one writer per run (hosts.py); every host runs the same config
+        atomic_write_text(join_path(config.output_path, "train_config.yaml"), yaml_text)
     with open(local_yaml, "w") as handle:
         handle.write(yaml_text)
     trainer = lev_config.trainer

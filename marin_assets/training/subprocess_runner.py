@@ -7,7 +7,9 @@ takes the step over. So every subprocess started here
 * gets ``PR_SET_PDEATHSIG = SIGKILL`` (Linux): the kernel kills it when the runner dies, even by
   ``kill -9`` -- there is no parent left to clean up;
 * is killed (its whole group) when the step's lease is lost (:mod:`marin_assets.execution.fence`),
-  when it runs past its timeout, and when the waiting step is cancelled.
+  when it runs past its timeout, when it makes no progress (its log does not grow) for
+  ``stall_timeout_s``, and when the waiting step is cancelled (after ``term_grace_s`` of SIGTERM,
+  for a subprocess that saves its state on SIGTERM, as the trainer does).
 
 Left outside: grandchildren that a subprocess starts in another session of their own are not in
 its process group, and the parent-death signal reaches only the direct child.
@@ -32,6 +34,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 
 from marin_assets.execution.fence import on_lease_lost
@@ -64,7 +67,14 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 
 # Metrics shown in a progress line, in this order (Levanter's json_logger names); eval/* follow.
-_PROGRESS_METRICS = (("train/loss", "loss"), ("throughput/tokens_per_second", "tokens/s"))
+# ``throughput/mfu`` is Levanter's model-FLOPs utilisation in percent (absent where Levanter does
+# not know the device's peak FLOPs, e.g. on CPU); ``throughput/duration`` the step's seconds.
+_PROGRESS_METRICS = (
+    ("train/loss", "loss"),
+    ("throughput/tokens_per_second", "tokens/s"),
+    ("throughput/mfu", "MFU %"),
+    ("throughput/duration", "step s"),
+)
 _MAX_EVAL_METRICS = 6
 POLL_S = 0.5
 
@@ -85,17 +95,46 @@ def _flat(metrics: Mapping[str, object], prefix: str = "") -> dict[str, object]:
     return out
 
 
+def _metric_record(line: str) -> dict | None:
+    """The Levanter json_logger ``log`` record of one log line (with a step), or None."""
+    if JSON_LOGGER_MARK not in line or "{" not in line:
+        return None
+    try:
+        record = json.loads(line[line.find("{") :])
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(record, dict) or record.get("event") != "log" or record.get("step") is None:
+        return None
+    return record
+
+
+def progress_metrics(line: str) -> dict[str, float]:
+    """The numbers of a Levanter metric record (``step``, ``train/loss``, ``throughput/mfu`` ...),
+    flat and finite; ``{}`` for any other line. They travel with the progress line so that front
+    ends plot them without parsing text."""
+    record = _metric_record(line)
+    if record is None:
+        return {}
+    out: dict[str, float] = {"step": float(record["step"])}
+    for key, value in _flat(record.get("metrics") or {}).items():
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and value == value
+            and abs(value) != float("inf")
+        ):
+            out[key] = float(value)
+    return out
+
+
 def progress_of(line: str) -> str | None:
     """The progress line of one log line, or None: a Levanter metric record becomes
     ``step N: loss …, tokens/s …, eval/loss …``; an lm-eval result row (``|task|…|value|…|``) is
     kept as it is; anything else (warnings, progress bars, summaries) is not progress."""
     stripped = line.strip()
     if JSON_LOGGER_MARK in line and "{" in line:
-        try:
-            record = json.loads(line[line.find("{") :])
-        except json.JSONDecodeError:
-            return None
-        if not isinstance(record, dict) or record.get("event") != "log" or record.get("step") is None:
+        record = _metric_record(line)
+        if record is None:
             return None
         flat = _flat(record.get("metrics") or {})
         parts = [f"{label} {_number(flat[key])}" for key, label in _PROGRESS_METRICS if key in flat]
@@ -109,13 +148,21 @@ def progress_of(line: str) -> str | None:
     return None
 
 
+class NoProgressError(TimeoutError):
+    """A subprocess wrote nothing to its log for longer than its progress timeout (it was killed)."""
+
+
 class _ProgressFollower(threading.Thread):
-    """Follows a log from ``offset`` and reports its progress lines until stopped (then drains)."""
+    """Follows a log from ``offset`` and reports its progress lines until stopped (then drains);
+    ``last_activity`` is when the log last grew (monotonic seconds), ``last_progress`` its last
+    progress line."""
 
     def __init__(self, log_path: str, offset: int, label: str, step: str | None) -> None:
         super().__init__(name=f"marin-progress-{label}", daemon=True)
         self.log_path, self.offset, self.label, self.step = log_path, offset, label, step
         self.stopped = threading.Event()
+        self.last_activity = time.monotonic()
+        self.last_progress: str | None = None
 
     def run(self) -> None:
         try:
@@ -130,12 +177,14 @@ class _ProgressFollower(threading.Thread):
             while True:
                 chunk = handle.read()
                 if chunk:
+                    self.last_activity = time.monotonic()
                     lines = (pending + chunk).split("\n")
                     pending = lines.pop()
                     for line in lines:
                         progress = progress_of(line)
                         if progress is not None:
-                            report_progress(f"{self.label}: {progress}", step=self.step)
+                            self.last_progress = progress
+                            report_progress(f"{self.label}: {progress}", step=self.step, metrics=progress_metrics(line))
                 elif self.stopped.is_set():
                     return
                 else:
@@ -181,14 +230,49 @@ def finish(proc: subprocess.Popen) -> None:
         follower.stop()
 
 
-def wait(proc: subprocess.Popen, timeout_s: float | None) -> int:
-    """Wait for ``proc``; kill its group on timeout (``subprocess.TimeoutExpired``) or cancellation."""
-    try:
-        return proc.wait(timeout=timeout_s)
-    except BaseException:
-        kill_group(proc)
+def _stop(proc: subprocess.Popen, term_grace_s: float) -> None:
+    """SIGTERM the group and give it ``term_grace_s`` to exit (0: none), then SIGKILL it."""
+    if term_grace_s > 0 and proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=30)
+            proc.wait(timeout=term_grace_s)
+    kill_group(proc)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=30)
+
+
+def wait(
+    proc: subprocess.Popen,
+    timeout_s: float | None,
+    stall_timeout_s: float | None = None,
+    term_grace_s: float = 0.0,
+) -> int:
+    """Wait for ``proc``; kill its group when it runs past ``timeout_s`` (``subprocess.TimeoutExpired``),
+    when its log has not grown for ``stall_timeout_s`` (:class:`NoProgressError`, one line naming the
+    cause), or when the wait is cancelled (any exception here, e.g. a Dagster run terminated: SIGTERM
+    first, ``term_grace_s`` to save its state, then SIGKILL)."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    follower: _ProgressFollower | None = getattr(proc, "progress_follower", None)
+    try:
+        while True:
+            try:
+                return proc.wait(timeout=POLL_S * 2)
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if deadline is not None and now > deadline:
+                kill_group(proc)
+                raise subprocess.TimeoutExpired(proc.args, timeout_s or 0.0)
+            if stall_timeout_s is not None and follower is not None and now - follower.last_activity > stall_timeout_s:
+                kill_group(proc)
+                last = f"; last progress: {follower.last_progress!r}" if follower.last_progress else ""
+                raise NoProgressError(
+                    f"{follower.label}: no progress for {now - follower.last_activity:.0f} s (nothing new in "
+                    f"{follower.log_path}; limit {stall_timeout_s:g} s){last}: stopped"
+                )
+    except BaseException:
+        _stop(proc, term_grace_s)
         raise
     finally:
         finish(proc)

@@ -25,15 +25,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from marin_assets.training.device_defaults import AttentionBackendName
+
 if TYPE_CHECKING:  # Levanter's types, for readers and type checkers only (no import at run time)
     from levanter.callbacks.watch import WatchConfig
     from levanter.data.text import LmDatasetFormatBase, LMMixtureDatasetConfig
+    from levanter.distributed import DistributedConfig
     from levanter.models.lm_model import LmConfig
     from levanter.optim import OptimizerConfig
     from levanter.schedule import ScheduleStep
 
     from marin_assets.eval_data.task_data import EvalTask
-    from marin_assets.execution.step import InputName
+    from marin_assets.execution.step import StepPath
 
 DEFAULT_CHECKPOINTS_PATH = "checkpoints"
 DEFAULT_HF_CHECKPOINTS_PATH = "hf"
@@ -71,10 +74,10 @@ class SourceSpec:
     LEVANTER: ClassVar[str] = "levanter.data.text:UrlDatasetSourceConfig"
     OURS: ClassVar[Mapping[str, str]] = {"cache_dir": "cache_dir; a list of roots becomes one component per root"}
 
-    cache_dir: str | list[str] | InputName
+    cache_dir: StepPath | list[StepPath]
     format: LmDatasetFormatBase | None = None
-    train_urls: list[str | InputName] = field(default_factory=list)
-    validation_urls: list[str | InputName] = field(default_factory=list)
+    train_urls: list[StepPath] = field(default_factory=list)
+    validation_urls: list[StepPath] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ class MixtureSpec:
 
     configs: Mapping[str, SourceSpec]
     train_weights: Mapping[str, float]
-    tokenizer: str | InputName | None = None
+    tokenizer: StepPath | None = None
     shuffle: bool | int = True
     permutation_type: Literal["feistel", "linear"] | None = "feistel"
 
@@ -105,6 +108,9 @@ class TrainerSpec:
         "tags": "tracker: WandbConfig.tags (when W&B is on)",
         "wandb_name": "tracker: WandbConfig.name (when W&B is on)",
         "wandb_group": "tracker: WandbConfig.group (when W&B is on)",
+        "mp": "mp = jmp.get_policy(mp) (None: the device kind's default, device_defaults.py)",
+        "initialize_jax_distributed": "distributed.initialize_jax_distributed (None: the device kind's default)",
+        "xla_flags": "XLA_FLAGS of the training process (None: the device kind's default)",
     }
 
     train_batch_size: int | list[ScheduleStep[int]]
@@ -121,6 +127,26 @@ class TrainerSpec:
     tags: tuple[str, ...] = ()
     wandb_name: str | None = None
     wandb_group: str | None = None
+    mp: str | None = None
+    """Mixed precision, a jmp policy such as ``"p=f32,c=bfloat16"``."""
+    model_axis_size: int | None = None
+    """Devices per tensor-parallel (``model``) group; the data axis gets the rest."""
+    fsdp_axis: str | tuple[str, ...] | None = None
+    """Model axes sharded over the data axis (FSDP); Levanter's default ``"embed"``."""
+    tensor_parallel_axes: tuple[str, ...] | None = None
+    """Model axes sharded over the ``model`` axis (e.g. ``("mlp", "heads")``)."""
+    replica_ici_axis_size: int | None = None
+    """Data-parallel replicas within a slice (parameters copied, not sharded, across them)."""
+    replica_dcn_axis_size: int | None = None
+    """Data-parallel replicas across slices (multislice)."""
+    jax_compilation_cache_dir: StepPath | None = None
+    """Persistent JAX compilation cache (None: beside the run's output; ``"off"``: none)."""
+    distributed: DistributedConfig | None = None
+    """Levanter's ``jax.distributed`` settings (coordinator, process count and id)."""
+    initialize_jax_distributed: bool | None = None
+    """False: never call ``jax.distributed.initialize`` (e.g. a GPU host with mpi4py importable)."""
+    xla_flags: tuple[str, ...] | None = None
+    """Flags added to ``XLA_FLAGS`` of the training process (``()``: none)."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +184,8 @@ class LmTrainSpec:
         "train_seq_len": "model.seq_len (the versioned model itself is unchanged)",
         "reset_data_loader_on_init": "False: initialize_from_checkpoint_path goes to trainer.initialize_from",
         "eval_harness_tasks": "eval_harness = LmEvalHarnessConfig(task_spec=...)",
+        "attn_backend": "model.attn_backend = AttentionBackend(value) (None: the device kind's default)",
+        "gradient_checkpointing": "model.gradient_checkpointing (None: the device kind's default)",
     }
     KEEP_NONE: ClassVar[frozenset[str]] = frozenset({"hf_save_steps"})
     """Fields where None is a setting, not "Levanter's default" (no HF export)."""
@@ -171,11 +199,15 @@ class LmTrainSpec:
     data_seed: int | None = None
     z_loss_weight: float | None = None
     initialize_from_hf: str | None = None
-    initialize_from_checkpoint_path: str | None = None
+    initialize_from_checkpoint_path: StepPath | None = None
     reset_data_loader_on_init: bool = True
     eval_harness_tasks: tuple[EvalTask | str, ...] = ()
     """lm-eval tasks Levanter's harness runs during training (``EvalTaskConfig`` s or lm-eval names)."""
     eval_harness_steps: int = 10000
+    attn_backend: AttentionBackendName | None = None
+    """Levanter's ``AttentionBackend`` by value: ``default``, ``nvte``, ``splash``, ``jax_flash``, ``vanilla``."""
+    gradient_checkpointing: bool | str | None = None
+    """Activation recomputation (Levanter's ``ScanCheckpointPolicy`` names, e.g. ``"offload"``, are accepted)."""
 
 
 def accelerator_of(resources: Any) -> str:

@@ -24,6 +24,8 @@ Output layout::
     <out>/metrics.jsonl            the metric records alone (step, metrics)
     <out>/loss_curve.png           train/eval loss per step
     <out>/train_summary.json       what the step returns as metadata
+    <out>/hosts/<i>/               host i's train.log, metrics.jsonl, train_summary.json (multi-host
+                                   slices: host 0 alone writes the run's files, see ``hosts.py``)
 
 Resume: the run id is derived from the output path and the checkpointer writes to a fixed folder,
 so a rerun of a killed step finds ``checkpoints/step-N`` and Levanter continues from the newest
@@ -39,7 +41,6 @@ import contextlib
 import json
 import logging
 import os
-import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,8 +49,11 @@ from typing import TYPE_CHECKING, Any
 from marin_assets.download.huggingface import hub
 from marin_assets.eval_data.task_data import HUB_FETCH_ENV
 from marin_assets.execution.metadata import markdown, table
+from marin_assets.execution.step import unwrap_versioned_value
 from marin_assets.execution.storage import atomic_write_bytes, atomic_write_text, join_path
 from marin_assets.training import eval_harness, levanter_main, subprocess_runner
+from marin_assets.training.device_defaults import defaults_for, progress_timeout_s, xla_flags_env
+from marin_assets.training.hosts import host_folder, host_index
 from marin_assets.training.train_config import (
     DEFAULT_CHECKPOINTS_PATH,
     DEFAULT_HF_CHECKPOINTS_PATH,
@@ -90,9 +94,11 @@ __all__ = [
     "accelerator_of",
     "run_levanter_train_lm",
     "training_env",
+    "training_process_env",
 ]
 
-TRAIN_TIMEOUT_S = 6 * 3600.0
+TERM_GRACE_S = 120.0
+"""A cancelled training process gets this long after SIGTERM to checkpoint its last step."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -111,6 +117,9 @@ class TrainLmOnPodConfig:
         impute_run_id_from_output_path: derive a stable run id from ``output_path`` (resume on rerun).
         env_vars: environment of the training process (on top of the resources' ``runtime_env``).
         auto_build_caches: Marin's flag; caches here are built by tokenize steps, so only False applies.
+        progress_timeout_s: stop the run when its log shows nothing new for this long (None: two
+            hours; 0: never); ``$MARIN_TRAIN_PROGRESS_TIMEOUT_S`` overrides it. There is no
+            wall-clock limit: a run that progresses runs for days.
     """
 
     train_config: TrainLmConfig | LmTrainSpec
@@ -119,6 +128,7 @@ class TrainLmOnPodConfig:
     impute_run_id_from_output_path: bool = True
     env_vars: dict[str, str] | None = None
     auto_build_caches: bool = False
+    progress_timeout_s: float | None = None
 
 
 def training_env(extra: Mapping[str, str] | None = None, accelerator: str = "cpu") -> dict[str, str]:
@@ -148,6 +158,21 @@ def _env_of(config: TrainLmOnPodConfig) -> dict[str, str]:
     return env
 
 
+def training_process_env(config: TrainLmOnPodConfig) -> dict[str, str]:
+    """The training subprocess's environment: :func:`training_env` with the run's own variables and
+    its XLA flags (the spec's ``xla_flags``, else the device kind's) added to any ``XLA_FLAGS``."""
+    accelerator = accelerator_of(config.resources)
+    env = training_env(_env_of(config), accelerator)
+    spec = config.train_config
+    flags = unwrap_versioned_value(spec.trainer.xla_flags) if isinstance(spec, LmTrainSpec) else None
+    xla_flags = xla_flags_env(
+        env.get("XLA_FLAGS"), tuple(defaults_for(accelerator).xla_flags if flags is None else flags)
+    )
+    if xla_flags:
+        env["XLA_FLAGS"] = xla_flags
+    return env
+
+
 def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
     """Run (or resume) Levanter training into ``config.output_path``; returns step metadata.
 
@@ -161,8 +186,8 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
     if config.auto_build_caches:
         raise ValueError("TrainLmOnPodConfig.auto_build_caches=True cannot apply: caches are built by tokenize steps")
     out = str(config.output_path)
-    accelerator = accelerator_of(config.resources)
-    with AttemptLog(out, "train.log") as attempt_log:
+    host = host_index()  # one writer per run: host 0 writes the run's files, others under hosts/<i>/
+    with AttemptLog(host_folder(out, host), "train.log") as attempt_log:
         log_path = attempt_log.path
         spec = levanter_main.write_spec(
             log_path + ".config.pkl", "marin_assets.training.levanter_config:prepare_training", config
@@ -173,13 +198,12 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
         with open(log_path, "ab") as log:
             log.write(f"\n{START_MARK} {time.strftime('%Y-%m-%dT%H:%M:%S')} =====\n".encode())
         start = time.monotonic()
-        proc = subprocess_runner.start(
-            levanter_main.command("train", spec), log_path, training_env(_env_of(config), accelerator), label="train"
-        )
-        try:
-            rc = subprocess_runner.wait(proc, TRAIN_TIMEOUT_S)  # kills the trainer if cancelled
-        except subprocess.TimeoutExpired:
-            raise TimeoutError(f"training did not finish in {TRAIN_TIMEOUT_S}s; log: {attempt_log.remote}") from None
+        env = training_process_env(config)
+        stall_s = progress_timeout_s(config.progress_timeout_s)
+        proc = subprocess_runner.start(levanter_main.command("train", spec), log_path, env, label="train")
+        # No wall-clock limit: stopped only without progress, on a lost lease (the fence kills it)
+        # or when cancelled (SIGTERM first: it checkpoints its last step).
+        rc = subprocess_runner.wait(proc, None, stall_timeout_s=stall_s, term_grace_s=TERM_GRACE_S)
         log_text = attempt_log.text()
         if rc != 0:
             missing = eval_harness.read_missing_tasks(levanter_main.local_yaml_path(spec))
@@ -192,7 +216,9 @@ def run_levanter_train_lm(config: TrainLmOnPodConfig) -> dict[str, Any]:
             os.remove(spec)
         with open(levanter_main.plan_path(spec)) as handle:
             plan = json.load(handle)
-    return summarize_training(out, plan, log_text, time.monotonic() - start, resumed_from_step(log_text))
+    return summarize_training(
+        out, plan, log_text, time.monotonic() - start, resumed_from_step(log_text), write_to=host_folder(out, host)
+    )
 
 
 def _finite_float(value: Any) -> float | None:
@@ -203,23 +229,39 @@ def _finite_float(value: Any) -> float | None:
     return number if number == number and abs(number) != float("inf") else None
 
 
-def summarize_training(out: str, plan: Mapping[str, Any], log_text: str, wall_s: float, resumed_from: int = 0) -> dict:
-    """Metadata of a finished run from its metric log and output folder (also writes files).
+def _steady_mean(steps: Mapping[int, Mapping[str, Any]], key: str) -> float | None:
+    """Mean of ``key`` over the logged steps, skipping the first fifth (compilation) when there are
+    five or more; None when no step logged it."""
+    values = [v for _, m in sorted(steps.items()) if (v := _finite_float(m.get(key))) is not None]
+    steady = values[len(values) // 5 :] if len(values) >= 5 else values
+    return sum(steady) / len(steady) if steady else None
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def summarize_training(
+    out: str,
+    plan: Mapping[str, Any],
+    log_text: str,
+    wall_s: float,
+    resumed_from: int = 0,
+    write_to: str | None = None,
+) -> dict:
+    """Metadata of a finished run from its metric log and output folder; writes ``metrics.jsonl``,
+    ``train_summary.json`` and ``loss_curve.png`` to ``write_to`` (default ``out``; another host's
+    folder on a multi-host slice, :mod:`marin_assets.training.hosts`).
 
     Every loss is a plain float under a flat key (``final_loss``, ``eval_loss``, ``eval/<set>/loss``)
     so Dagster plots it across materializations; ``loss_table`` is the curve as a table.
     """
     steps, summary = parse_metrics(log_text)
-    atomic_write_text(join_path(out, "metrics.jsonl"), metrics_jsonl(log_text))
+    write_to = out if write_to is None else write_to
+    atomic_write_text(join_path(write_to, "metrics.jsonl"), metrics_jsonl(log_text))
     train_losses = [(s, float(m["train/loss"])) for s, m in sorted(steps.items()) if "train/loss" in m]
     eval_losses = [(s, float(m["eval/loss"])) for s, m in sorted(steps.items()) if "eval/loss" in m]
-    # Steady-state throughput: skip the first logged steps (compilation) when there are enough.
-    tps = [
-        float(m["throughput/tokens_per_second"])
-        for _, m in sorted(steps.items())
-        if "throughput/tokens_per_second" in m
-    ]
-    steady = tps[len(tps) // 5 :] if len(tps) >= 5 else tps
+    steady = _steady_mean(steps, "throughput/tokens_per_second")
     tokens_seen = int(plan["num_train_steps"]) * int(plan["train_batch_size"]) * int(plan["seq_len"])
     checkpoints = [p for _, p in list_step_dirs(join_path(out, DEFAULT_CHECKPOINTS_PATH))]
     hf = [p for _, p in list_step_dirs(join_path(out, DEFAULT_HF_CHECKPOINTS_PATH))]
@@ -240,7 +282,10 @@ def summarize_training(out: str, plan: Mapping[str, Any], log_text: str, wall_s:
     meta.update(
         {
             "tokens_seen": tokens_seen,
-            "tokens_per_s": round(sum(steady) / len(steady), 1) if steady else None,
+            "tokens_per_s": round(steady, 1) if steady is not None else None,
+            # Levanter's throughput/mfu (percent; absent where it knows no peak FLOPs, e.g. CPU)
+            "mfu": _round(_steady_mean(steps, "throughput/mfu"), 2),
+            "step_time_s": _round(_steady_mean(steps, "throughput/duration"), 4),
             "tokens_per_s_wall": round(tokens_seen / wall_s, 1) if wall_s > 0 else None,
             "wall_s": round(wall_s, 2),
             "parameter_count": summary.get("parameter_count"),
@@ -260,11 +305,11 @@ def summarize_training(out: str, plan: Mapping[str, Any], log_text: str, wall_s:
     if rows:
         meta["loss_table"] = table(rows)
     atomic_write_text(
-        join_path(out, "train_summary.json"),
+        join_path(write_to, "train_summary.json"),
         json.dumps({k: v for k, v in meta.items() if k != "loss_table"}, indent=2),
     )
     png = loss_curve_png(steps)
     if png:
-        atomic_write_bytes(join_path(out, "loss_curve.png"), png)
+        atomic_write_bytes(join_path(write_to, "loss_curve.png"), png)
         meta["loss_curve"] = markdown(f"![loss curve](data:image/png;base64,{base64.b64encode(png).decode()})")
     return meta

@@ -27,7 +27,7 @@ process's and Ray node's ``PYTHONPATH``. After editing a script, ``reload`` (or 
 definitions*) shows the new code versions; ``restart-code`` restarts the code server alone.
 
 Dagster processes get ``RAY_ADDRESS=ray://127.0.0.1:<client port>``, so every step runs as a Ray
-task on a worker node (``ray_cluster.steps_on_ray``), ``MARIN_BROWSER_URL`` (the browser's
+task on a worker node (``ray_connect.steps_on_ray``), ``MARIN_BROWSER_URL`` (the browser's
 address), so every asset's ``marin/browser`` metadata link opens the local browser, and
 ``MARIN_RAY_DASHBOARD_URL``, so every step that ran on Ray links to its task's page (its job and
 logs; ``marin/ray_task``). ``env`` also exports
@@ -55,21 +55,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from marin_resources.deploy import instance_config, services
-from marin_resources.deploy.dagster_services import (  # noqa: F401 - also this module's names for callers
+from marin_resources.deploy.dagster_services import (
     LOCATION_NAME,
-    RELOAD_LOCATION,
     REPO,
-    code_server_command,
     reload_location,
     start_code_server,
     wait_for_in_flight_runs,
     wait_http,
     write_workspace,
 )
-from marin_resources.deploy.ray_nodes import (  # noqa: F401 - also this module's names for callers
-    WORKER_START_ATTEMPTS,
-    ray_head_env,
-    ray_node_env,
+from marin_resources.deploy.ray_nodes import (
     ray_port_names,
     start_ray,
 )

@@ -13,9 +13,9 @@ import dagster as dg
 import pytest
 
 from marin_assets.browse.server import BrowserApp
-from marin_assets.dagster_bridge import Experiment
 from marin_assets.definitions import build_definitions
 from marin_assets.execution import StepGraph
+from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.storage import join_path
 from marin_assets.experiments import curation
 from marin_assets.experiments.sample_data import SampleConfig, ground_truth_path, write_drop

@@ -1,6 +1,6 @@
-"""``executor_main``'s flags, declared once in ``ExecutorMainConfig`` and parsed as draccus does.
+"""``executor_main``'s flags, declared once in ``ExecutorMainConfig`` and parsed by draccus.
 
-Parity is checked against draccus itself (Marin's parser): the same command line gives the same
+Parity is checked against plain draccus (Marin's parser): the same command line gives the same
 config. A script that passes its own ``ExecutorMainConfig`` still honours ``--dry_run`` and
 ``--prefix`` from the command line (issue 31.5), and keeps its flags of its own.
 """
@@ -68,7 +68,7 @@ def test_the_command_line_parses_as_draccus_parses_it(argv):
 
 
 def test_one_flag_per_field_and_the_shorter_forms():
-    flags = {a.dest for a in build_parser()._actions if a.option_strings and a.dest != "help"}
+    flags = {a.dest for a in build_parser()._actions if a.option_strings and a.dest not in ("help", "config_path")}
     assert flags == {f.name for f in dataclasses.fields(ExecutorMainConfig)}
     # Ours besides draccus's: a boolean without a value, plain list items.
     assert parse_config(["--dry_run", "--run_only", "a", "b"]) == ExecutorMainConfig(dry_run=True, run_only=["a", "b"])
@@ -86,6 +86,17 @@ def test_a_scripts_own_config_gives_the_defaults_and_the_command_line_wins():
     assert given == dataclasses.replace(own, dry_run=True, prefix="/cli/prefix")
     with pytest.raises(SystemExit):  # without a config of the script's, an unknown flag is an error
         parse_config(["--model", "1b"])
+
+
+def test_a_draccus_config_file_overrides_a_scripts_own_config(tmp_path):
+    own = ExecutorMainConfig(prefix="/script/prefix", max_concurrent=2)
+    config = tmp_path / "run.yaml"
+    config.write_text("prefix: /file/prefix\nrun_only: [a, b]\n")
+    given = parse_config(["--config_path", str(config), "--dry_run", "true"], base=own)
+    assert given == dataclasses.replace(own, prefix="/file/prefix", run_only=["a", "b"], dry_run=True)
+    assert parse_config(["--config_path", str(config)]) == ExecutorMainConfig(
+        prefix="/file/prefix", run_only=["a", "b"]
+    )
 
 
 def _run(script: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from marin_assets.cli import COMMANDS
+from marin_assets.cli.main import COMMANDS
 
 REPO = Path(__file__).resolve().parents[2]
 MARIN = Path(sys.executable).parent / "marin"
@@ -185,7 +185,8 @@ def test_ray_stop_stops_a_running_embedded_head(user_env):
 
     temp_dir = tempfile.mkdtemp(prefix="mrt-cli-", dir="/tmp")  # short: Ray's socket paths are limited
     start = (
-        "from marin_resources.ray_cluster import RayClusterConfig, start_embedded_head; "
+        "from marin_resources.ray_config import RayClusterConfig; "
+        "from marin_resources.ray_head import start_embedded_head; "
         f"print(start_embedded_head(RayClusterConfig(temp_dir={temp_dir!r}, num_cpus=1)))"
     )
     started = subprocess.run(

@@ -117,7 +117,7 @@ def test_tokenize_mixture_train_eval_shape_runs_and_reruns_cached(prefix, tmp_pa
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_missing_task_data_fails_naming_the_task_without_downloading(tmp_path, monkeypatch):
-    from marin_assets.evaluation.evaluate import TaskDataMissing
+    from marin_assets.eval_data.task_data import TaskDataMissing
     from marin_assets.evaluation.evaluation_config import EvalTaskConfig, EvaluationConfig
     from marin_assets.evaluation.run import evaluate
 

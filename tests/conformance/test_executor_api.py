@@ -53,7 +53,7 @@ def test_executor_run_dry_run_and_output_paths(prefix, tmp_path, capsys):
 
 
 def test_pip_dependency_groups_decide_whether_an_in_process_step_goes_to_ray(monkeypatch):
-    from marin_assets.execution.runner import runs_in_process
+    from marin_assets.execution.ray_launch import runs_in_process
     from marin_resources.runtime_env import runtime_env_for
 
     monkeypatch.delenv("MARIN_STEPS_ON_RAY", raising=False)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.assets import Experiment
 from marin_assets.definitions import build_definitions
+from marin_assets.execution.declarations import Experiment
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
 from tests.conformance.marin_import import SCRIPTS, map_imports
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from marin_assets.core.io import list_files, read_jsonl_gz
-from marin_assets.execution.runner import ExecutorOptions, run_steps
+from marin_assets.execution.outcomes import ExecutorOptions
+from marin_assets.execution.runner import run_steps
 from marin_assets.execution.storage import join_path
 from marin_assets.execution.versioning import StepGraph
 from marin_assets.experiments.curation import PARTITION_SET
@@ -86,7 +87,8 @@ def ray_session():
     os.environ["MARIN_RAY_TMPDIR"] = tmp
     import ray
 
-    from marin_resources.ray_cluster import ensure_ray, stop_embedded_head
+    from marin_resources.ray_connect import ensure_ray
+    from marin_resources.ray_head import stop_embedded_head
 
     ensure_ray()
     yield

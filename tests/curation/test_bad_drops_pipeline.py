@@ -14,7 +14,8 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from marin_assets.execution.runner import ExecutorError, ExecutorOptions, run_steps
+from marin_assets.execution.outcomes import ExecutorError, ExecutorOptions
+from marin_assets.execution.runner import run_steps
 from marin_assets.execution.status import read_metadata, read_status
 from marin_assets.execution.versioning import StepGraph
 from marin_assets.experiments.curation import PARTITION_SET

@@ -12,7 +12,8 @@ import pytest
 
 from marin_assets.download.huggingface.download import DownloadConfig as OldNameDownloadConfig
 from marin_assets.download.huggingface.download_hf import DownloadConfig, HfDatasetNotCachedError, download_hf
-from marin_assets.execution.runner import ExecutorOptions, run_steps
+from marin_assets.execution.outcomes import ExecutorOptions
+from marin_assets.execution.runner import run_steps
 from marin_assets.execution.step import versioned
 from marin_assets.experiments.defaults import default_download
 from marin_assets.transform.raw.process import RawConfig, run_raw

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 import pytest
 
 from marin_assets.execution.attempt import published_path
-from marin_assets.execution.runner import ExecutorError, ExecutorOptions, StepRunner
+from marin_assets.execution.outcomes import ExecutorError, ExecutorOptions
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import read_status
 from marin_assets.execution.step import ExecutorStep, output_path_of, this_output_path, this_partition, versioned
+from marin_assets.execution.units import effective_predecessor, input_units
 from marin_assets.execution.versioning import StepGraph
 
 
@@ -131,8 +133,8 @@ def test_every_earlier_drop_failed_and_bring_along(prefix, tmp_path):
         StepRunner(ExecutorOptions(max_concurrent=4)).run(graph)
     assert _against(graph, chain, "d3") == []
     unit = (graph.resolved(chain), "d3")
-    assert StepRunner.effective_predecessor(unit, graph) == (None, ["d2", "d1"])
+    assert effective_predecessor(unit, graph) == (None, ["d2", "d1"])
     later = StepGraph([chain], prefix, {"drops": ["d1", "d2", "d3", "d4"]})
     fresh = (later.resolved(chain), "d4")
     # d3 succeeded: d4 waits for it; an input list without the failed drops (what Dagster brings along).
-    assert StepRunner.input_units(fresh, later) == [(later.resolved(raw), "d4"), (later.resolved(chain), "d3")]
+    assert input_units(fresh, later) == [(later.resolved(raw), "d4"), (later.resolved(chain), "d3")]

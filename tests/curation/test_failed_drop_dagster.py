@@ -10,10 +10,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from marin_assets.dagster_bridge import Experiment
 from marin_assets.dagster_bridge.landing_assets import build_landing_status_sensor
 from marin_assets.definitions import build_definitions
 from marin_assets.execution import StepGraph
+from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.status import read_metadata, read_status
 from marin_assets.experiments import curation
 from marin_assets.experiments.sample_data import SampleConfig, write_drop

@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 from marin_assets.execution.dry_run import format_plan, plan
-from marin_assets.execution.runner import ExecutorOptions, StepRunner
+from marin_assets.execution.outcomes import ExecutorOptions
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import read_info
 from marin_assets.execution.step import versioned
 from marin_assets.execution.versioning import ResolvedStep, StepGraph

@@ -87,7 +87,7 @@ FAMILY_STATUS_AFTER_BAD_FAILED = {
 
 def talk(config: NapConfig) -> dict[str, Any]:
     """Report a progress line (as training does), then nap."""
-    from marin_resources.ray_cluster import report_progress
+    from marin_resources.progress import report_progress
 
     report_progress(f"train: step 1: loss 2.0 ({config.tag})")
     return nap(config)

@@ -11,8 +11,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from marin_assets.dagster_bridge import Experiment, asset_key_for, build_step_assets
+from marin_assets.dagster_bridge.location_graph import asset_key_for
+from marin_assets.dagster_bridge.step_ops import build_step_assets
 from marin_assets.execution import ExecutorStep, StepGraph
+from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.status import read_status
 from marin_assets.experiments import hello_world
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
@@ -142,7 +144,8 @@ def test_dagster_definitions_validate_passes(tmp_path, dagster_home):
     ("module", "forbidden"),
     [
         ("marin_assets.execution", "dagster"),
-        ("marin_resources.ray_cluster", "dagster"),
+        ("marin_resources.ray_connect", "dagster"),
+        ("marin_resources.ray_head", "dagster"),
         ("marin_resources.accelerators", "dagster"),
     ],
 )

@@ -5,9 +5,10 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from marin_assets.dagster_bridge import Experiment, asset_key_for
+from marin_assets.dagster_bridge.location_graph import asset_key_for
 from marin_assets.definitions import build_definitions
 from marin_assets.execution import StepGraph
+from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.status import read_status
 from marin_assets.experiments import curation
 from marin_assets.experiments.sample_data import SampleConfig, write_drop

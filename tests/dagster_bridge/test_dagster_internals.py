@@ -13,6 +13,7 @@ from marin_assets.dagster_bridge.partition_sets import observation, partition_se
 
 REPO = Path(__file__).resolve().parents[2]
 INTERNALS = REPO / "marin_assets" / "dagster_bridge" / "dagster_internals.py"
+TEST_PRIVATE = REPO / "tests" / "dagster_private.py"  # the tests' own uses (test code only)
 
 
 def _private_dagster_imports(path: Path) -> list[str]:
@@ -31,13 +32,14 @@ def test_no_module_but_the_internals_one_imports_private_dagster():
         path
         for top in ("marin_assets", "marin_resources", "tests", "bench", "scripts")
         for path in (REPO / top).rglob("*.py")
-        if path != INTERNALS
+        if path not in (INTERNALS, TEST_PRIVATE)
     ]
     files += [path for path in REPO.glob("*.py")]
     assert len(files) > 50
     found = [hit for path in files for hit in _private_dagster_imports(path)]
     assert not found, found
     assert _private_dagster_imports(INTERNALS), "the internals module imports what it documents"
+    assert _private_dagster_imports(TEST_PRIVATE)
 
 
 def test_partition_set_tag_is_the_one_dagster_writes_for_a_data_version(tmp_path):
@@ -55,6 +57,10 @@ def test_partition_set_tag_is_the_one_dagster_writes_for_a_data_version(tmp_path
         tags = records[0].asset_observation.tags
     assert tags.get(dagster_internals.DATA_VERSION_TAG) == "v-probe", tags
     assert dagster_internals.DATA_VERSION_TAG == dagster_internals.PERSISTED_DATA_VERSION_TAG
+    # Every tag name read from Dagster is the value it persists (the fallback if a name moves).
+    assert {name: getattr(dagster_internals, name) for name in dagster_internals.PERSISTED_TAGS} == (
+        dagster_internals.PERSISTED_TAGS
+    )
 
     ours = observation("drops", ["d2", "d1"])
     assert ours.asset_key == partition_set_key("drops")

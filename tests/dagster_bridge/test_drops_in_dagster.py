@@ -18,15 +18,18 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from marin_assets.dagster_bridge import Experiment, asset_key_for
-from marin_assets.dagster_bridge.assets import RUN_ID_TAG, SOURCE_TAG, StepSchedule, build_step_assets
-from marin_assets.dagster_bridge.dagster_internals import stale_causes
+from marin_assets.dagster_bridge.location_graph import asset_key_for
 from marin_assets.dagster_bridge.partition_sets import SENSOR_NAME
+from marin_assets.dagster_bridge.step_ops import build_step_assets
+from marin_assets.dagster_bridge.step_run import RUN_ID_TAG
+from marin_assets.dagster_bridge.unit_run import SOURCE_TAG
 from marin_assets.definitions import build_definitions
 from marin_assets.execution import ExecutorStep, StepGraph, output_path_of, this_output_path, versioned
+from marin_assets.execution.declarations import Experiment, StepSchedule
 from marin_assets.execution.status import read_status
 from marin_assets.execution.step import this_partition
 from marin_assets.execution.storage import atomic_write_text
+from tests.dagster_private import stale_causes
 
 SET = "drops"
 

@@ -9,9 +9,10 @@ import json
 import dagster as dg
 import pytest
 
-from marin_assets.dagster_bridge import Experiment, asset_key_for
 from marin_assets.dagster_bridge.landing_assets import drop_rows, landing_key
+from marin_assets.dagster_bridge.location_graph import asset_key_for
 from marin_assets.definitions import build_definitions
+from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.storage import join_path, read_text
 from marin_assets.execution.versioning import StepGraph
 from marin_assets.experiments.curation_pipeline import curation_steps

@@ -21,7 +21,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from marin_assets.dagster_bridge import asset_key_for
+from marin_assets.dagster_bridge.location_graph import asset_key_for
 from marin_assets.dagster_bridge.recording import UnitRecord, materialization_of, step_progress_lines
 from marin_assets.execution import ExecutorStep, StepGraph, this_output_path
 from marin_assets.execution.status import STATUS_SUCCESS, read_status, write_status
@@ -205,6 +205,6 @@ def test_the_bridge_records_without_private_dagster_imports(module):
 def _stale(defs: dg.Definitions, instance: dg.DagsterInstance, step_name: str) -> list[tuple[str, str]]:
     """Dagster's stale causes of an asset (what the UI's "Unsynced" shows), as (category, dependency)."""
     # Dagster has no public API for stale causes (the UI reads them through GraphQL).
-    from marin_assets.dagster_bridge.dagster_internals import stale_causes
+    from tests.dagster_private import stale_causes
 
     return stale_causes(defs, instance, asset_key_for(step_name))

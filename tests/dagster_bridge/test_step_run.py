@@ -16,9 +16,10 @@ import os
 import dagster as dg
 import pytest
 
-from marin_assets.dagster_bridge import Experiment
-from marin_assets.dagster_bridge.assets import MAX_CONCURRENT_TAG, build_step_assets
+from marin_assets.dagster_bridge.step_ops import build_step_assets
+from marin_assets.dagster_bridge.step_run import MAX_CONCURRENT_TAG
 from marin_assets.execution import StepGraph
+from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.status import read_status
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
 from tests.dagster_bridge.run_steps import (

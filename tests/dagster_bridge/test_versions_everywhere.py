@@ -17,14 +17,16 @@ import time
 
 import dagster as dg
 
-from marin_assets.dagster_bridge import Experiment
-from marin_assets.dagster_bridge.assets import build_step_assets
-from marin_assets.dagster_bridge.dagster_internals import CODE_VERSION_TAG, DATA_VERSION_TAG, stale_status
+from marin_assets.dagster_bridge.dagster_internals import CODE_VERSION_TAG, DATA_VERSION_TAG
+from marin_assets.dagster_bridge.step_ops import build_step_assets
 from marin_assets.execution import ExecutorStep, StepGraph, this_output_path, versioned
+from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.lease import lease_for_output
-from marin_assets.execution.runner import ExecutorOptions, StepRunner
+from marin_assets.execution.outcomes import ExecutorOptions
+from marin_assets.execution.runner import StepRunner
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
 from tests.dagster_bridge.run_steps import NapConfig, nap, research_chain
+from tests.dagster_private import stale_status
 
 KEYS = {name: dg.AssetKey(["team", name]) for name in ("prep", "features", "train", "evaluate")}
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from marin_resources.deploy import local, services
+from marin_resources.deploy import local, ray_nodes, services
 from marin_resources.deploy.services import DeployState
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
@@ -55,7 +55,7 @@ def deployed_ray() -> Iterator[DeployState]:
     state = DeployState(state_dir=state_dir, ports=ports)
     state.env = {k: env[k] for k in local._SHELL_ENV}
     try:
-        local.start_ray(state, env, os.path.join(state_dir, "logs"), worker_cpus=2, worker_object_store_mb=256)
+        ray_nodes.start_ray(state, env, os.path.join(state_dir, "logs"), worker_cpus=2, worker_object_store_mb=256)
         yield state
     finally:
         local.down(state_dir, quiet=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from marin_assets.dagster_bridge.assets import asset_key_for
+from marin_assets.dagster_bridge.location_graph import asset_key_for
 from tests.deploy.test_reload import NEW_SCRIPT, TRAIN_SCRIPT, _write_project
 from tests.ui.conftest import DagsterDev, dagster_dev  # noqa: F401 - the fixture
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 from marin_resources.deploy import instance_config
-from marin_resources.deploy.local import REPO, topology_env
+from marin_resources.deploy.dagster_services import REPO
+from marin_resources.deploy.local import topology_env
 
 
 def _derive(tmp_path):
@@ -52,7 +53,7 @@ def test_coordinator_logs_and_the_one_stand_in_follow_the_values(tmp_path):
 
 
 def test_written_instance_config_validates_against_dagster_schema(tmp_path):
-    from marin_assets.dagster_bridge.dagster_internals import validated_instance_config
+    from tests.dagster_private import validated_instance_config
 
     _, config = _derive(tmp_path)
     home = tmp_path / "home"
@@ -114,9 +115,9 @@ def test_ray_client_proxy_runs_without_grpc_fork_handlers_locally_and_on_kuberay
 def test_the_local_code_server_reloads_and_the_dashboard_port_is_fixed(monkeypatch):
     """`dagster code-server start` (reloads), not `dagster api grpc`; `reload` / `restart-code`
     commands; the dashboard on 8265 unless configured ($MARIN_RAY_DASHBOARD_PORT, --ray_dashboard_port)."""
-    from marin_resources.deploy import local
+    from marin_resources.deploy import dagster_services, local
 
-    command = local.code_server_command(4321)
+    command = dagster_services.code_server_command(4321)
     assert command[1:3] == ["code-server", "start"] and "grpc" not in command
     assert command[command.index("-p") + 1] == "4321"
     assert command[command.index("--python-file") + 1].endswith("definitions.py")

@@ -7,7 +7,7 @@ import json
 import logging
 import os
 
-from marin_assets.execution.runner import ExecutionReport, StepOutcome
+from marin_assets.execution.outcomes import ExecutionReport, StepOutcome
 from marin_assets.execution.status import METADATA_FILE
 from marin_assets.experiments.quickstart import build_steps
 from marin_assets.experiments.quickstart_output import ProgressHandler, summary

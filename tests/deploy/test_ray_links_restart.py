@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from marin_resources.deploy import local, services
+from marin_resources.deploy import local, ray_nodes, services
 from marin_resources.deploy.services import DeployState
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
@@ -48,7 +48,8 @@ import json, logging, sys
 from marin_assets.training import subprocess_runner
 from marin_resources.accelerators import CpuConfig
 from marin_resources.progress import PROGRESS_LOGGER, driver_relay, run_reporting
-from marin_resources.ray_cluster import describe_driver, ensure_ray, name_task, ray_links, recording_placement
+from marin_resources.ray_connect import ensure_ray
+from marin_resources.ray_jobs import describe_driver, name_task, ray_links, recording_placement
 
 records = []
 handler = logging.Handler()
@@ -104,7 +105,7 @@ def ray_part() -> Iterator[dict[str, Any]]:
 def _start(info: dict[str, Any]) -> DeployState:
     state = DeployState(state_dir=info["state_dir"], ports=info["ports"])
     state.env = {k: info["env"][k] for k in local._SHELL_ENV if k in info["env"]}
-    local.start_ray(state, info["env"], os.path.join(info["state_dir"], "logs"), worker_cpus=2)
+    ray_nodes.start_ray(state, info["env"], os.path.join(info["state_dir"], "logs"), worker_cpus=2)
     return state
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from marin_resources.deploy import local, services
+from marin_resources.deploy import local, ray_nodes, services
 from marin_resources.deploy.ray_nodes import ray_port_names
 from marin_resources.deploy.services import DeployState
 
@@ -88,7 +88,7 @@ def two_workers() -> Iterator[dict[str, Any]]:
     state = DeployState(state_dir=state_dir, ports=ports)
     state.env = {k: env[k] for k in local._SHELL_ENV if k in env}
     try:
-        local.start_ray(state, env, os.path.join(state_dir, "logs"), workers=2, worker_cpus=2)
+        ray_nodes.start_ray(state, env, os.path.join(state_dir, "logs"), workers=2, worker_cpus=2)
         yield {"state": state, "base": base}
     finally:
         local.down(state_dir, quiet=True)

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from marin_assets.dagster_bridge.assets import asset_key_for
+from marin_assets.dagster_bridge.location_graph import asset_key_for
 from marin_resources.deploy import services
 from marin_resources.deploy.services import DeployState
 from tests.conftest import LAUNCH_RUN, Topology, deploy_topology

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.assets import Experiment, asset_key_for, build_step_assets
+from marin_assets.dagster_bridge.location_graph import asset_key_for
+from marin_assets.dagster_bridge.step_ops import build_step_assets
 from marin_assets.execution import ExecutorStep, this_output_path
+from marin_assets.execution.declarations import Experiment
 from marin_assets.experiments.quickstart import build_steps
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
 

@@ -7,9 +7,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from marin_assets.dagster_bridge.assets import Experiment
 from marin_assets.definitions import build_definitions
 from marin_assets.execution import ExecutorStep, this_output_path, versioned
+from marin_assets.execution.declarations import Experiment
 
 
 @dataclass(frozen=True)

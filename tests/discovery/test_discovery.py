@@ -12,7 +12,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from marin_assets.dagster_bridge.assets import asset_key_for
+from marin_assets.dagster_bridge.location_graph import asset_key_for
 from marin_assets.execution import StepGraph
 from marin_assets.execution.discovery import MAIN_ONLY_HINT, discover, experiment_entries
 

@@ -11,9 +11,10 @@ from typing import Any
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.assets import Experiment, asset_key_for
+from marin_assets.dagster_bridge.location_graph import asset_key_for
 from marin_assets.definitions import build_definitions
 from marin_assets.execution import ExecutorStep, InputName, this_output_path, this_partition
+from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.storage import atomic_write_text
 from marin_assets.experiments.sample_data import SampleConfig, write_drop
 from marin_assets.landing.zone import LandingDrops

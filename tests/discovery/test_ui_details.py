@@ -10,16 +10,18 @@ from typing import Any
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.assets import SOURCE_TAG, Experiment, asset_key_for
-from marin_assets.dagster_bridge.dagster_internals import stale_causes, stale_status
 from marin_assets.dagster_bridge.landing_assets import drop_rows, landing_key, rows_metadata
+from marin_assets.dagster_bridge.location_graph import asset_key_for
 from marin_assets.dagster_bridge.partition_sets import observation
+from marin_assets.dagster_bridge.unit_run import SOURCE_TAG
 from marin_assets.definitions import build_definitions
 from marin_assets.execution import ExecutorStep, executor_main, this_output_path, this_partition, versioned
+from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.storage import atomic_write_text
 from marin_assets.experiments import curation
 from marin_assets.experiments.quickstart import build_steps
 from marin_assets.experiments.sample_data import SampleConfig, write_drop
+from tests.dagster_private import stale_causes, stale_status
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ def test_landing_zone_drops_table_names_each_status(tmp_path):
 
 
 def test_quickstart_summary_names_the_deployed_webserver(monkeypatch, tmp_path):
-    from marin_assets.execution.runner import ExecutionReport
+    from marin_assets.execution.outcomes import ExecutionReport
     from marin_assets.experiments.quickstart_output import summary
 
     report = ExecutionReport("r1", [])

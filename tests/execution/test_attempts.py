@@ -14,7 +14,8 @@ import pytest
 from marin_assets.execution import ExecutorStep, StepGraph, this_output_path, versioned
 from marin_assets.execution.attempt import published_path, staging_path
 from marin_assets.execution.lease import StepLease, lease_for_output, process_start_ticks
-from marin_assets.execution.runner import ExecutorError, ExecutorOptions, StepRunner
+from marin_assets.execution.outcomes import ExecutorError, ExecutorOptions
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import read_metadata, read_status, write_status_if
 from marin_assets.execution.storage import join_path, read_bytes
 from tests.published_files import files_naming_a_staging_folder

@@ -9,9 +9,10 @@ import pytest
 
 from marin_assets.execution.attempt import copy_attempt, drop_incomplete_checkpoints, incomplete_checkpoints
 from marin_assets.execution.fence import LeaseLostError
-from marin_assets.execution.lease import ManualClock, StepLease
+from marin_assets.execution.lease import StepLease
 from marin_assets.execution.storage import filesystem, read_bytes
 from marin_assets.training.training_log import START_MARK, AttemptLog, resumed_from_step
+from tests.manual_clock import ManualClock
 
 
 class _NoFence:

@@ -17,7 +17,8 @@ import pytest
 from marin_assets.execution import ExecutorOptions, StepGraph
 from marin_assets.execution.fence import StepCancelled
 from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, lease_for_output
-from marin_assets.execution.runner import ExecutorError, StepRunner
+from marin_assets.execution.outcomes import ExecutorError
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import read_status
 from marin_assets.execution.storage import read_text
 from tests.execution import fencing_steps
@@ -195,7 +196,9 @@ def test_lost_lease_kills_the_step_subprocess(prefix, tmp_path, monkeypatch):
 def test_lost_lease_ends_a_ray_task_launched_through_an_accelerator_config(prefix, tmp_path, monkeypatch):
     import ray
 
-    from marin_resources.ray_cluster import RayClusterConfig, ensure_ray, stop_embedded_head
+    from marin_resources.ray_config import RayClusterConfig
+    from marin_resources.ray_connect import ensure_ray
+    from marin_resources.ray_head import stop_embedded_head
 
     ray.shutdown()
     temp_dir = f"/tmp/mr-fence-{os.getpid()}"

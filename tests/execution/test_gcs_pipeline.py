@@ -12,9 +12,10 @@ import dagster as dg
 import fsspec
 import pytest
 
-from marin_assets.dagster_bridge.assets import Experiment, build_step_assets
 from marin_assets.dagster_bridge.landing_sensor import build_landing_sensor
+from marin_assets.dagster_bridge.step_ops import build_step_assets
 from marin_assets.execution import StepGraph
+from marin_assets.execution.declarations import Experiment
 from marin_assets.execution.status import read_status
 from marin_assets.experiments import curation, hello_world
 from marin_assets.experiments.sample_data import SampleConfig, write_drop

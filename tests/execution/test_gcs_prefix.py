@@ -16,11 +16,12 @@ import pytest
 from marin_assets.execution import ExecutorOptions, StepGraph
 from marin_assets.execution.conditional import UnsupportedStorageError, backend_for
 from marin_assets.execution.gcs import GCSLeaseBackend
-from marin_assets.execution.lease import DEFAULT_STALE_S, ManualClock, StepLease, lease_for_output
+from marin_assets.execution.lease import DEFAULT_STALE_S, StepLease, lease_for_output
 from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import read_status, read_statuses, write_status_if
 from marin_assets.experiments import hello_world
 from tests.execution.sample_steps import diamond
+from tests.manual_clock import ManualClock
 
 REPO = Path(__file__).resolve().parents[2]
 

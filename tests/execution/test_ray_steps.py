@@ -12,7 +12,9 @@ import pytest
 from marin_assets.execution import ExecutorError, ExecutorStep, StepGraph, run_steps, this_output_path, versioned
 from marin_assets.execution.status import read_metadata, read_status
 from marin_resources.accelerators import CpuConfig, GpuConfig, TpuConfig
-from marin_resources.ray_cluster import RayClusterConfig, ensure_ray, stop_embedded_head
+from marin_resources.ray_config import RayClusterConfig
+from marin_resources.ray_connect import ensure_ray
+from marin_resources.ray_head import stop_embedded_head
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.ray

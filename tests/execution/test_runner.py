@@ -24,10 +24,12 @@ from marin_assets.execution import (
     versioned,
 )
 from marin_assets.execution.dry_run import format_plan, plan
-from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, ManualClock, StepLease
-from marin_assets.execution.runner import StepFailedError, StepRunner
+from marin_assets.execution.lease import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_S, StepLease
+from marin_assets.execution.outcomes import StepFailedError
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import read_status, write_status
 from tests.execution.sample_steps import WriteConfig, diamond, write_value
+from tests.manual_clock import ManualClock
 
 REPO = Path(__file__).resolve().parents[2]
 

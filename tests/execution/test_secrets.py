@@ -159,7 +159,7 @@ def test_later_runs_ray_tasks_see_no_earlier_credentials_and_auth_token_works(pr
             )
             assert proc.returncode == 0, proc.stderr[-3000:]
     finally:
-        from marin_resources.ray_cluster import stop_embedded_head
+        from marin_resources.ray_head import stop_embedded_head
 
         stop_embedded_head(ray_tmp)
         shutil.rmtree(ray_tmp, ignore_errors=True)
@@ -174,7 +174,7 @@ def test_later_runs_ray_tasks_see_no_earlier_credentials_and_auth_token_works(pr
 
 
 def test_embedded_head_environment_is_minimal_and_auth_mode_explicit(tmp_path):
-    from marin_resources.ray_cluster import configure_token_auth, head_environment
+    from marin_resources.ray_head import configure_token_auth, head_environment
 
     caller = {
         "PATH": "/usr/bin",
@@ -201,7 +201,8 @@ def test_embedded_head_environment_is_minimal_and_auth_mode_explicit(tmp_path):
 
 def test_a_failing_step_quoting_its_secret_records_and_raises_it_scrubbed(prefix, monkeypatch):
     from marin_assets.execution import ExecutorOptions, ExecutorStep, this_output_path
-    from marin_assets.execution.runner import ExecutorError, StepRunner
+    from marin_assets.execution.outcomes import ExecutorError
+    from marin_assets.execution.runner import StepRunner
     from marin_assets.execution.status import read_status
 
     monkeypatch.setenv("MARIN_TEST_API_TOKEN", SECRETS["MARIN_TEST_API_TOKEN"])
@@ -243,7 +244,8 @@ def test_a_failing_step_quoting_its_secret_records_and_raises_it_scrubbed(prefix
     ],
 )
 def test_common_credential_names_are_masked(name, monkeypatch):
-    from marin_assets.execution.secrets import environment_secrets, is_secret_name
+    from marin_assets.execution.secrets import environment_secrets
+    from marin_resources.secret_rule import is_secret_name
 
     value = f"value-of-{name.lower()}-SECRET"
     assert is_secret_name(name)

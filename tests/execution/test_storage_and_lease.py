@@ -17,10 +17,12 @@ import pytest
 from marin_assets.core.io import JsonlShardWriter
 from marin_assets.execution import ExecutorStep, StepGraph, this_output_path
 from marin_assets.execution.fence import LeaseLostError
-from marin_assets.execution.lease import ManualClock, StepLease, lease_for_output
-from marin_assets.execution.runner import ExecutorOptions, StepRunner
+from marin_assets.execution.lease import StepLease, lease_for_output
+from marin_assets.execution.outcomes import ExecutorOptions
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import read_info
 from marin_assets.execution.storage import exists, filesystem, join_path, list_dir, open_for_write, read_bytes
+from tests.manual_clock import ManualClock
 
 
 def _in_new_thread(fn):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from marin_assets.dagster_bridge.assets import asset_key_for
+from marin_assets.dagster_bridge.location_graph import asset_key_for
 from marin_assets.definitions import AUTOMATION_SENSOR
 from tests.conftest import LAUNCH_RUN
 from tests.ui.conftest import LOCATION, REPOSITORY, DagsterDev, metadata_of

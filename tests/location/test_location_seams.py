@@ -12,7 +12,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from marin_assets.dagster_bridge import Experiment, asset_key_for
+from marin_assets.dagster_bridge.location_graph import asset_key_for
 from marin_assets.definitions import (
     AUTOMATION_SENSOR,
     ERROR_CLEANUP_SENSOR,
@@ -20,7 +20,7 @@ from marin_assets.definitions import (
     build_definitions,
 )
 from marin_assets.execution import ExecutorStep, output_path_of, this_output_path, versioned
-from marin_assets.execution.declarations import StepSchedule
+from marin_assets.execution.declarations import Experiment, StepSchedule
 from marin_assets.execution.discovery import discover
 from tests.execution.sample_steps import WriteConfig, write_value
 

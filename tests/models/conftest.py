@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from marin_resources.ray_cluster import stop_embedded_head  # targeted: only this temp dir's Ray
+from marin_resources.ray_head import stop_embedded_head  # targeted: only this temp dir's Ray
 
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -39,7 +39,7 @@ def ray_session():
     old = os.environ.get("MARIN_RAY_TMPDIR")
     os.environ["MARIN_RAY_TMPDIR"] = temp_dir
     os.environ.pop("RAY_ADDRESS", None)
-    from marin_resources.ray_cluster import ensure_ray
+    from marin_resources.ray_connect import ensure_ray
 
     ensure_ray()
     yield temp_dir

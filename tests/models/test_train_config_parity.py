@@ -39,12 +39,13 @@ def _hints(cls: type) -> dict[str, object]:
     """The spec's resolved annotations (its Levanter types are imported only for type checkers)."""
     import levanter.callbacks.watch as watch
     import levanter.data.text as text
+    import levanter.distributed as distributed
     import levanter.models.lm_model as lm_model
     import levanter.optim as optim
     import levanter.schedule as schedule
 
     from marin_assets.eval_data.task_data import EvalTask
-    from marin_assets.execution.step import InputName
+    from marin_assets.execution.step import InputName, StepPath
     from marin_assets.training import train_config
 
     names = dict(vars(train_config))
@@ -52,11 +53,13 @@ def _hints(cls: type) -> dict[str, object]:
         WatchConfig=watch.WatchConfig,
         LmDatasetFormatBase=text.LmDatasetFormatBase,
         LMMixtureDatasetConfig=text.LMMixtureDatasetConfig,
+        DistributedConfig=distributed.DistributedConfig,
         LmConfig=lm_model.LmConfig,
         OptimizerConfig=optim.OptimizerConfig,
         ScheduleStep=schedule.ScheduleStep,
         EvalTask=EvalTask,
         InputName=InputName,
+        StepPath=StepPath,
     )
     return typing.get_type_hints(cls, globalns=names)
 
@@ -70,13 +73,14 @@ def _members(tp: object) -> list[object]:
 def accepts(levanter_type: object, ours: object) -> bool:
     """Whether a value of our type is a valid value of Levanter's field type.
 
-    None in ours means "Levanter's default" and an ``InputName`` is a placeholder resolved to a path
-    before the subprocess runs: both are left out. A spec class stands for its Levanter class.
+    None in ours means "Levanter's default" and an ``InputName`` / ``OutputName`` (a ``StepPath``'s
+    placeholders) is resolved to a path before the subprocess runs: they are left out. A spec class
+    stands for its Levanter class.
     """
-    from marin_assets.execution.step import InputName
+    from marin_assets.execution.step import InputName, OutputName
 
     for member in _members(ours):
-        if member in (type(None), InputName):
+        if member in (type(None), InputName, OutputName):
             continue
         if isinstance(member, type) and hasattr(member, "LEVANTER"):
             member = _levanter_class(member.LEVANTER)
@@ -97,7 +101,8 @@ def _accepts_one(lev: object, ours: object) -> bool:
         same = lo is oo or any(lo in fam and oo in fam for fam in families)
         if not same and not (isinstance(oo, type) and isinstance(lo, type) and issubclass(oo, lo)):
             return False
-        la, oa = typing.get_args(lev), typing.get_args(ours)
+        # tuple[X, ...] is a sequence of X (a hashable list in a frozen spec)
+        la, oa = (tuple(a for a in typing.get_args(tp) if a is not Ellipsis) for tp in (lev, ours))
         return not la or not oa or (len(la) == len(oa) and all(accepts(a, b) for a, b in zip(la, oa, strict=True)))
     if isinstance(lev, type) and isinstance(ours, type):
         return issubclass(ours, lev) or (lev is float and ours is int)
@@ -124,6 +129,7 @@ def test_the_checker_rejects_what_levanter_would_not_take():
     assert not accepts(int | None, list[int])
     assert not accepts(dict[str, float], dict[str, str])
     assert accepts(float, int | None) and accepts(int | list[int], list[int])
+    assert accepts(list[str], tuple[str, ...]) and not accepts(list[str], tuple[int, ...])
 
 
 # SimpleTrainConfig field -> (value set, path in the written train_config.yaml, expected value there)
@@ -163,6 +169,18 @@ SIMPLE_TRAIN_FIELDS: dict[str, tuple[object, str, object]] = {
     "per_device_parallelism": (4, "trainer.per_device_parallelism", 4),
     "resources": None,  # where it runs: precision and require_accelerator (test_accelerators.py)
     "pad_tokenizer_to_match_model": None,  # an error naming it (test_train_api.py)
+    "mp": ("p=f32,c=bfloat16", "trainer.mp", "compute=bfloat16,params=float32,output=bfloat16"),
+    "attn_backend": ("vanilla", "model.attn_backend", "VANILLA"),  # draccus writes the enum name
+    "gradient_checkpointing": (False, "model.gradient_checkpointing", False),
+    "model_axis_size": (2, "trainer.model_axis_size", 2),
+    "fsdp_axis": (("embed", "mlp"), "trainer.fsdp_axis", ["embed", "mlp"]),
+    "tensor_parallel_axes": (("heads",), "trainer.tensor_parallel_axes", ["heads"]),
+    "replica_ici_axis_size": (2, "trainer.replica_ici_axis_size", 2),
+    "replica_dcn_axis_size": (3, "trainer.replica_dcn_axis_size", 3),
+    "jax_compilation_cache_dir": ("/tmp/jax-cache-test", "trainer.jax_compilation_cache_dir", "/tmp/jax-cache-test"),
+    "distributed": ("DISTRIBUTED", "trainer.distributed.coordinator_address", "127.0.0.1:1234"),
+    "xla_flags": None,  # the training process's XLA_FLAGS: test_accelerator_knobs.py
+    "progress_timeout_s": None,  # the step's stall limit: test_progress_timeout.py
 }
 
 
@@ -175,7 +193,13 @@ def test_every_simple_train_config_field_reaches_levanter(inputs, tmp_path):  # 
     assert set(SIMPLE_TRAIN_FIELDS) == {f.name for f in dataclasses.fields(SimpleTrainConfig)}
     ckpt = str(tmp_path / "ckpt" / "step-3")
     values = {name: spec[0] for name, spec in SIMPLE_TRAIN_FIELDS.items() if spec is not None}
-    values.update(initialize_from_checkpoint_path=ckpt, watch=WatchConfig(interval=5))
+    from levanter.distributed import DistributedConfig
+
+    values.update(
+        initialize_from_checkpoint_path=ckpt,
+        watch=WatchConfig(interval=5),
+        distributed=DistributedConfig(coordinator_address="127.0.0.1:1234"),
+    )
     _, step = marin_step(inputs, **values)
     written = written_yaml(resolved(step, str(tmp_path / "prefix")), tmp_path)
     for name, spec in SIMPLE_TRAIN_FIELDS.items():

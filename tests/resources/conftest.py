@@ -13,7 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from marin_resources.ray_cluster import RayClusterConfig, ensure_ray, start_embedded_head, stop_embedded_head
+from marin_resources.ray_config import RayClusterConfig
+from marin_resources.ray_connect import ensure_ray
+from marin_resources.ray_head import start_embedded_head, stop_embedded_head
 
 FAKE_TPU = {"TPU": 4, "TPU-v4-8-head": 1}
 HEAD_CPUS = 4

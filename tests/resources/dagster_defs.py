@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
+from marin_resources.accelerators import step_resources
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
 
 
@@ -27,6 +28,12 @@ def double(config: Double) -> dict:
     }
 
 
+def _launch(ray: RayResource, config: Double, accelerator: str) -> dict:
+    """What a step does with the resource: connect (the shared Ray), then a task with its request."""
+    ray.connect()
+    return step_resources(accelerator).launch(double, config)
+
+
 def _record(name: str, storage: MarinStorageResource, payload: dict) -> None:
     with storage.storage().open(f"{name}.json", "w") as handle:
         json.dump(payload, handle)
@@ -34,7 +41,7 @@ def _record(name: str, storage: MarinStorageResource, payload: dict) -> None:
 
 @dg.asset
 def ray_step_a(ray: RayResource, marin_storage: MarinStorageResource) -> dict:
-    out = ray.launch(double, Double(1), accelerator="cpu")
+    out = _launch(ray, Double(1), "cpu")
     payload = {**out, "gcs": ray.address_in_use(), "step_pid": os.getpid()}
     _record("ray_step_a", marin_storage, payload)
     return payload
@@ -42,7 +49,7 @@ def ray_step_a(ray: RayResource, marin_storage: MarinStorageResource) -> dict:
 
 @dg.asset
 def ray_step_b(ray: RayResource, marin_storage: MarinStorageResource) -> dict:
-    out = ray.launch(double, Double(2), accelerator="tpu:v4-8")
+    out = _launch(ray, Double(2), "tpu:v4-8")
     payload = {**out, "gcs": ray.address_in_use(), "step_pid": os.getpid()}
     _record("ray_step_b", marin_storage, payload)
     return payload

@@ -7,8 +7,8 @@ import json
 import dagster as dg
 import pytest
 
-from marin_resources import ray_cluster
 from marin_resources.dagster_resources import MarinStorageResource, RayResource
+from marin_resources.ray_connect import get_default_config
 
 from . import dagster_defs
 
@@ -30,7 +30,7 @@ def test_materialize_with_ray_and_storage_resources(ray_head, tmp_path):
     assert a["gcs"].rpartition(":")[2] == ray_head.rpartition(":")[2]  # the shared head, not a new one
     assert json.loads((prefix / "ray_step_b.json").read_text())["value"] == 4
     # Setup made the resource's config the engine's default for plain ensure_ray() calls.
-    assert ray_cluster.get_default_config().namespace == "marin"
+    assert get_default_config().namespace == "marin"
 
 
 @pytest.mark.timeout(240)
@@ -66,6 +66,3 @@ def test_ray_resource_config_mapping():
         {"TPU": 4},
         True,
     )
-    merged = RayResource(runtime_env={"env_vars": {"A": "1"}, "pip": ["x==1"]}).task_runtime_env(["no-such-dist-xyz"])
-    assert merged["pip"] == ["x==1", "no-such-dist-xyz"]
-    assert merged["env_vars"]["A"] == "1"

@@ -23,7 +23,9 @@ SCRIPT = textwrap.dedent(
     """
     import os, sys, psutil, ray
     from marin_resources.progress import driver_relay
-    from marin_resources.ray_cluster import RayClusterConfig, ensure_ray, start_embedded_head
+    from marin_resources.ray_config import RayClusterConfig
+    from marin_resources.ray_connect import ensure_ray
+    from marin_resources.ray_head import start_embedded_head
     from marin_assets.experiments.quickstart import RayStopper
 
     temp_dir = sys.argv[1]
@@ -55,7 +57,7 @@ def test_the_stopper_disconnects_in_the_calling_thread_then_the_head_stops():
             timeout=300,
         )
     finally:
-        from marin_resources.ray_cluster import stop_embedded_head
+        from marin_resources.ray_head import stop_embedded_head
 
         stop_embedded_head(temp_dir)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

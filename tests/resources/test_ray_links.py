@@ -3,7 +3,7 @@ submission id; no link to pages that break after a restart (the job page, the lo
 
 from __future__ import annotations
 
-from marin_resources.ray_cluster import new_submission_id, ray_links
+from marin_resources.ray_jobs import new_submission_id, ray_links
 
 BASE = "http://127.0.0.1:8265"
 

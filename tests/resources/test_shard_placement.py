@@ -37,7 +37,7 @@ def _mapping_step(config: Shards) -> dict:
 def test_a_step_on_ray_records_the_nodes_its_shards_ran_on(ray_head):
     import ray
 
-    from marin_resources.ray_cluster import PLACEMENT_KEY, SHARD_NODES_KEY, recording_placement
+    from marin_resources.ray_jobs import PLACEMENT_KEY, SHARD_NODES_KEY, recording_placement
 
     result = ray.get(ray.remote(recording_placement(_mapping_step)).remote(Shards(5)), timeout=120)
     # map_shards still returns the shards' own results, in input order.
@@ -52,7 +52,7 @@ def test_a_step_on_ray_records_the_nodes_its_shards_ran_on(ray_head):
 def test_a_step_without_shards_on_ray_records_no_shard_nodes(ray_head):
     import ray
 
-    from marin_resources.ray_cluster import PLACEMENT_KEY, SHARD_NODES_KEY, recording_placement
+    from marin_resources.ray_jobs import PLACEMENT_KEY, SHARD_NODES_KEY, recording_placement
 
     result = ray.get(ray.remote(recording_placement(_mapping_step)).remote(Shards(0)), timeout=120)
     assert SHARD_NODES_KEY not in result[PLACEMENT_KEY]
@@ -64,7 +64,7 @@ def test_an_in_process_step_whose_shards_ran_on_ray_records_their_nodes(ray_head
 
     from marin_assets.execution import ExecutorStep, run_steps, this_output_path
     from marin_assets.execution.status import read_metadata
-    from marin_resources.ray_cluster import PLACEMENT_KEY, SHARD_NODES_KEY
+    from marin_resources.ray_jobs import PLACEMENT_KEY, SHARD_NODES_KEY
 
     step = ExecutorStep("shards/in_process", _mapping_step, Shards(3, this_output_path(), ray_pool=True))
     (outcome,) = run_steps([step], prefix).outcomes

@@ -17,14 +17,8 @@ import textwrap
 import psutil
 import pytest
 
-from marin_resources.ray_cluster import (
-    ADDRESS_FILE,
-    TOKEN_FILE,
-    RayClusterConfig,
-    start_embedded_head,
-    stop_embedded_head,
-)
-from marin_resources.ray_head import _head_processes
+from marin_resources.ray_config import RayClusterConfig
+from marin_resources.ray_head import ADDRESS_FILE, TOKEN_FILE, _head_processes, start_embedded_head, stop_embedded_head
 
 pytestmark = pytest.mark.ray
 
@@ -32,7 +26,8 @@ _CHILD = textwrap.dedent(
     """
     import json, os, sys, time
     import ray
-    from marin_resources.ray_cluster import RayClusterConfig, ensure_ray
+    from marin_resources.ray_config import RayClusterConfig
+    from marin_resources.ray_connect import ensure_ray
     ensure_ray(RayClusterConfig(num_cpus=2))
     ctx = ray.get_runtime_context()
     pid = ray.get(ray.remote(lambda: os.getpid()).remote())
@@ -173,7 +168,8 @@ _RUN = textwrap.dedent(
     """
     import json, os
     import ray
-    from marin_resources.ray_cluster import RayClusterConfig, ensure_ray
+    from marin_resources.ray_config import RayClusterConfig
+    from marin_resources.ray_connect import ensure_ray
     ensure_ray(RayClusterConfig(num_cpus=2))
     env = ray.get(ray.remote(lambda: {k: os.environ.get(k) for k in ("RAY_AUTH_TOKEN", "RAY_AUTH_MODE")}).remote())
     print(json.dumps({"gcs": ray.get_runtime_context().gcs_address, "task_env": env}))
@@ -221,7 +217,7 @@ def test_a_step_on_ray_records_its_job_task_and_worker_log_and_links_them(ray_he
 
     from marin_assets.dagster_bridge.metadata import to_dagster_metadata
     from marin_assets.execution.metadata import TYPE_KEY
-    from marin_resources.ray_cluster import _METADATA_TYPE_KEY, PLACEMENT_KEY, ray_links, recording_placement
+    from marin_resources.ray_jobs import _METADATA_TYPE_KEY, PLACEMENT_KEY, ray_links, recording_placement
 
     assert _METADATA_TYPE_KEY == TYPE_KEY  # the marker the Dagster bridge reads
     result = ray.get(ray.remote(recording_placement(_step)).remote({"value": 21}), timeout=120)

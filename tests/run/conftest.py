@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from marin_resources.ray_cluster import ADDRESS_FILE, _free_port, stop_embedded_head
+from marin_resources.ray_head import ADDRESS_FILE, _free_port, stop_embedded_head
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RAY = str(Path(sys.executable).parent / "ray")

@@ -11,8 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from marin_assets.execution.secrets import StreamScrubber
 from marin_assets.run import ray_run
-from marin_assets.run.job_entry import ENV_MODULE_VAR, StreamScrubber, secret_values
+from marin_assets.run.job_entry import ENV_MODULE_VAR, secret_values
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -218,7 +219,7 @@ def test_address_precedence_and_ray_client_addresses(monkeypatch):
 
 
 def test_an_unreachable_cluster_is_one_line_and_exit_2(monkeypatch, capsys):
-    from marin_resources.ray_cluster import _free_port
+    from marin_resources.ray_head import _free_port
 
     port = _free_port()  # nothing listens there
     monkeypatch.setenv("RAY_ADDRESS", "ray://127.0.0.1:1")  # must not be what is tried

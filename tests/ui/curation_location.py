@@ -7,8 +7,8 @@ finishes in minutes. Served by ``tests/ui/test_drops_ui.py`` under the location 
 
 from __future__ import annotations
 
-from marin_assets.dagster_bridge import Experiment
 from marin_assets.definitions import build_definitions
+from marin_assets.execution.declarations import Experiment
 from marin_assets.experiments import curation
 
 _steps = curation.build_steps(use_ray=False)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
-from marin_assets.dagster_bridge import Experiment
 from marin_assets.definitions import build_definitions
+from marin_assets.execution.declarations import Experiment
 from tests.dagster_bridge.run_steps import failing_family, independent_steps
 
 NAP_SECONDS = float(os.environ.get("MARIN_TEST_NAP_SECONDS", "6"))

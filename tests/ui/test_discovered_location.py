@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from marin_assets.dagster_bridge.assets import asset_key_for
+from marin_assets.dagster_bridge.location_graph import asset_key_for
 from marin_assets.execution import StepGraph
 from tests.conftest import LAUNCH_RUN
 from tests.ui.conftest import LOCATION, REPO_ROOT, REPOSITORY, DagsterDev, metadata_of

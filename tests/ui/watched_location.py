@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from marin_assets.dagster_bridge import Experiment
 from marin_assets.definitions import build_definitions
 from marin_assets.execution import ExecutorStep, this_output_path, versioned
+from marin_assets.execution.declarations import Experiment
 from marin_resources.accelerators import CpuConfig
 from tests.dagster_bridge.run_steps import BeatConfig, beat, research_chain
 

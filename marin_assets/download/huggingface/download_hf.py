@@ -40,7 +40,7 @@ from typing import Any
 
 from marin_assets.core.io import write_json
 from marin_assets.download.huggingface import hub
-from marin_assets.execution.step import THIS_OUTPUT_PATH
+from marin_assets.execution.step import THIS_OUTPUT_PATH, StepPath
 from marin_assets.execution.storage import filesystem, join_path
 from marin_assets.landing.zone import MANIFEST
 
@@ -79,14 +79,14 @@ class DownloadConfig:
     hf_dataset_id: str
     revision: str
     hf_urls_glob: list[str] = field(default_factory=list)
-    gcs_output_path: str = THIS_OUTPUT_PATH
+    gcs_output_path: StepPath = THIS_OUTPUT_PATH
     append_sha_to_path: bool = False
-    public_gcs_path: str = "gs://hf_dataset_transfer_bucket"
+    public_gcs_path: StepPath = "gs://hf_dataset_transfer_bucket"
     wait_for_completion: bool = True
     timeout: int = 1800
     poll_interval: int = 10
     hf_repo_type_prefix: str = "datasets"
-    cache_dir: str | None = None
+    cache_dir: StepPath | None = None
     max_streams: int = hub.DEFAULT_STREAMS
 
 

@@ -263,7 +263,7 @@ class _Progress:
 
 
 def _report(line: str) -> None:
-    from marin_resources.ray_cluster import report_progress
+    from marin_resources.progress import report_progress
 
     report_progress(line)
 

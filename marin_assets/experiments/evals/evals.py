@@ -22,6 +22,8 @@ from marin_assets.evaluation.run import evaluate
 from marin_assets.execution.step import (
     ExecutorStep,
     InputName,
+    StepPath,
+    StepResources,
     ensure_versioned,
     output_path_of,
     this_output_path,
@@ -47,7 +49,7 @@ def _infer_model_name_for_path(model_path: str) -> str:
     return "_".join(parts[-2:])
 
 
-def extract_model_name_and_path(step: ExecutorStep | InputName | str) -> tuple[str, Any]:
+def extract_model_name_and_path(step: ExecutorStep | InputName | str) -> tuple[str, StepPath]:
     """``(name, path of its HF exports)`` of a training step, an ``InputName`` or a path."""
     if isinstance(step, ExecutorStep):
         return step.name, output_path_of(step, "hf")
@@ -57,7 +59,7 @@ def extract_model_name_and_path(step: ExecutorStep | InputName | str) -> tuple[s
     return _infer_model_name_for_path(step), step
 
 
-def _validation_caches_of(step: Any) -> dict[str, Any]:
+def _validation_caches_of(step: ExecutorStep) -> dict[str, Any]:
     """The training step's data components (their ``validation`` splits are scored by Levanter)."""
     config = getattr(step, "config", None)
     data = getattr(getattr(config, "train_config", None), "data", None)
@@ -68,9 +70,9 @@ def _validation_caches_of(step: Any) -> dict[str, Any]:
 def _eval_step(
     step_name: str,
     evaluator: str,
-    model_path: Any,
+    model_path: StepPath,
     evals: Sequence[EvalTaskConfig],
-    resource_config: Any,
+    resource_config: StepResources | None,
     max_eval_instances: int | None,
     apply_chat_template: bool,
     discover_latest_checkpoint: bool,
@@ -107,9 +109,9 @@ def _eval_step(
 
 def evaluate_levanter_lm_evaluation_harness(
     model_name: str,
-    model_path: Any,
+    model_path: StepPath,
     evals: list[EvalTaskConfig],
-    resource_config: Any = None,
+    resource_config: StepResources | None = None,
     max_eval_instances: int | None = None,
     apply_chat_template: bool = False,
     discover_latest_checkpoint: bool = True,
@@ -138,11 +140,11 @@ def evaluate_levanter_lm_evaluation_harness(
 
 def evaluate_lm_evaluation_harness(
     model_name: str,
-    model_path: Any,
+    model_path: StepPath,
     evals: list[EvalTaskConfig],
     max_eval_instances: int | None = None,
     engine_kwargs: dict | None = None,
-    resource_config: Any = None,
+    resource_config: StepResources | None = None,
     apply_chat_template: bool = False,
     wandb_tags: list[str] | None = None,
     discover_latest_checkpoint: bool = True,
@@ -168,7 +170,7 @@ def evaluate_lm_evaluation_harness(
 
 def default_eval(
     step: ExecutorStep | InputName | str,
-    resource_config: Any = None,
+    resource_config: StepResources | None = None,
     evals: Sequence[EvalTaskConfig] | None = None,
     max_eval_instances: int | None = None,
     apply_chat_template: bool = False,
@@ -202,7 +204,7 @@ def default_eval(
 
 def default_base_eval(
     step: ExecutorStep | InputName | str,
-    resource_config: Any = None,
+    resource_config: StepResources | None = None,
     max_eval_instances: int | None = None,
     engine_kwargs: dict | None = None,
     run_generation_evals: bool = True,
@@ -243,7 +245,7 @@ def default_base_eval(
 
 def default_key_evals(
     step: ExecutorStep | InputName | str,
-    resource_config: Any = None,
+    resource_config: StepResources | None = None,
     model_name: str | None = None,
     max_eval_instances: int | None = None,
     engine_kwargs: dict | None = None,

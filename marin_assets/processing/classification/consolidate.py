@@ -38,6 +38,7 @@ import numpy as np
 
 from marin_assets.core.shard_stage import Counters, DocumentStage, Quarantine, find_shards, read_shard
 from marin_assets.execution.metadata import table_markdown
+from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import exists, join_path
 
 logger = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ class FilterConfig:
     """
 
     type: str
-    attribute_path: str
+    attribute_path: StepPath
     name: str
     label: str | None = None
     threshold: float | None = None
@@ -105,8 +106,8 @@ class ConsolidateConfig:
         min_chars: documents shorter than this after removing spans are dropped.
     """
 
-    input_path: str
-    output_path: str
+    input_path: StepPath
+    output_path: StepPath
     filters: list[FilterConfig] = field(default_factory=list)
     filetype: str = "jsonl.gz"
     max_tasks_in_flight: int = 1000

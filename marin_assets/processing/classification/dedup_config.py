@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from marin_assets.core.shard_stage import find_shards
+from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import filesystem, join_path
 from marin_assets.processing.classification.minhash import MinHashParams
 
@@ -93,8 +94,8 @@ class DedupeConfig:
             memory.
     """
 
-    input_path: str
-    output_path: str
+    input_path: StepPath
+    output_path: StepPath
     attribute_name: str = "duplicate_text"
     min_length: int = 0
     min_words: int = 0
@@ -104,14 +105,14 @@ class DedupeConfig:
     ngram: NGramConfig | None = None
     processes: int = 1
     decontaminate: bool = False
-    decontaminate_path: str | None = None
+    decontaminate_path: StepPath | None = None
     input_filetype: str = "jsonl.gz"
-    bloom_filter_path: str | None = None
+    bloom_filter_path: StepPath | None = None
     mode: DedupMode = DedupMode.DEDUPLICATE
     decontaminate_source: str | list[str] | None = None
     text_field: str = "text"
     drop_id: str | None = None
-    landing_dir: str | None = None
+    landing_dir: StepPath | None = None
     minhash_ngram: int = 5
     num_perm: int = 112
     bands: int = 14

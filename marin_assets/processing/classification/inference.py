@@ -28,6 +28,7 @@ from marin_assets.classifiers.fasttext.training import MODEL_FILE, fasttext_line
 from marin_assets.core.runtime import TaskConfig
 from marin_assets.core.shard_stage import Counters, DocumentStage, Quarantine, find_shards
 from marin_assets.execution.metadata import table_markdown
+from marin_assets.execution.step import StepPath
 
 SUPPORTED_MODEL_TYPES = ("fasttext",)
 
@@ -62,11 +63,11 @@ class InferenceConfig:
         filetype: extension of the input files.
     """
 
-    input_path: str
-    model_name: str
+    input_path: StepPath
+    model_name: StepPath
     attribute_name: str
     model_type: str | None = None
-    output_path: str | None = None
+    output_path: StepPath | None = None
     runtime: RuntimeConfig = field(default_factory=lambda: RuntimeConfig(memory_limit_gb=0.1))
     task: TaskConfig = field(default_factory=TaskConfig)
     filetype: str = "jsonl.gz"

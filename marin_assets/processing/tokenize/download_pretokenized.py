@@ -21,7 +21,7 @@ import os
 from typing import Any
 
 from marin_assets.download.huggingface.download_hf import DownloadConfig, download_hf
-from marin_assets.execution.step import THIS_OUTPUT_PATH, ExecutorStep, InputName, ensure_versioned
+from marin_assets.execution.step import THIS_OUTPUT_PATH, ExecutorStep, InputName, StepPath, ensure_versioned
 from marin_assets.processing.tokenize.tokenize import TokenizeConfigBase
 
 logger = logging.getLogger(__name__)
@@ -31,8 +31,8 @@ logger = logging.getLogger(__name__)
 class PretokenizedCacheDownloadConfig(TokenizeConfigBase):
     """Marin's config of a pretokenized cache download (same fields)."""
 
-    cache_path: str
-    tokenizer: str
+    cache_path: StepPath
+    tokenizer: StepPath
     hf_repo_id: str
     hf_revision: str | None = None
     hf_repo_type_prefix: str = "datasets"

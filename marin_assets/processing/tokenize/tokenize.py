@@ -290,7 +290,7 @@ def _split_files(config: TokenizeConfig, split: str, paths: Sequence[Any], text_
 
 
 def _ray_cpus() -> int:
-    from marin_resources.ray_cluster import ensure_ray
+    from marin_resources.ray_connect import ensure_ray
 
     return int(ensure_ray().get("CPU", 1))
 

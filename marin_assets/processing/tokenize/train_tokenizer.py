@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from marin_assets.core.documents import iter_texts, list_document_files
-from marin_assets.execution.step import ExecutorStep, InputName, this_output_path, versioned
+from marin_assets.execution.step import ExecutorStep, InputName, StepPath, this_output_path, versioned
 from marin_assets.execution.storage import filesystem, is_local
 
 BOS = "<|begin_of_text|>"
@@ -41,8 +41,8 @@ class TokenizerConfig:
         model_max_length: written to the tokenizer config (lm-eval reads it to truncate).
     """
 
-    input_paths: Sequence[str] | str
-    output_path: str
+    input_paths: Sequence[StepPath] | StepPath
+    output_path: StepPath
     vocab_size: int = 4096
     special_tokens: tuple[str, ...] = DEFAULT_SPECIAL_TOKENS
     min_frequency: int = 2

@@ -36,6 +36,7 @@ from marin_assets.core.shard_stage import (
     ShardStage,
     write_shard,
 )
+from marin_assets.execution.step import StepPath
 from marin_assets.execution.storage import filesystem, join_path
 from marin_assets.landing.zone import REJECTED_FILES, STATUS_VALID, validate_drop
 from marin_assets.transform.raw.readers import (
@@ -73,14 +74,14 @@ class RawConfig:
             drop is read again into new output folders, the old outputs stay under the old hash.
     """
 
-    landing_dir: str
+    landing_dir: StepPath
     drop_id: str
-    output_path: str
+    output_path: StepPath
     source: str | None = None
     docs_per_shard: int = 1000
     max_doc_bytes: int = 10_000_000
     verify_checksums: bool = True
-    drop_path: str | None = None
+    drop_path: StepPath | None = None
     text_key: str = "text"
     id_key: str = "id"
     content_type: str | None = None

@@ -319,9 +319,10 @@ def parse_json_line(raw: bytes, line: int, quarantine: Quarantine) -> Any:
 _JSON_TYPES = {type(None): "null", bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
 
 
-def read_jsonl(handle: BinaryIO, codec: Codec | None, max_line: int, q: Quarantine) -> Iterator[tuple[int, dict]]:
-    """(line, record) of a JSON-lines stream; bad lines quarantined, and so is every line whose
-    JSON value is no object (``null``, a number, a string, an array: ``not_an_object``)."""
+def jsonl_objects(handle: BinaryIO, codec: Codec | None, max_line: int, q: Quarantine) -> Iterator[tuple[int, dict]]:
+    """(line, record) of an untrusted JSON-lines input stream; bad lines quarantined, and so is every
+    line whose JSON value is no object (``null``, a number, a string, an array: ``not_an_object``).
+    Shards the stages wrote themselves are read by the one JSONL reader, ``core.io.read_jsonl``."""
     for line, raw in iter_lines(handle, codec, max_line, q):
         value = parse_json_line(raw, line, q)
         if value is _SKIP:
@@ -575,7 +576,7 @@ def _records(
         else:
             codec = JSONL_CODECS[fmt]
             renaming = (text_key, id_key) != ("text", "id")
-            for line, value in read_jsonl(handle, codec, max_line, q):
+            for line, value in jsonl_objects(handle, codec, max_line, q):
                 yield line, rename_fields(value, text_key, id_key) if renaming else value
     finally:
         handle.close()

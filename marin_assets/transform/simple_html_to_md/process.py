@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from marin_assets.core.shard_stage import Counters, DocumentStage, Quarantine
+from marin_assets.execution.step import StepPath
 from marin_assets.schemas.web.convert import ExtractionConfig, HtmlToMarkdownConfig
 from marin_assets.web.convert import text_extractor
 
@@ -40,8 +41,8 @@ class SimpleHtmlToMdConfig:
         min_chars: ours -- converted text shorter than this is quarantined as ``no_text``.
     """
 
-    input_path: str
-    output_path: str
+    input_path: StepPath
+    output_path: StepPath
     extract_method: str = "readability"
     config: ExtractionConfig = field(default_factory=HtmlToMarkdownConfig.default_config)
     min_chars: int = 1

@@ -32,7 +32,7 @@ from enum import StrEnum
 from typing import Any
 
 from marin_assets.core.io import iter_records, write_jsonl_shard
-from marin_assets.execution.step import THIS_OUTPUT_PATH
+from marin_assets.execution.step import THIS_OUTPUT_PATH, StepPath
 from marin_assets.execution.storage import filesystem, is_local, join_path
 from marin_assets.utils import fsspec_glob, rebase_file_path
 
@@ -67,8 +67,8 @@ class DedupeConfig:
         text_field: the field holding the text.
     """
 
-    input_path: str | list[str]
-    output_path: str = THIS_OUTPUT_PATH
+    input_path: StepPath | list[StepPath]
+    output_path: StepPath = THIS_OUTPUT_PATH
     attribute_name: str = "duplicate_text"
     processes: int = 1
     mode: DedupMode = DedupMode.DEDUPLICATE

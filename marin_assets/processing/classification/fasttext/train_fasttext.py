@@ -16,6 +16,7 @@ from typing import Any
 
 from marin_assets.classifiers.fasttext.training import train_model
 from marin_assets.classifiers.utils import DatasetConfig, labelled_documents
+from marin_assets.execution.step import StepPath
 
 
 @dataclass
@@ -33,7 +34,7 @@ class TrainFasttextClassifierConfig:
             the engine puts it).
     """
 
-    output_path: str | None = field(default=None)
+    output_path: StepPath | None = field(default=None)
     datasets: list[DatasetConfig] = field(default_factory=list)
     fasttext_args: dict = field(default_factory=dict)
     seed: int = 0
