@@ -142,17 +142,17 @@ class _ObservedRunner(StepRunner):
             self._leases.append(lease)
         return lease
 
-    def stop(self, why: str | None = None) -> None:
+    def stop(self, why: str | None = None) -> list[str]:
         """Start no further unit; with ``why`` (the run was terminated or interrupted), also stop the
         units running now: their leases are given up, which cancels their Ray tasks (see
-        :meth:`StepLease.cancel`) -- none keeps running unobserved after its run is gone."""
+        :meth:`StepLease.cancel`) -- none keeps running unobserved after its run is gone. Returns
+        the output folders of the steps it stopped."""
         self._stopped.set()
         if why is None:
-            return
+            return []
         with self._leases_lock:
             leases, self._leases = self._leases, []
-        for lease in leases:
-            lease.cancel(why)
+        return [lease.path.rsplit("/", 1)[0] for lease in leases if lease.cancel(why)]
 
     def execute_unit(self, unit: Unit, graph: StepGraph) -> StepOutcome:
         if self._stopped.is_set():
@@ -333,7 +333,13 @@ def run_selected_steps(
         # Terminated, interrupted (a code-server restart) or this thread failed: start nothing more
         # and stop the steps running now (their Ray tasks are cancelled, nothing is recorded), then
         # wait briefly for their threads to see it.
-        runner.stop(f"the Dagster run {context.run_id} stopped ({type(exc).__name__}: {exc or 'terminated'})")
+        why = f"the Dagster run {context.run_id} stopped ({type(exc).__name__}: {exc or 'terminated'})"
+        stopped = runner.stop(why)
+        if stopped:  # what happened, in the run's log: which steps stopped, and that nothing was recorded
+            context.log.error(
+                f"{why}: stopped {len(stopped)} running step(s), their Ray tasks cancelled and nothing recorded "
+                f"for them (a re-execution runs them again): {', '.join(stopped)}"
+            )
         if thread.is_alive():
             thread.join(timeout=STOP_GRACE_S)
         raise
