@@ -15,6 +15,37 @@ from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_LOCAL_PREFIX = "./data"
+STORAGE_TIMEOUT_ENV = "MARIN_STORAGE_TIMEOUT_S"
+DEFAULT_STORAGE_TIMEOUT_S = 30.0
+
+
+def storage_timeout_s() -> float:
+    """Seconds an object-store request may wait for its connection or for its next byte
+    (``$MARIN_STORAGE_TIMEOUT_S``, default 30): the bound on "the store stopped answering".
+
+    A silence, not a total: a large upload or download that keeps moving is never cut off.
+    (aiohttp's own default waits 5 minutes for a silent store, and gcsfs retries that 6 times.)
+
+    Raises:
+        ValueError: the variable is set to something other than a positive number.
+    """
+    raw = os.environ.get(STORAGE_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_STORAGE_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise ValueError(f"${STORAGE_TIMEOUT_ENV}={raw!r} is not a positive number of seconds")
+    return value
+
+
+def request_timeout(seconds: float) -> Any:
+    """The gcsfs ``requests_timeout`` for a silence of ``seconds``: connect and per-read, no total."""
+    import aiohttp
+
+    return aiohttp.ClientTimeout(total=None, sock_connect=seconds, sock_read=seconds)
 
 
 def _protocol_of(url: str) -> str:
@@ -98,6 +129,8 @@ class StorageConfig:
         options = dict(self.storage_options or {})
         if not self.is_local:
             options.setdefault("use_listings_cache", False)
+        if self.protocol in ("gs", "gcs"):
+            options.setdefault("requests_timeout", request_timeout(storage_timeout_s()))
         return fsspec.filesystem(self.protocol, **options)
 
     def url(self, *parts: str) -> str:

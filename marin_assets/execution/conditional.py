@@ -72,8 +72,8 @@ class LocalLeaseBackend:
 
     Exclusive create uses ``link(2)`` of a fully written temporary file, so a reader never sees a
     half-written file. Compare-and-swap runs inside a short critical section guarded by an
-    ``O_EXCL`` mutex file; a mutex older than ``mutex_stale_s`` (its holder died inside the few
-    milliseconds of the section) is broken.
+    ``O_EXCL`` mutex file; a mutex this process keeps finding unchanged for ``mutex_stale_s`` of
+    its own monotonic clock (its holder died inside the few milliseconds of the section) is broken.
     """
 
     def __init__(self, mutex_stale_s: float = 10.0, tmp_stale_s: float = 60.0) -> None:
@@ -164,6 +164,11 @@ class LocalLeaseBackend:
     def _mutex(self, path: str):
         mutex = f"{path}.mutex"
         deadline = time.monotonic() + 4 * self.mutex_stale_s
+        # The mutex we keep finding, and since when (our monotonic clock): broken once the same file
+        # stays for mutex_stale_s. Not its mtime against our wall clock -- on a network folder the
+        # mtime comes from another machine's clock, and a skewed one would break a live mutex.
+        seen: tuple[int, int] | None = None
+        since = time.monotonic()
         while True:
             try:
                 fd = os.open(mutex, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -171,7 +176,11 @@ class LocalLeaseBackend:
                 break
             except FileExistsError:
                 with contextlib.suppress(FileNotFoundError):
-                    if time.time() - os.stat(mutex).st_mtime > self.mutex_stale_s:
+                    stat = os.stat(mutex)
+                    identity = (stat.st_ino, stat.st_mtime_ns)
+                    if identity != seen:
+                        seen, since = identity, time.monotonic()
+                    elif time.monotonic() - since > self.mutex_stale_s:
                         os.unlink(mutex)
                         continue
                 if time.monotonic() > deadline:

@@ -3,8 +3,10 @@
 A lease is a small JSON object next to the output (``.executor_lease``) that its holder refreshes
 every ``heartbeat_s`` seconds by compare-and-swap. Another runner may take it over when
 
-* its heartbeat is older than ``stale_s`` -- by its own timestamp, or because its content did not
-  change for ``stale_s`` seconds of the observer's clock (robust to clock skew between machines); or
+* its content did not change for ``stale_s`` seconds of the *observer's own monotonic clock* (how
+  long since this runner saw the heartbeat change) -- the wall-clock timestamp written into the
+  lease is never compared with another host's clock, so a clock an hour off on either side can
+  neither keep a dead lease alive nor make a live one look stale; or
 * its holder is provably dead: same host, same boot (boot id) and pid namespace, and the pid is gone
   or now belongs to a process started later (pid reuse). That takeover is immediate.
 
@@ -75,7 +77,8 @@ class Clock(Protocol):
     process measures itself) and the heartbeat's wait."""
 
     def time(self) -> float:
-        """Seconds since the epoch (compared across machines)."""
+        """Seconds since the epoch: written into the lease for people to read, never compared with
+        another host's clock (staleness is measured on :meth:`monotonic`)."""
         ...
 
     def monotonic(self) -> float:
@@ -206,8 +209,9 @@ class StepLease:
         self._lock = threading.Lock()
         self._callbacks: dict[int, Callable[[], Any]] = {}
         self._callback_ids = iter(range(1 << 62))
-        # token -> monotonic time we first saw it; a token unchanged for stale_s is stale even if
-        # the writer's clock runs ahead of ours.
+        # The lease's current token -> monotonic time we first saw it: a token unchanged for
+        # stale_s of our own clock is stale (whatever the writer's wall clock says). One entry: a
+        # token never comes back (generations and sequence numbers only grow).
         self._first_seen: dict[str, float] = {}
         self.previous_holder: LeaseHolder | None = None
         self.took_over_live_holder = False
@@ -261,15 +265,20 @@ class StepLease:
         return None if current is None else self._parse(current[0])
 
     def _is_stale(self, data: bytes, token: str) -> bool:
+        """Stale: unreadable, written by a provably dead holder, or unchanged for ``stale_s`` of
+        this observer's monotonic clock. The holder's ``heartbeat`` timestamp is not consulted:
+        it comes from another host's wall clock (an hour off would make a live lease look stale)."""
         holder = self._parse(data)
         if holder is None:
             return True  # unreadable lease: treat as abandoned
         if holder.is_provably_dead():
             return True
-        if self.clock.time() - holder.heartbeat > self.stale_s:
-            return True
-        first = self._first_seen.setdefault(token, self.clock.monotonic())
-        return self.clock.monotonic() - first > self.stale_s
+        now = self.clock.monotonic()
+        first = self._first_seen.get(token)
+        if first is None:
+            first = now
+            self._first_seen = {token: now}
+        return now - first > self.stale_s
 
     def is_held_by_other(self) -> bool:
         """True when someone else holds a live (non-stale, not provably dead) lease."""
@@ -340,7 +349,8 @@ class StepLease:
             return False
         try:
             token = self.backend.replace_if(self.path, self._token, self._content())
-        except (OSError, TimeoutError) as exc:  # transient storage error: the next beat retries
+        except Exception as exc:  # noqa: BLE001 - storage unreachable or refusing: unknown, the next beat retries
+            # (check() declares the lease lost once no renewal reached the store for stale_s.)
             logger.warning("lease heartbeat on %s failed: %s", self.path, exc)
             return None
         if token is None:
@@ -407,15 +417,26 @@ class StepLease:
         return True
 
     def release(self) -> None:
-        """Stop the heartbeat and delete the lease if we still hold it."""
+        """Stop the heartbeat and delete the lease if we still hold it -- also one given up as lost
+        that still names us (no renewal reached the store for ``stale_s``, or a write whose answer
+        never came): a runner that stops leaves no lease behind that others must wait out."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=self.heartbeat_s + 5)
         with self._lock:
-            if self._token is not None:
-                with contextlib.suppress(OSError):
-                    self.backend.delete_if(self.path, self._token)
-                self._token = None
+            token = self._token
+            try:
+                if token is None and self.lost.is_set():
+                    current = self.backend.read(self.path)
+                    holder = None if current is None else self._parse(current[0])
+                    if current is not None and holder is not None and holder.owner == self.owner:
+                        token = current[1]  # still ours: our step is stopped, free it for the next runner
+                if token is not None:
+                    self.backend.delete_if(self.path, token)
+            except OSError as exc:
+                # The store is unreachable: the lease stays until it is stale_s old to the next runner.
+                logger.warning("could not release lease %s: %s (it goes stale in %gs)", self.path, exc, self.stale_s)
+            self._token = None
             self._callbacks.clear()
 
     # ------------------------------------------------------------------ fence

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import logging
 import time
 import traceback
@@ -42,8 +43,10 @@ from marin_assets.execution.attempt import (
     staging_path,
 )
 from marin_assets.execution.fence import LeaseLostError, StepCancelled
+from marin_assets.execution.gcs import is_transient
 from marin_assets.execution.lease import StepLease
 from marin_assets.execution.outcomes import StepFailedError, StepOutcome
+from marin_assets.execution.reachability import explain
 from marin_assets.execution.secrets import (
     environment_secrets,
     redact_secrets,
@@ -185,6 +188,9 @@ class StepAttempt:
             self.record(STATUS_FAILED, error=error, attempt=attempt)
             return
         except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):  # a shorter record helps only a full disk
+                self._unrecorded(exc)
+                return
             logger.warning(
                 "%s: recording FAILED with its traceback failed (%s); recording its last line", self.label, exc
             )
@@ -192,13 +198,16 @@ class StepAttempt:
         try:
             self.record(STATUS_FAILED, error=last_line, attempt=attempt)
         except OSError as exc:
-            logger.error(
-                "%s: FAILED could not be recorded at %s (%s): the status stays RUNNING without a lease; "
-                "the next run runs this step again",
-                self.label,
-                self.output_path,
-                exc,
-            )
+            self._unrecorded(exc)
+
+    def _unrecorded(self, exc: OSError) -> None:
+        logger.error(
+            "%s: FAILED could not be recorded at %s (%s): the status stays RUNNING without a lease; "
+            "the next run runs this step again",
+            self.label,
+            self.output_path,
+            exc,
+        )
 
     # ------------------------------------------------------------------ the attempt
     def open_staging(self) -> tuple[str, str]:
@@ -301,8 +310,18 @@ class StepAttempt:
         hidden = secret_values(config) | environment_secrets()
         raw_error = traceback.format_exc()
         error = scrub(raw_error, hidden)
+        message = scrub(str(exc), hidden) or type(exc).__name__
+        # A timeout or 5xx: is it the store? Probed now (seconds), so the line names the host --
+        # and a store that does not answer is not asked to record FAILED (that would only time out
+        # again): the status stays RUNNING, its lease released or going stale, for the next runner.
+        diagnosis = explain(self.output_path) if is_transient(exc) else None
+        if diagnosis is not None:
+            message = f"{message} -- {diagnosis}"
+            logger.error(
+                "%s: FAILED after %.1fs: %s (not recorded)", self.label, time.monotonic() - self.start, message
+            )
+            return StepFailedError(f"{self.label} failed: {message}"), error == raw_error
         # A failed attempt's staging folder (checkpoints...) is what the next attempt resumes from.
         self.record_failed(error, attempt)
-        message = scrub(str(exc), hidden)
         logger.error("%s: FAILED after %.1fs: %s", self.label, time.monotonic() - self.start, message)
         return StepFailedError(f"{self.label} failed: {message}"), error == raw_error

@@ -7,6 +7,10 @@ runner) that listed a folder once would keep seeing the old listing after anothe
 objects. Every ``ls``/``find``/``glob``/``exists``/``isdir`` that goes through :func:`filesystem`
 asks the store anew, so no stale listing decides what to do (landing zone, status, leases, dedup).
 
+Every request to an object store has a timeout (:func:`storage_timeout_s`, ``$MARIN_STORAGE_TIMEOUT_S``,
+default 30 s): a store that accepts a connection and then sends nothing fails the request instead of
+hanging the run (aiohttp's own default waits 5 minutes, and gcsfs retries that 6 times).
+
 Writes to an object store through :func:`open_for_write` are discarded when the block raises
 (any ``BaseException``): fsspec's own ``with fs.open(path, "wb")`` uploads the partial buffer on an
 exception, which would publish a truncated object.
@@ -26,6 +30,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from marin_assets.execution.fence import check_fence
+from marin_resources.storage import request_timeout, storage_timeout_s
 
 
 def join_path(base: str, sub: str | None) -> str:
@@ -46,11 +51,16 @@ def filesystem(path: str) -> tuple[fsspec.AbstractFileSystem, str]:
     """The fsspec filesystem serving ``path`` and the path as that filesystem names it.
 
     Object stores come without a directory-listing cache (see the module docstring): what a listing
-    or existence check answers is what the store holds now, in every thread.
+    or existence check answers is what the store holds now, in every thread. gs:// requests time out
+    after :func:`storage_timeout_s` seconds of silence.
     """
     protocol = fsspec.core.split_protocol(path)[0]
     if protocol in (None, "file", "local"):
         return fsspec.core.url_to_fs(path)
+    if protocol in ("gs", "gcs"):
+        return fsspec.core.url_to_fs(
+            path, use_listings_cache=False, requests_timeout=request_timeout(storage_timeout_s())
+        )
     return fsspec.core.url_to_fs(path, use_listings_cache=False)
 
 

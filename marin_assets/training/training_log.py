@@ -4,6 +4,16 @@ the loss curve, the step Levanter resumed from.
 The log lives with the attempt (:class:`AttemptLog`): in the step's output folder -- the attempt's
 staging folder while it runs -- so a takeover that copies the attempt copies its log too, and a
 resumed run's ``train.log`` and ``metrics.jsonl`` hold the whole history, on any host.
+
+On an object store the log reaches the store only when it is uploaded, so a host frozen or lost
+mid-run leaves the lines since its last upload behind -- while its checkpoints, written by Levanter
+straight to the store, are copied by the host that takes over. Left alone, the new host would
+resume after steps whose metric records exist nowhere (a takeover on gs:// lost steps 1-10). Two
+rules keep the history whole: the log is uploaded as soon as a checkpoint completes (Levanter logs
+a step's metrics before it checkpoints that step, so the upload covers the checkpoint), and an
+attempt that continues a copied log first removes, from its own staging folder, every checkpoint
+newer than the last step that log records (:func:`uncovered_checkpoints`) -- it then resumes from
+the newest checkpoint its history covers and recomputes (and logs) the few steps after it.
 """
 
 from __future__ import annotations
@@ -17,15 +27,18 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from marin_assets.execution.storage import atomic_write_bytes, filesystem, is_local, join_path, read_bytes
+from marin_assets.execution.attempt import CHECKPOINT_MARKER, CHECKPOINTS_FOLDER
+from marin_assets.execution.storage import atomic_write_bytes, exists, filesystem, is_local, join_path, read_bytes
 
 logger = logging.getLogger(__name__)
 
 LOG_SYNC_S = 10.0  # how often a log on an object store is uploaded while the run goes on
+LOG_POLL_S = 1.0  # how often it looks for a newly completed checkpoint (then uploads at once)
 START_MARK = "===== marin: train_lm start"
 _RESUMED = re.compile(r"Resuming training from step (\d+)")
 _LOADED = re.compile(r"Loading checkpoint from \S*/step-(\d+)\b")
@@ -37,20 +50,30 @@ class AttemptLog:
     Local output: the file itself (``<out>/<name>``), appended to across resumes. Object store: a
     file can only be replaced whole, so the step appends to a local mirror in a fresh temporary
     folder -- seeded with the attempt's log when there is one (a resumed or taken-over attempt
-    copied it) -- which is uploaded to ``<out>/<name>`` every ``sync_s`` seconds, on :meth:`sync`
-    and when the block ends. A host lost mid-run loses at most the lines of its last ``sync_s``
-    seconds; the host that takes over continues the log it finds.
+    copied it) -- which is uploaded to ``<out>/<name>`` every ``sync_s`` seconds, within
+    ``poll_s`` of a checkpoint completing under ``<out>/checkpoints``, on :meth:`sync` and when the
+    block ends. A host lost mid-run loses at most the lines since its last upload; the host that
+    takes over continues the log it finds, after dropping the copied checkpoints that log does not
+    cover (see the module docstring), so the history it publishes has every step.
     """
 
-    def __init__(self, out: str, name: str = "train.log", sync_s: float = LOG_SYNC_S) -> None:
+    def __init__(
+        self, out: str, name: str = "train.log", sync_s: float = LOG_SYNC_S, poll_s: float = LOG_POLL_S
+    ) -> None:
         self.remote = join_path(out, name)
+        # The run's checkpoints, beside the run's log (host 0's: another host's log folder,
+        # hosts/<i>/, has none, so only host 0 drops uncovered checkpoints -- before its trainer
+        # starts, so before the slice's jax.distributed barrier that every host's resume waits on).
+        self.checkpoints = join_path(out, CHECKPOINTS_FOLDER)
         self.sync_s = sync_s
+        self.poll_s = min(poll_s, sync_s)
         self._local_dir = None if is_local(out) else tempfile.mkdtemp(prefix="marin-attempt-log-")
         self.path = filesystem(self.remote)[1] if self._local_dir is None else os.path.join(self._local_dir, name)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._synced_size = -1
         self._sync_lock = threading.Lock()
+        self._covered: set[int] = set()  # complete checkpoints whose step an upload of the log covers
 
     def __enter__(self) -> AttemptLog:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
@@ -59,16 +82,50 @@ class AttemptLog:
             with open(self.path, "wb") as handle:
                 handle.write(earlier or b"")
             self._synced_size = len(earlier or b"")
+            self._drop_uncovered_checkpoints((earlier or b"").decode("utf-8", errors="replace"))
+            self._covered = self._complete_checkpoints()
             self._thread = threading.Thread(target=self._sync_loop, name=f"log-sync:{self.remote}", daemon=True)
             self._thread.start()
         return self
 
+    def _complete_checkpoints(self, known: set[int] | None = None) -> set[int]:
+        """Steps of the checkpoints under ``<out>/checkpoints`` that have their completion marker (one
+        listing, plus one look for the marker of each checkpoint not ``known`` complete already)."""
+        known = known or set()
+        return {
+            step
+            for step, path in list_step_dirs(self.checkpoints)
+            if step in known or exists(join_path(path, CHECKPOINT_MARKER))
+        }
+
+    def _drop_uncovered_checkpoints(self, log_text: str) -> None:
+        complete = self._complete_checkpoints()
+        for step in uncovered_checkpoints(log_text, complete):
+            logger.warning(
+                "%s: checkpoint step-%d is newer than the last step its copied log records (its writer "
+                "stopped before uploading those lines); resuming from an earlier checkpoint so the "
+                "history stays whole",
+                self.checkpoints,
+                step,
+            )
+            fs, path = filesystem(join_path(self.checkpoints, f"step-{step}"))
+            fs.rm(path, recursive=True)
+
     def _sync_loop(self) -> None:
-        while not self._stop.wait(self.sync_s):
+        last = 0.0
+        while not self._stop.wait(self.poll_s):
             try:
-                self.sync()
+                if os.path.getsize(self.path) == self._synced_size:
+                    continue
+                now = time.monotonic()
+                complete = self._complete_checkpoints(self._covered)
+                if now - last >= self.sync_s or complete - self._covered:
+                    # Read after the checkpoint's marker was seen: the upload covers that step.
+                    self.sync()
+                    self._covered |= complete
+                    last = now
             except Exception as exc:  # noqa: BLE001 - the next sync retries; the final one raises
-                logger.warning("could not upload %s (retried in %.0fs): %s", self.remote, self.sync_s, exc)
+                logger.warning("could not upload %s (retried in %.0fs): %s", self.remote, self.poll_s, exc)
 
     def sync(self) -> None:
         """Upload the local mirror when it grew (a no-op for a local output)."""
@@ -119,6 +176,14 @@ def resumed_from_step(log_text: str) -> int:
         return 0
     loaded = _LOADED.findall(section)
     return int(loaded[-1]) if loaded else int(resumed[-1])
+
+
+def uncovered_checkpoints(log_text: str, complete: set[int]) -> list[int]:
+    """The checkpoint steps in ``complete`` newer than the last step ``log_text`` has a metric record
+    for: resuming from one would leave the steps in between without history."""
+    steps, _ = parse_metrics(log_text)
+    last = max(steps, default=0)
+    return sorted(step for step in complete if step > last)
 
 
 def metrics_jsonl(log_text: str) -> str:

@@ -2,7 +2,8 @@
 
 ``python -m tests.execution.takeover_steps <executor_main args...>``. The step trains for
 ``num_steps`` steps of ``step_s`` seconds, logging a json_logger metric record per step into its
-``train.log`` (the product's :class:`AttemptLog`, kept with the attempt) and writing a checkpoint
+``train.log`` (the product's :class:`AttemptLog`, kept with the attempt, with its production
+settings: like Levanter, the step never asks for an upload) and writing a checkpoint
 after each (``checkpoints/step-N/state.json`` and ``arrays/<host>.bin``, then, ``ckpt_write_s``
 later, ``metadata.json`` last, as Levanter orders them); it resumes from the latest complete
 checkpoint it finds in its output path and ends writing ``metrics.jsonl`` from its log. Like a checkpointer's
@@ -65,8 +66,6 @@ def tiny_train(config: TinyTrainConfig) -> dict[str, object]:
     host = os.environ.get("MARIN_HOST_ID", "?")
     fs, out = filesystem(config.output_path)
     ckpts = f"{out.rstrip('/')}/checkpoints"
-    start = _latest_complete(fs, ckpts)
-    _event("start", host, start)
     stop = threading.Event()
 
     def scratch_writer() -> None:  # a background uploader that outlives nothing it should
@@ -78,16 +77,18 @@ def tiny_train(config: TinyTrainConfig) -> dict[str, object]:
             if tag:
                 _event("tagged", host, n)
 
-    writer = threading.Thread(target=scratch_writer, daemon=True)
-    writer.start()
-    with AttemptLog(config.output_path, "train.log", sync_s=0.5) as log:
+    # The log first, as the product's training does: it may drop copied checkpoints it does not cover.
+    with AttemptLog(config.output_path, "train.log") as log:
+        start = _latest_complete(fs, ckpts)
+        _event("start", host, start)
+        writer = threading.Thread(target=scratch_writer, daemon=True)
+        writer.start()
         for step in range(start + 1, config.num_steps + 1):
             time.sleep(config.step_s)
             tag = _tag()
             with open(log.path, "a") as handle:  # a json_logger metric record, as Levanter logs one
                 record = {"tracker": "json_logger", "event": "log", "step": step, "metrics": {"host": host}}
                 handle.write(json.dumps(record) + "\n")
-            log.sync()  # the history reaches the attempt before the checkpoint that follows it
             _put(fs, f"{ckpts}/step-{step}/state.json", json.dumps({"step": step, "host": host, "tag": tag}).encode())
             _put(fs, f"{ckpts}/step-{step}/arrays/{host}.bin", f"{host} {step} {tag}".encode())
             _event("writing", host, step)

@@ -3,7 +3,9 @@ what was observed. (The end-to-end freeze-and-take-over runs are in test_cross_h
 
 from __future__ import annotations
 
+import json
 import os
+import time
 
 import pytest
 
@@ -11,7 +13,7 @@ from marin_assets.execution.attempt import copy_attempt, drop_incomplete_checkpo
 from marin_assets.execution.fence import LeaseLostError
 from marin_assets.execution.lease import StepLease
 from marin_assets.execution.storage import filesystem, read_bytes
-from marin_assets.training.training_log import START_MARK, AttemptLog, resumed_from_step
+from marin_assets.training.training_log import START_MARK, AttemptLog, resumed_from_step, uncovered_checkpoints
 from tests.manual_clock import ManualClock
 
 
@@ -101,9 +103,43 @@ def test_lease_loss_messages_say_what_was_observed(tmp_path):
     assert first.try_acquire()
     first._stop.set()  # frozen
     first._thread.join()
-    clock.advance(91)
     second = StepLease(path, heartbeat_s=30, stale_s=90, clock=clock)
+    assert not second.try_acquire()  # first sight of this heartbeat: stale only 90 s from now
+    clock.advance(91)
     assert second.try_acquire()
     with pytest.raises(LeaseLostError, match=r"another runner took it over \(owner \w+ on host"):
         first.check()
     second.release()
+
+
+def _metric(step: int) -> str:
+    return json.dumps({"tracker": "json_logger", "event": "log", "step": step, "metrics": {"train/loss": 1.0}}) + "\n"
+
+
+def test_a_copied_log_that_stops_before_the_newest_checkpoint_drops_that_checkpoint(gcs_prefix):
+    # Host A uploaded its log through step 3, then checkpointed step 5 and froze before the next
+    # upload: resuming from step-5 would publish a history without steps 4-5.
+    out = f"{gcs_prefix}/train-abc"
+    fs, root = filesystem(out)
+    fs.pipe_file(f"{root}/train.log", "".join(_metric(s) for s in (1, 2, 3)).encode())
+    for step in (2, 5):
+        fs.pipe_file(f"{root}/checkpoints/step-{step}/arrays/a.bin", b"x")
+        fs.pipe_file(f"{root}/checkpoints/step-{step}/metadata.json", b"{}")
+    assert uncovered_checkpoints(read_bytes(f"{out}/train.log").decode(), {2, 5}) == [5]
+    with AttemptLog(out, sync_s=60):
+        pass
+    assert fs.exists(f"{root}/checkpoints/step-2/metadata.json")  # covered: resumed from
+    assert not fs.exists(f"{root}/checkpoints/step-5/metadata.json")  # not covered: recomputed
+
+
+def test_the_log_on_gs_is_uploaded_as_soon_as_a_checkpoint_completes(gcs_prefix):
+    out = f"{gcs_prefix}/train-def"
+    fs, root = filesystem(out)
+    with AttemptLog(out, sync_s=3600, poll_s=0.1) as log:  # the timer alone would not upload for an hour
+        with open(log.path, "a") as handle:
+            handle.write(_metric(1))
+        fs.pipe_file(f"{root}/checkpoints/step-1/metadata.json", b"{}")  # Levanter's marker, written last
+        deadline = time.monotonic() + 60
+        while b'"step": 1' not in (read_bytes(f"{out}/train.log") or b""):
+            assert time.monotonic() < deadline, "the log was not uploaded after the checkpoint completed"
+            time.sleep(0.05)

@@ -193,8 +193,9 @@ def test_a_holder_silent_past_half_stale_renews_on_check_or_finds_the_lease_lost
     seq = holder.holder().seq
     holder.check()
     assert holder.holder().seq == seq + 1 and not holder.lost.is_set()
-    clock.advance(91)  # now stale: another runner takes over, the holder's next check raises
     other = StepLease(path, heartbeat_s=30, stale_s=90, clock=clock)
+    assert not other.try_acquire()  # staleness is measured from when *it* saw this heartbeat
+    clock.advance(91)  # now stale: another runner takes over, the holder's next check raises
     assert other.try_acquire()
     with pytest.raises(LeaseLostError):
         holder.check()
