@@ -136,6 +136,7 @@ mutation Launch($params: ExecutionParams!) {
     __typename
     ... on LaunchRunSuccess { run { runId } }
     ... on PythonError { message }
+    ... on InvalidSubsetError { message }
   }
 }
 """
