@@ -22,7 +22,7 @@ shared, loaded machine wall times swing by tens of percent; CPU seconds much les
 its serialization and the webserver's deserialization, with the snapshot's size (and, for
 materializable, the job snapshot of its ``__ASSET_JOB``, which the phases also build).
 
-    python -m bench.location_load [--steps 1000 10000] [--scripts 1 100] [--timeout 600] [--phases] [--op_per_step]
+    python -m bench.location_load [--steps 1000 10000] [--scripts 1 100] [--timeout 600] [--phases] [--op_per_step] [--watched_every 0 100]
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ import random
 from bench.engine import TrivialConfig, trivial
 from marin_assets.execution import ExecutorStep, output_path_of, this_output_path, versioned
 
-STEPS, SCRIPTS = {steps}, {scripts}
+STEPS, SCRIPTS, WATCHED_EVERY = {steps}, {scripts}, {watched_every}
 
 
 @functools.cache
@@ -65,6 +65,8 @@ def dag():
             f"bench{{i % SCRIPTS:03d}}/s{{i:05d}}",
             trivial,
             TrivialConfig(this_output_path(), versioned(i), [output_path_of(steps[p]) for p in parents]),
+            # Every WATCHED_EVERY-th step is watched: an op of its own in ours (step_ops).
+            watched=True if WATCHED_EVERY and i % WATCHED_EVERY == 0 else None,
         )
         steps.append(step)
         parents_of.append(parents)
@@ -172,13 +174,13 @@ defs = dg.Definitions(assets=[op_of(i, s, p) for i, (s, p) in enumerate(zip(step
 '''
 
 
-def write_project(root: str, steps: int, scripts: int) -> None:
+def write_project(root: str, steps: int, scripts: int, watched_every: int = 0) -> None:
     """The benchmark project: pyproject, the DAG module, the scripts, the plain-Dagster file."""
     os.makedirs(os.path.join(root, "experiments"))
     with open(os.path.join(root, "pyproject.toml"), "w") as handle:
         handle.write('[tool.marin]\nexperiments = ["experiments/*.py"]\n')
     with open(os.path.join(root, "benchdag.py"), "w") as handle:
-        handle.write(textwrap.dedent(DAG_MODULE.format(steps=steps, scripts=scripts)))
+        handle.write(textwrap.dedent(DAG_MODULE.format(steps=steps, scripts=scripts, watched_every=watched_every)))
     for index in range(scripts):
         with open(os.path.join(root, "experiments", f"exp_{index:03d}.py"), "w") as handle:
             handle.write(SCRIPT.format(index=index))
@@ -304,59 +306,69 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--phases", action="store_true", help="also time each load phase in-process")
     parser.add_argument(
+        "--watched_every",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="make every K-th step watched (an op of its own in ours); 0: none. Several: one run each",
+    )
+    parser.add_argument(
         "--op_per_step", action="store_true", help="also time plain Dagster with one op (multi_asset) per step"
     )
     args = parser.parse_args()
     print(f"location load: ours (discovered scripts) vs plain Dagster AssetSpecs, {os.cpu_count()} cores")
-    for steps in args.steps:
-        for scripts in args.scripts:
-            with tempfile.TemporaryDirectory() as root:
-                write_project(root, steps, scripts)
-                pythonpath = os.pathsep.join([root, REPO_ROOT, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-                env = {**os.environ, "PYTHONPATH": pythonpath, "MARIN_PROJECT_ROOT": root}
-                env.pop("MARIN_EXPERIMENTS", None)
-                env["MARIN_PREFIX"] = os.path.join(root, "prefix")
-                files = {
-                    "ours": os.path.join(REPO_ROOT, "definitions.py"),
-                    "plain": os.path.join(root, "plain_defs.py"),
-                    "materializable": os.path.join(root, "materializable_defs.py"),
-                }
-                load_before = os.getloadavg()[0]
-                plain, plain_cpu = time_load(files["plain"], env, steps, args.timeout)
-                ours, ours_cpu = time_load(files["ours"], env, steps, args.timeout)
-                load_after = os.getloadavg()[0]
+    for steps, scripts, watched_every in (
+        (n, k, w) for n in args.steps for k in args.scripts for w in args.watched_every
+    ):
+        if watched_every:
+            print(f"  with every {watched_every}th step watched ({steps // watched_every} watched ops in ours)")
+        with tempfile.TemporaryDirectory() as root:
+            write_project(root, steps, scripts, watched_every)
+            pythonpath = os.pathsep.join([root, REPO_ROOT, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+            env = {**os.environ, "PYTHONPATH": pythonpath, "MARIN_PROJECT_ROOT": root}
+            env.pop("MARIN_EXPERIMENTS", None)
+            env["MARIN_PREFIX"] = os.path.join(root, "prefix")
+            files = {
+                "ours": os.path.join(REPO_ROOT, "definitions.py"),
+                "plain": os.path.join(root, "plain_defs.py"),
+                "materializable": os.path.join(root, "materializable_defs.py"),
+            }
+            load_before = os.getloadavg()[0]
+            plain, plain_cpu = time_load(files["plain"], env, steps, args.timeout)
+            ours, ours_cpu = time_load(files["ours"], env, steps, args.timeout)
+            load_after = os.getloadavg()[0]
+            print(
+                f"  {steps:>6} steps / {scripts:>3} script(s): ours {ours:7.1f} s  plain {plain:7.1f} s  "
+                f"ratio {ours / plain:4.2f}  (goal <= 1.3; load avg {load_before:.1f} -> {load_after:.1f})",
+                flush=True,
+            )
+            materializable, materializable_cpu = time_load(files["materializable"], env, steps, args.timeout)
+            print(
+                f"  {steps:>6} steps / {scripts:>3} script(s): plain materializable (one subsettable "
+                f"multi_asset) {materializable:7.1f} s, ours / materializable {ours / materializable:4.2f} "
+                f"(load avg {os.getloadavg()[0]:.1f})",
+                flush=True,
+            )
+            print(
+                f"  {steps:>6} steps / {scripts:>3} script(s): CPU s (webserver + code server): ours "
+                f"{ours_cpu:6.1f}  plain {plain_cpu:6.1f}  materializable {materializable_cpu:6.1f}  "
+                f"ratios {ours_cpu / plain_cpu:4.2f} / {ours_cpu / materializable_cpu:4.2f}",
+                flush=True,
+            )
+            if args.op_per_step:
+                files["op per step"] = os.path.join(root, "op_per_step_defs.py")
+                per_step, _ = time_load(files["op per step"], env, steps, args.timeout)
                 print(
-                    f"  {steps:>6} steps / {scripts:>3} script(s): ours {ours:7.1f} s  plain {plain:7.1f} s  "
-                    f"ratio {ours / plain:4.2f}  (goal <= 1.5; load avg {load_before:.1f} -> {load_after:.1f})",
-                    flush=True,
-                )
-                materializable, materializable_cpu = time_load(files["materializable"], env, steps, args.timeout)
-                print(
-                    f"  {steps:>6} steps / {scripts:>3} script(s): plain materializable (one subsettable "
-                    f"multi_asset) {materializable:7.1f} s, ours / materializable {ours / materializable:4.2f} "
+                    f"  {steps:>6} steps / {scripts:>3} script(s): plain Dagster with an op per step "
+                    f"{per_step:7.1f} s, ratio to plain specs {per_step / plain:4.2f} "
                     f"(load avg {os.getloadavg()[0]:.1f})",
                     flush=True,
                 )
-                print(
-                    f"  {steps:>6} steps / {scripts:>3} script(s): CPU s (webserver + code server): ours "
-                    f"{ours_cpu:6.1f}  plain {plain_cpu:6.1f}  materializable {materializable_cpu:6.1f}  "
-                    f"ratios {ours_cpu / plain_cpu:4.2f} / {ours_cpu / materializable_cpu:4.2f}",
-                    flush=True,
-                )
-                if args.op_per_step:
-                    files["op per step"] = os.path.join(root, "op_per_step_defs.py")
-                    per_step, _ = time_load(files["op per step"], env, steps, args.timeout)
-                    print(
-                        f"  {steps:>6} steps / {scripts:>3} script(s): plain Dagster with an op per step "
-                        f"{per_step:7.1f} s, ratio to plain specs {per_step / plain:4.2f} "
-                        f"(load avg {os.getloadavg()[0]:.1f})",
-                        flush=True,
-                    )
-                if args.phases:
-                    for side, file in files.items():
-                        times = phase_times(file, env)
-                        cells = "  ".join(f"{k} {v:.2f}{'' if k == 'MB' else ' s'}" for k, v in times.items())
-                        print(f"      {side:>5}: {cells}", flush=True)
+            if args.phases:
+                for side, file in files.items():
+                    times = phase_times(file, env)
+                    cells = "  ".join(f"{k} {v:.2f}{'' if k == 'MB' else ' s'}" for k, v in times.items())
+                    print(f"      {side:>5}: {cells}", flush=True)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,11 @@ loop), then for N in ``--counts`` (1, 8, 32):
   SUCCESS (the run queue, the run worker's start and the location load included). Its instance is
   the one ``scripts/dagster_home.sh`` writes for users (run queue, dequeue interval).
 
+``watched`` steps sleep like ``sleep`` ones but are watched (an op each in a UI run, ``step_ops``):
+independent watched ops of one run run at once (the multiprocess executor), which this measures.
+The fixed cost is compared with plain Dagster's own: a one-asset run of a no-op ``@asset`` in the
+same ``dagster dev``, with Dagster's default executor and with the in-process one.
+
 Each side computes fresh steps (their versions differ), so nothing is cached. Prints both walls,
 the ratio ui/cli (goal <= 1.1) and the fixed cost of a UI run (a one-step run of a no-op step,
 minus the same through ``executor_main``), with the load average beside them. ``--phases`` adds
@@ -18,7 +23,7 @@ location load, executor, the op's planning, the steps, the end; when short steps
 last one starts, two step phases overlap and one reads negative); ``--events`` lists the no-op
 run's events with their times.
 
-    python -m bench.ui_run [--counts 1 8 32] [--seconds 5] [--kinds sleep cpu] [--phases] [--events]
+    python -m bench.ui_run [--counts 1 8 32] [--seconds 5] [--kinds sleep cpu watched] [--phases] [--events]
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ class WorkConfig:
 
 def work(config: WorkConfig) -> dict:
     start = time.time()
-    if config.kind == "sleep":
+    if config.kind in ("sleep", "watched"):
         time.sleep(config.seconds)
     elif config.kind == "cpu":
         total = 0
@@ -76,6 +81,7 @@ def steps(count, kind, seconds, side):
             f"{kind}{count}/s{i:02d}",
             work,
             WorkConfig(this_output_path(), kind, versioned(seconds), versioned(f"{side}-{i}")),
+            watched=True if kind == "watched" else None,  # an op of its own in a UI run
         )
         for i in range(count)
     ]
@@ -101,10 +107,25 @@ from benchsteps import steps
 from marin_assets.execution.declarations import Experiment
 from marin_assets.definitions import build_definitions
 
+import dagster as dg
+
 GROUPS = json.loads(os.environ["BENCH_GROUPS"])
-defs = build_definitions(
-    [Experiment(name=f"{kind}{count}", steps=steps(count, kind, seconds, "ui")) for count, kind, seconds in GROUPS]
-)
+EXPERIMENTS = [Experiment(name=f"{kind}{count}", steps=steps(count, kind, seconds, "ui")) for count, kind, seconds in GROUPS]
+
+
+# The baseline: a plain Dagster asset that does nothing, in jobs with Dagster's default executor
+# (multiprocess) and with the in-process one.
+@dg.asset(key=["plain", "noop"], group_name="plain")
+def plain_noop() -> None:
+    return None
+
+
+plain_jobs = [
+    dg.define_asset_job("plain_default_job", selection=[plain_noop.key], executor_def=dg.multiprocess_executor),
+    dg.define_asset_job("plain_in_process_job", selection=[plain_noop.key], executor_def=dg.in_process_executor),
+]
+# One Definitions object in the module (the loader takes the module's only one).
+defs = dg.Definitions.merge(build_definitions(EXPERIMENTS), dg.Definitions(assets=[plain_noop], jobs=plain_jobs))
 
 """
 
@@ -114,6 +135,7 @@ mutation Launch($params: ExecutionParams!) {
     __typename
     ... on LaunchRunSuccess { run { runId } }
     ... on PythonError { message }
+    ... on InvalidSubsetError { message }
   }
 }
 """
@@ -162,17 +184,13 @@ class UiRun:
     in_run: float
 
 
-def ui_wall(url: str, count: int, kind: str) -> UiRun:
-    """The run of ``count`` steps of ``kind``: launchRun until the webserver says SUCCESS."""
-    params = {
-        "selector": {
-            "repositoryLocationName": "marin",
-            "repositoryName": "__repository__",
-            "jobName": "__ASSET_JOB",
-            "assetSelection": [{"path": [f"{kind}{count}", f"s{i:02d}"]} for i in range(count)],
-        },
-        "runConfigData": {},
-    }
+def ui_wall(url: str, count: int, kind: str, job: str = "__ASSET_JOB") -> UiRun:
+    """The run of ``count`` steps of ``kind`` (or of the plain-Dagster ``job``): launchRun until
+    the webserver says SUCCESS."""
+    selector: dict[str, Any] = {"repositoryLocationName": "marin", "repositoryName": "__repository__", "jobName": job}
+    if job == "__ASSET_JOB":
+        selector["assetSelection"] = [{"path": [f"{kind}{count}", f"s{i:02d}"]} for i in range(count)]
+    params = {"selector": selector, "runConfigData": {}}
     launched_at = time.time()
     start = time.perf_counter()
     launched = _graphql(url, LAUNCH, {"params": params})["launchRun"]
@@ -268,14 +286,14 @@ def cli_wall(root: str, env: dict[str, str], count: int, kind: str, seconds: flo
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--counts", type=int, nargs="+", default=[1, 8, 32])
-    parser.add_argument("--kinds", nargs="+", default=["sleep", "cpu"], choices=["sleep", "cpu"])
+    parser.add_argument("--kinds", nargs="+", default=["sleep", "cpu"], choices=["sleep", "cpu", "watched"])
     parser.add_argument("--seconds", type=float, default=5.0, help="each sleeping step's seconds")
     parser.add_argument("--cpu_seconds", type=float, default=0.1, help="each CPU-light step's loop, roughly")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--phases", action="store_true", help="print each UI run's phases from its event log")
     parser.add_argument("--events", action="store_true", help="print the no-op run's events with their times")
     args = parser.parse_args(argv)
-    seconds_of = {"sleep": args.seconds, "cpu": args.cpu_seconds, "noop": 0.0}
+    seconds_of = {"sleep": args.seconds, "watched": args.seconds, "cpu": args.cpu_seconds, "noop": 0.0}
     groups = [(1, "noop", 0.0)] + [(n, k, seconds_of[k]) for k in args.kinds for n in args.counts]
     with tempfile.TemporaryDirectory(prefix="ui-run-bench-") as root:
         with open(os.path.join(root, "benchsteps.py"), "w") as handle:
@@ -321,6 +339,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"ui - cli {fixed_ui - fixed_cli:4.1f} s  (load avg {load:.1f})",
                 flush=True,
             )
+            for job, what in (("plain_default_job", "default executor"), ("plain_in_process_job", "in process")):
+                plain = ui_wall(url, 1, "noop", job)
+                print(
+                    f"  plain Dagster, one no-op @asset ({what}): ui {plain.wall:5.1f} s  ours / plain "
+                    f"{fixed_ui / plain.wall:4.2f}  (load avg {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
             if args.events:
                 _print_events(home, fixed)
             if args.phases:

@@ -18,8 +18,9 @@ upgrade is checked here and there only.
   every partition no longer turn *unsynced* when a drop is added (``test_partition_set_tag_*``
   fails).
 * :func:`code_server_snapshots` (what a code server sends the webserver, for
-  ``bench/location_load.py``) is imported when called, so a move breaks only its caller, never the
-  code location.
+  ``bench/location_load.py``) and :func:`set_run_times` (a recorded command-line run's real start
+  and end, its *Duration*, for ``recording.py``) are imported when called, so a move breaks only
+  their caller, never the code location.
 """
 
 from __future__ import annotations
@@ -77,3 +78,52 @@ def code_server_snapshots(repository: Any) -> list[Any]:
 
     snap = RepositorySnap.from_def(repository, defer_snapshots=True)
     return [snap] + [JobDataSnap.from_job_def(job, include_parent_snapshot=True) for job in repository.get_all_jobs()]
+
+
+def set_run_times(instance: dg.DagsterInstance, run_id: str, started: float, ended: float) -> None:
+    """Make a finished run's start and end times (the UI's *Duration*) ``started`` and ``ended``.
+
+    For the record of a command-line run (``recording.py``), written when the command ended: its
+    Dagster run would otherwise last as long as the recording. The run storage takes a run event's
+    time as the run's start or end (``handle_run_event``); the run's start and its final status are
+    replayed there at the given times, and nothing is added to its event log.
+    """
+    from datetime import UTC, datetime
+
+    from dagster._core.events import DagsterEvent, DagsterEventType
+
+    run = instance.get_run_by_id(run_id)
+    if run is None or not run.is_finished:
+        raise ValueError(f"run {run_id} is not a finished run of this instance")
+    final = {
+        dg.DagsterRunStatus.SUCCESS: DagsterEventType.RUN_SUCCESS,
+        dg.DagsterRunStatus.FAILURE: DagsterEventType.RUN_FAILURE,
+        dg.DagsterRunStatus.CANCELED: DagsterEventType.RUN_CANCELED,
+    }[run.status]
+    for event_type, when in ((DagsterEventType.RUN_START, started), (final, ended)):
+        instance.run_storage.handle_run_event(
+            run_id,
+            DagsterEvent(event_type_value=event_type.value, job_name=run.job_name),
+            update_timestamp=datetime.fromtimestamp(when, UTC),
+        )
+
+
+def partitions_data_version(instance: dg.DagsterInstance, key: dg.AssetKey, partition_keys: list[str]) -> str | None:
+    """The data version Dagster gives a partitioned input read whole by an unpartitioned step: a
+    hash of its partitions' latest data versions in partition-key order (Dagster's
+    ``_get_partitions_data_version_from_keys``). For ``step_run``: an input brought along whose
+    partitions this run materialized after the op started, when Dagster had already read it.
+    None at or above Dagster's threshold, where Dagster reads the latest event's version instead.
+    """
+    from hashlib import sha256
+
+    from dagster._core.definitions.data_version import SKIP_PARTITION_DATA_VERSION_DEPENDENCY_THRESHOLD
+    from dagster._core.events import DagsterEventType
+
+    if len(partition_keys) >= SKIP_PARTITION_DATA_VERSION_DEPENDENCY_THRESHOLD:
+        return None
+    tags = instance.event_log_storage.get_latest_tags_by_partition(
+        key, DagsterEventType.ASSET_MATERIALIZATION, [DATA_VERSION_TAG], asset_partitions=list(partition_keys)
+    )
+    versions = [pair[1][DATA_VERSION_TAG] for pair in sorted(tags.items(), key=lambda pair: pair[0])]
+    return sha256("".join(versions).encode("utf8")).hexdigest()

@@ -15,8 +15,9 @@ Nothing is computed again: the run's single op reports, in the order the units f
 
 Only public Dagster API is used: a job executed in process on the instance, ``context.log_event``,
 ``DagsterInstance.fetch_materializations`` / ``fetch_observations`` / ``report_runless_asset_event``.
-The Dagster run is written when the command ends (its own start and end times are the recording's);
-the engine's timings are in each materialization and in the log lines.
+The Dagster run is written when the command ends; its start and end times are then set to when the
+steps ran (``executor_main`` passes them), so its *Duration* is the command's, not the recording's.
+The engine's timings are in each materialization and in the log lines.
 
 The assets are keyed as the code location keys them (its discovered experiment scripts, see
 ``execution/discovery.py``): a step the location defines (same name and code version) is recorded
@@ -45,18 +46,18 @@ from typing import Any
 import dagster as dg
 
 from marin_assets.browse.links import browser_url
-from marin_assets.dagster_bridge.dagster_internals import (
-    CODE_VERSION_TAG,
-    DATA_VERSION_IS_USER_PROVIDED_TAG,
-    DATA_VERSION_TAG,
-    INPUT_DATA_VERSION_TAG_PREFIX,
-    INPUT_EVENT_POINTER_TAG_PREFIX,
-)
+from marin_assets.dagster_bridge.dagster_internals import DATA_VERSION_TAG, set_run_times
 from marin_assets.dagster_bridge.location_graph import AssetKeys, location_asset_keys, location_graphs
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
 from marin_assets.dagster_bridge.partition_sets import observation, partition_set_key, partition_set_version
 from marin_assets.dagster_bridge.step_run import RUN_ID_TAG
-from marin_assets.dagster_bridge.unit_run import CLI_RECORDING_SOURCE, SOURCE_TAG, code_version_of, unit_label
+from marin_assets.dagster_bridge.unit_run import (
+    CLI_RECORDING_SOURCE,
+    SOURCE_TAG,
+    code_version_of,
+    unit_label,
+    version_tags,
+)
 from marin_assets.execution.discovery import ENV_VAR, Script, discover, project_root, script_of_file
 from marin_assets.execution.observers import register_run_observer
 from marin_assets.execution.outcomes import ExecutionReport, StepOutcome
@@ -82,8 +83,6 @@ OBSERVER_NAME = "dagster"
 MAX_PROGRESS_LINES = 200
 """Progress lines recorded per step at most (evenly spaced, the last one always): each is an event."""
 
-# Dagster's tag names for what a materialization was computed from (what staleness compares). A
-# materialization Dagster computes itself carries them; this recording writes them the same way.
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -287,16 +286,9 @@ def materialization_of(
     url = browser_url(record.output_path, prefix)
     if url:
         metadata["marin/browser"] = dg.MetadataValue.url(url)
-    tags = {
-        CODE_VERSION_TAG: code_version_of(node),
-        DATA_VERSION_TAG: node.hash,
-        DATA_VERSION_IS_USER_PROVIDED_TAG: "true",
-    }
-    for key, (version, storage_id) in inputs.items():
-        if version is not None:
-            tags[f"{INPUT_DATA_VERSION_TAG_PREFIX}/{key.to_user_string()}"] = version
-            tags[f"{INPUT_EVENT_POINTER_TAG_PREFIX}/{key.to_user_string()}"] = str(storage_id) if storage_id else "NULL"
-    return dg.AssetMaterialization(asset_key=record.key, partition=record.partition, metadata=metadata, tags=tags)
+    return dg.AssetMaterialization(
+        asset_key=record.key, partition=record.partition, metadata=metadata, tags=version_tags(node, inputs)
+    )
 
 
 def _cause(record: UnitRecord, failed: Sequence[UnitRecord]) -> str:
@@ -356,6 +348,8 @@ def record_cli_run(
     caller: str | None = None,
     scripts: Sequence[Script] | None = None,
     report: ExecutionReport | None = None,
+    started: float | None = None,
+    ended: float | None = None,
     **_: Any,
 ) -> list[str]:
     """Record the command-line run in the Dagster instance as one run; returns its Dagster run id
@@ -363,7 +357,9 @@ def record_cli_run(
 
     ``caller`` is the script's file (to name the run); ``scripts`` the location's scripts
     (default: discovered as the code location does); ``report`` the engine's outcomes (without
-    it, each unit's action is read from its status file and its seconds are unknown).
+    it, each unit's action is read from its status file and its seconds are unknown); ``started``
+    and ``ended`` when the steps ran (the recorded run's start and end, its *Duration* in the UI;
+    without them, the recording's own).
     """
     if not os.environ.get("DAGSTER_HOME"):
         logger.info("DAGSTER_HOME is not set: not recording this run in a Dagster instance")
@@ -421,6 +417,8 @@ def record_cli_run(
     if not result.success and not any(r.action in ("failed", "dep_failed") for r in records):
         # Not the steps' failure (that one the run reports on purpose): the recording's own.
         raise RuntimeError(f"the recording run {result.run_id} failed; its event log in the instance says why")
+    if started is not None and ended is not None:
+        set_run_times(instance, result.run_id, started, ended)
     logger.info("recorded in Dagster instance %s as run %s", os.environ["DAGSTER_HOME"], result.run_id)
     return [result.run_id]
 

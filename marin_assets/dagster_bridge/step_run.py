@@ -42,14 +42,27 @@ from typing import Any
 
 import dagster as dg
 
-from marin_assets.dagster_bridge.dagster_internals import RESUME_RETRY_TAG  # a "Re-execute from failure" run
+from marin_assets.dagster_bridge.dagster_internals import (  # RESUME_RETRY_TAG: a "Re-execute from failure" run
+    INPUT_DATA_VERSION_TAG_PREFIX,
+    INPUT_EVENT_POINTER_TAG_PREFIX,
+    RESUME_RETRY_TAG,
+    partitions_data_version,
+)
 from marin_assets.dagster_bridge.experiment_records import record_dagster_run
 from marin_assets.dagster_bridge.location_graph import AssetKeys
 from marin_assets.dagster_bridge.metadata import to_dagster_metadata, uri_metadata
+from marin_assets.dagster_bridge.partition_sets import partition_set_key, partition_set_version
 from marin_assets.dagster_bridge.progress import run_description
 from marin_assets.dagster_bridge.step_failures import FailedStep, failure_cause, run_failure
 from marin_assets.dagster_bridge.step_specs import StepTarget, browser_link, consumed_sets, plain_version
-from marin_assets.dagster_bridge.unit_run import code_version_of, is_explicit_request, reason_for, unit_label
+from marin_assets.dagster_bridge.unit_run import (
+    code_version_of,
+    is_explicit_request,
+    reason_for,
+    recorded_seconds,
+    unit_label,
+    version_tags,
+)
 from marin_assets.execution.events import Done, EventListener, Failed, Progress, Started, StepEvent
 from marin_assets.execution.executor_main import resolve_partitions
 from marin_assets.execution.outcomes import ExecutorError, ExecutorOptions, StepOutcome
@@ -57,11 +70,12 @@ from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import STATUS_SUCCESS, read_metadata, read_status
 from marin_assets.execution.step import PartitionSource
 from marin_assets.execution.units import Unit, input_units, unit_dependencies
-from marin_assets.execution.versioning import StepGraph
+from marin_assets.execution.versioning import ResolvedStep, StepGraph
 
 RUN_ID_TAG = "marin/run_id"
 MAX_CONCURRENT_TAG = "marin/max_concurrent"
 MAX_CONCURRENT_ENV = "MARIN_MAX_CONCURRENT"
+STOP_GRACE_S = 10.0  # how long a terminated op waits for its cancelled steps to stop
 
 UnitKey = tuple[int, str | None]
 
@@ -139,7 +153,11 @@ class _RunPlan:
 
     def label(self, unit: Unit) -> str:
         needed_by = self.inputs.get(_key(unit))
-        return unit_label(unit) if needed_by is None else f"{unit_label(unit)}, an input of {needed_by[1]}"
+        # The step's name, then its asset key where they differ (``lr_0.05`` is asset ``lr_0_05``):
+        # filtering the run's log by either finds the step's lines.
+        key = self.keys.key_for(unit[0]).to_user_string()
+        named = unit_label(unit) if key == unit[0].name else f"{unit_label(unit)} (asset {key})"
+        return named if needed_by is None else f"{named}, an input of {needed_by[1]}"
 
 
 def _plan(
@@ -254,10 +272,11 @@ def run_selected_steps(
         f"up to {options.max_concurrent} at once"
     )
     stop = threading.Event()
+    runner = StepRunner(options)
 
     def schedule() -> None:
         try:
-            StepRunner(options).run(plan.graph, units=units, stop=stop)
+            runner.run(plan.graph, units=units, stop=stop)
         except ExecutorError:
             events.put(_END)  # each failure was told as it happened
         except BaseException as exc:  # noqa: BLE001 - handed to the op's thread, which raises it
@@ -268,10 +287,20 @@ def run_selected_steps(
     thread = threading.Thread(target=schedule, name=f"marin-steps-{context.run_id[:8]}", daemon=True)
     try:
         yield from _drain(context, plan, prefix, events, thread)
-    except BaseException:
-        # Terminated (or this thread failed): start nothing more; steps already running finish
-        # (a thread cannot be stopped from outside).
+    except BaseException as exc:
+        # Terminated, interrupted (a code-server restart) or this thread failed: start nothing more
+        # and stop the steps running now (their Ray tasks are cancelled, nothing is recorded), then
+        # wait briefly for their threads to see it.
         stop.set()
+        why = f"the Dagster run {context.run_id} stopped ({type(exc).__name__}: {exc or 'terminated'})"
+        stopped = runner.cancel_running(why)
+        if stopped:  # what happened, in the run's log: which steps stopped, and that nothing was recorded
+            context.log.error(
+                f"{why}: stopped {len(stopped)} running step(s), their Ray tasks cancelled and nothing recorded "
+                f"for them (a re-execution runs them again): {', '.join(stopped)}"
+            )
+        if thread.is_alive():
+            thread.join(timeout=STOP_GRACE_S)
         raise
 
 
@@ -410,14 +439,27 @@ def _record(
     )
     if outcome.action == "waited" and status is not None and status.run_id:  # which run did the work
         metadata["marin/computed_by_run"] = dg.MetadataValue.text(status.run_id)
+    engine_run_id = run_tag or context.run_id[:12]
+    if not computed_here and status is not None and status.run_id and status.run_id != engine_run_id:
+        # Done by another run -- e.g. the interrupted run this one re-executes: its seconds and run
+        # id, from the status and info files, not this run's 0 s.
+        metadata["marin/computed_by_run"] = dg.MetadataValue.text(status.run_id)
+        seconds = recorded_seconds(outcome.output_path, status)
+        if seconds is not None:
+            metadata["marin/seconds"] = dg.MetadataValue.float(round(seconds, 3))
     if started is not None and outcome.action == "ran":
         metadata["marin/started"] = dg.MetadataValue.text(datetime.fromtimestamp(started, UTC).isoformat())
     if selected is None:  # an input this run brought along
         first = plan.inputs[_key(unit)][1]
         metadata["marin/action"] = dg.MetadataValue.text(f"{outcome.action} (input of {first})")
         metadata["marin/reason"] = dg.MetadataValue.text(reason)
+        # With the versions a materialization Dagster computes carries: an input brought along
+        # (a schedule's run of evaluate bringing prep) must turn stale when its code is edited.
+        tags = version_tags(node, _input_versions(context, plan, node, partition))
         context.log_event(
-            dg.AssetMaterialization(asset_key=plan.keys.key_for(node), partition=partition, metadata=metadata)
+            dg.AssetMaterialization(
+                asset_key=plan.keys.key_for(node), partition=partition, metadata=metadata, tags=tags
+            )
         )
         return
     _, target = selected
@@ -432,12 +474,49 @@ def _record(
         else (f"computed by command-line run {run_tag}" if computed_here else outcome.action)
     )
     asset_key = plan.keys.key_for(node)
+    # Dagster reads the inputs' data versions when the op starts: an input this run brought along
+    # (logged, not an output) would read as INITIAL and the step as stale at once -- its version is
+    # known here.
+    brought = {plan.keys.key_for(u[0]) for u, _ in plan.inputs.values()}
+    inputs = {k: v for k, v in _input_versions(context, plan, node, partition).items() if k in brought}
+    input_tags = {
+        k: v
+        for k, v in version_tags(node, inputs).items()
+        if k.startswith((INPUT_DATA_VERSION_TAG_PREFIX, INPUT_EVENT_POINTER_TAG_PREFIX))
+    }
     yield dg.MaterializeResult(
         asset_key=asset_key,
         metadata=metadata,
         data_version=dg.DataVersion(node.hash),
+        tags=input_tags or None,
         check_results=_check_results(context, target, asset_key, outcome.output_path, partition, prefix),
     )
+
+
+def _input_versions(
+    context: dg.AssetExecutionContext, plan: _RunPlan, node: ResolvedStep, partition: str | None
+) -> dict[dg.AssetKey, tuple[str | None, int | None]]:
+    """The data version of each input of ``node`` (of its ``partition``) as Dagster computes it, with
+    the storage id of the input's latest materialization (Dagster's event pointer: its staleness
+    looks for a partition's materializations after it): an unpartitioned step's version is its hash
+    (what its materializations carry), a partitioned step's Dagster's hash of the versions of the
+    partitions read (the same drop, or every drop), a partition set's the hash of its keys."""
+    versions: dict[dg.AssetKey, tuple[str | None, int | None]] = {}
+    for dep in (*node.dependencies, *node.pseudo_dependencies):
+        key = plan.keys.key_for(dep)
+        latest = context.instance.fetch_materializations(key, limit=1).records
+        pointer = latest[0].storage_id if latest else None
+        if dep.partitioned_by is None:
+            versions[key] = (dep.hash, pointer)
+            continue
+        if partition is not None and node.partitioned_by == dep.partitioned_by:
+            read = [partition]  # the same drop
+        else:
+            read = list(plan.graph.partitions.get(dep.partitioned_by, []))
+        versions[key] = (partitions_data_version(context.instance, key, read), pointer)
+    for name in consumed_sets(node):
+        versions[partition_set_key(name)] = (partition_set_version(plan.graph.partitions.get(name, [])), None)
+    return versions
 
 
 def _check_results(

@@ -29,6 +29,8 @@ from marin_assets.execution.secrets import redact_secrets
 from marin_assets.execution.step import ExecutorStep, PartitionSource
 from marin_assets.execution.step_attempt import function_name
 from marin_assets.execution.versioning import ResolvedStep, StepGraph, version_json
+from marin_resources.accelerators import CpuConfig
+from marin_resources.resource_config import CpuOnlyConfig
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,35 @@ class StepTarget:
     source_error: str | None
 
 
+# Name folders of the steps that run for minutes or more (Marin's: tokenization, training, evaluation).
+WATCHED_FOLDERS = frozenset({"tokenized", "checkpoints", "evaluation"})
+
+
+def is_watched(step: ExecutorStep) -> bool:
+    """Whether people watch ``step`` run: its own op in a UI run (a bar on the run's timeline, its
+    logs, retry, re-execution and termination), see ``step_ops``.
+
+    The step's ``watched`` when set; else a tokenization, training or evaluation step (named under
+    ``tokenized/``, ``checkpoints/``, ``evaluation/``, as Marin's defaults name them) or one asking
+    for an accelerator (a GPU or TPU resource config). Cheap steps stay packed in a shared op.
+    """
+    if step.watched is not None:
+        return step.watched
+    if "/" in step.name and step.name.split("/", 1)[0] in WATCHED_FOLDERS:
+        return True
+    return _wants_accelerator(step.resources)
+
+
+def _wants_accelerator(resources: Any) -> bool:
+    if resources is None or isinstance(resources, (CpuConfig, CpuOnlyConfig)):
+        return False
+    if isinstance(resources, str):
+        return resources.lower().startswith(("gpu", "tpu"))
+    if isinstance(resources, Mapping):
+        return bool(resources.get("num_gpus")) or any("tpu" in str(k).lower() for k in resources)
+    return True  # GpuConfig, TpuPodConfig, a TPU spec object
+
+
 @dataclass
 class StepAssetMember:
     """One step's asset, before it is placed in an op (see ``step_ops.assemble_step_ops``)."""
@@ -57,6 +88,8 @@ class StepAssetMember:
     partition_set: str | None
     upstream_mappings: dict[dg.AssetKey, str]
     """repr of the partition mapping to each upstream key (Dagster wants one per key within an op)."""
+    watched: bool = False
+    """An op of its own in a run (:func:`is_watched`)."""
 
 
 def consumed_sets(node: ResolvedStep) -> list[str]:
@@ -226,7 +259,7 @@ def step_asset_members(
         ]
         target = StepTarget(node.step, experiment, tuple(node_checks), keys, sources, source_error)
         wanted = {d.asset_key: repr(d.partition_mapping) for d in deps}
-        members.append(StepAssetMember(spec, check_specs, target, node.partitioned_by, wanted))
+        members.append(StepAssetMember(spec, check_specs, target, node.partitioned_by, wanted, is_watched(node.step)))
     return members
 
 
@@ -235,6 +268,7 @@ __all__ = [
     "StepTarget",
     "browser_link",
     "consumed_sets",
+    "is_watched",
     "plain_version",
     "step_asset_members",
 ]

@@ -23,8 +23,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import dagster as dg
+
+from marin_assets.dagster_bridge.dagster_internals import (
+    CODE_VERSION_TAG,
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    DATA_VERSION_TAG,
+    INPUT_DATA_VERSION_TAG_PREFIX,
+    INPUT_EVENT_POINTER_TAG_PREFIX,
+)
 from marin_assets.execution.dry_run import explain_run
-from marin_assets.execution.status import STATUS_SUCCESS, read_status
+from marin_assets.execution.status import STATUS_SUCCESS, StatusRecord, read_info, read_status
 from marin_assets.execution.units import Unit
 from marin_assets.execution.versioning import ResolvedStep, hash_version
 
@@ -72,6 +81,39 @@ def depends_on_partition_set(node: ResolvedStep) -> bool:
 def code_version_of(node: ResolvedStep) -> str:
     """The step's hash with every ``consumed_partitions`` left out (its hash when it consumes none)."""
     return _code_version(node)[1]
+
+
+def version_tags(node: ResolvedStep, inputs: Mapping[dg.AssetKey, tuple[str | None, int | None]]) -> dict[str, str]:
+    """The tags Dagster's staleness reads, for a materialization this project logs itself.
+
+    A materialization Dagster computes (an op's ``MaterializeResult``) carries its asset's code
+    version, its data version and each input's data version and event; one logged with
+    ``log_event`` or recorded from the command line carries none unless given, and then Dagster
+    compares nothing: an edited step stays *FRESH* (issue 36). ``inputs`` maps each input key to
+    (its data version, the storage id of the event that holds it); a None version is left out.
+    """
+    tags = {
+        CODE_VERSION_TAG: code_version_of(node),
+        DATA_VERSION_TAG: node.hash,
+        DATA_VERSION_IS_USER_PROVIDED_TAG: "true",
+    }
+    for key, (version, storage_id) in inputs.items():
+        if version is not None:
+            tags[f"{INPUT_DATA_VERSION_TAG_PREFIX}/{key.to_user_string()}"] = version
+            tags[f"{INPUT_EVENT_POINTER_TAG_PREFIX}/{key.to_user_string()}"] = str(storage_id) if storage_id else "NULL"
+    return tags
+
+
+def recorded_seconds(output_path: str, status: StatusRecord) -> float | None:
+    """How long the attempt that wrote ``status`` (SUCCESS) took: its status's time minus the start
+    its ``.executor_info`` records; None when the info predates that field or does not match."""
+    info = read_info(output_path)
+    if not info or not isinstance(info.get("started"), (int, float)) or not status.time:
+        return None
+    if info.get("run_id") != status.run_id:  # the info of a later attempt that did not finish
+        return None
+    seconds = status.time - float(info["started"])
+    return seconds if seconds >= 0 else None
 
 
 def unit_label(unit: Unit) -> str:

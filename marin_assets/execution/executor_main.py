@@ -17,6 +17,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -368,11 +369,13 @@ def _run_and_record(
         raise SystemExit(1) from None
     logger.info("experiment record: %s", record)
     error: ExecutorError | None = None
+    started = time.time()
     try:
         report = StepRunner(options).run(graph, args.run_only)
     except ExecutorError as exc:
         error = exc
         report = None
+    ended = time.time()
     recording_failed = False
     if not args.no_record:
         try:
@@ -391,6 +394,9 @@ def _run_and_record(
                         caller=caller,
                         # Every unit's outcome (its seconds, ran/cached/waited/failed), also of a failed run.
                         report=report if error is None else error.report,
+                        # When the steps ran (a recording's run lasts as long as they did).
+                        started=started,
+                        ended=ended,
                     )
             except Exception as exc:  # noqa: BLE001 - reported below; the step outputs stay valid
                 # A run the instance does not know about is invisible in the UI and its lineage is

@@ -401,6 +401,21 @@ class StepLease:
             except Exception as exc:  # noqa: BLE001 - one failing callback must not stop the others
                 logger.warning("lease-lost callback %r failed: %s", callback, exc)
 
+    def cancel(self, why: str) -> bool:
+        """Give up a held lease while its step runs (the run driving it was terminated): the step is
+        stopped as on a lost lease (its lease-lost callbacks cancel a Ray task or kill a subprocess,
+        an in-process step gets :class:`StepCancelled`, nothing is recorded) and the lease file is
+        deleted, so a task that fences itself on a Ray worker (:func:`guard_remote`) sees it gone
+        and ends. A lease this runner does not hold is left alone. Returns whether it was held."""
+        with self._lock:
+            token = self._token
+        if token is None:
+            return False
+        self._mark_lost(why)
+        with contextlib.suppress(OSError):
+            self.backend.delete_if(self.path, token)
+        return True
+
     def release(self) -> None:
         """Stop the heartbeat and delete the lease if we still hold it -- also one given up as lost
         that still names us (no renewal reached the store for ``stale_s``, or a write whose answer

@@ -93,9 +93,24 @@ class StepRunner:
         self.launch = launch
         # Statuses read in one batch at the start of run(): each unit's first look uses it.
         self._prefetched: dict[str, StatusRecord | None] = {}
+        # Every lease this runner made, so a stopped run can give up the ones it holds (cancel_running).
+        self._leases: list[StepLease] = []
+        self._leases_lock = threading.Lock()
 
     def _lease(self, output_path: str) -> StepLease:
-        return lease_for_output(output_path, self.options.heartbeat_s, self.options.stale_s)
+        lease = lease_for_output(output_path, self.options.heartbeat_s, self.options.stale_s)
+        with self._leases_lock:
+            self._leases.append(lease)
+        return lease
+
+    def cancel_running(self, why: str) -> list[str]:
+        """Stop the units running now (the run driving them was terminated or interrupted): their
+        leases are given up, which cancels their Ray tasks or subprocesses and records nothing
+        (:meth:`StepLease.cancel`) -- none keeps running unobserved after its run is gone. Returns
+        the output folders of the steps it stopped."""
+        with self._leases_lock:
+            leases, self._leases = self._leases, []
+        return [lease.path.rsplit("/", 1)[0] for lease in leases if lease.cancel(why)]
 
     # ----------------------------------------------------------------- one unit
     def execute_unit(self, unit: Unit, graph: StepGraph) -> StepOutcome:

@@ -249,6 +249,10 @@ class ExecutorStep(Generic[T]):
             reads the data: a callable ``prefix -> keys`` (e.g. a landing zone's valid drops,
             ``marin_assets.landing.zone.LandingDrops``) or a list of keys. Keys given to the
             experiment or ``executor_main`` win. Does not enter the version.
+        watched: whether people watch this step run (a Dagster UI run gives it an op of its own: its
+            bar on the run's timeline, its logs, retry, re-execution and termination). None: decided
+            from the step (tokenization, training, evaluation, an accelerator; see
+            ``dagster_bridge.step_specs.is_watched``). Does not enter the version.
     """
 
     name: str
@@ -261,6 +265,7 @@ class ExecutorStep(Generic[T]):
     partitioned_by: str | None = None
     sequential_partitions: bool = False
     partition_source: PartitionSource | None = None
+    watched: bool | None = None
 
     # Not fields (no annotation): they never enter the version, equality or ``replace`` arguments.
     definition_order = 0

@@ -113,6 +113,9 @@ def info_record(
         "pip_dependency_groups": node.step.pip_dependency_groups,
         "resources": repr(node.step.resources) if node.step.resources is not None else None,
         "run_id": run_id,
+        # When the attempt started (seconds since the epoch): with the SUCCESS status's time, the
+        # step's real duration for whoever finds it done later (a re-execution of an interrupted run).
+        "started": time.time(),
     }
     return redact_secrets(record, secret_values(config))
 

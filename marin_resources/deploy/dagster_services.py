@@ -130,3 +130,42 @@ def reload_location(state: DeployState, timeout_s: float = 300) -> dict[str, Any
     if loaded.get("__typename") == "PythonError":
         raise DeployError(f"the code location {LOCATION_NAME} failed to load:\n{loaded['message']}")
     return result
+
+
+IN_FLIGHT_RUNS = """
+query InFlight {
+  runsOrError(filter: {statuses: [STARTING, STARTED, CANCELING]}) {
+    __typename
+    ... on Runs { results { runId jobName status } }
+    ... on PythonError { message }
+  }
+}
+"""
+
+
+def in_flight_runs(state: DeployState, timeout_s: float = 60) -> list[dict[str, Any]]:
+    """Runs whose worker is a process of the code server now (starting, started or canceling)."""
+    url = f"http://127.0.0.1:{state.ports['webserver']}"
+    result = _graphql(url, IN_FLIGHT_RUNS, {}, timeout_s)["runsOrError"]
+    if result["__typename"] != "Runs":
+        raise DeployError(f"listing the runs in flight failed: {result.get('message', result['__typename'])}")
+    return list(result["results"])
+
+
+def wait_for_in_flight_runs(state: DeployState, wait_s: float, poll_s: float = 2.0) -> list[dict[str, Any]]:
+    """Wait up to ``wait_s`` until no run is in flight; returns the runs still in flight then.
+
+    With ``DefaultRunLauncher`` a run's worker is a child of the code server: stopping the server
+    interrupts it. Waiting lets every run finish first.
+    """
+    deadline = time.monotonic() + wait_s
+    runs = in_flight_runs(state)
+    announced = False
+    while runs and time.monotonic() < deadline:
+        if not announced:
+            names = ", ".join(f"{r['runId'][:8]} ({r['jobName']})" for r in runs)
+            print(f"waiting up to {wait_s:.0f}s for {len(runs)} run(s) in flight: {names}", flush=True)
+            announced = True
+        time.sleep(poll_s)
+        runs = in_flight_runs(state)
+    return runs

@@ -4,7 +4,7 @@ The Dagster Helm chart renders its values into an instance ConfigMap; the local 
 with the same instance, so this module derives it from the same values file instead of keeping a
 second copy that could drift: Postgres run/event/schedule storage (password from the environment
 variable the chart fills from its Secret), the daemon scheduler, the queued run coordinator with its
-limits, run monitoring, compute logs in the bucket, retention and telemetry (the mapping follows the
+limits, run monitoring, run retries, compute logs in the bucket, retention and telemetry (the mapping follows the
 chart's ``configmap-instance.yaml`` and ``helpers/instance/_postgresql.tpl``; chart defaults our
 values do not set are not mirrored, so the values set what matters explicitly). The one deliberate difference is the
 run launcher: ``DefaultRunLauncher`` (a run is a subprocess of the code server) stands in for the
@@ -109,6 +109,15 @@ def instance_config(values: Mapping[str, Any], postgres: PostgresEndpoint, bucke
             "start_timeout_seconds": monitoring["startTimeoutSeconds"],
             "poll_interval_seconds": monitoring["pollIntervalSeconds"],
             "free_slots_after_run_end_seconds": monitoring["freeSlotsAfterRunEndSeconds"],
+        }
+    retries = values["dagsterDaemon"].get("runRetries", {})
+    if retries.get("enabled"):
+        # What the chart writes as run_retries: the daemon re-executes a run that failed without
+        # a step failing (its worker was killed, e.g. by a code-server restart) from failure.
+        config["run_retries"] = {
+            "enabled": True,
+            "max_retries": int(retries.get("maxRetries", 0)),
+            "retry_on_asset_or_op_failure": bool(retries.get("retryOnAssetOrOpFailure", True)),
         }
     retention = values.get("retention", {})
     if retention.get("enabled"):

@@ -60,6 +60,7 @@ from marin_resources.deploy.dagster_services import (
     REPO,
     reload_location,
     start_code_server,
+    wait_for_in_flight_runs,
     wait_http,
     write_workspace,
 )
@@ -70,6 +71,8 @@ from marin_resources.deploy.ray_nodes import (
 from marin_resources.deploy.services import DeployError, DeployState, Service
 
 DEFAULT_STATE_DIR = os.path.join(REPO, ".local_deploy")
+# How long ``restart-code`` waits for the runs in flight (whose workers the restart would kill).
+DEFAULT_RESTART_WAIT_S = 600.0
 PROJECT = "marin-local"
 # The Ray dashboard (Jobs API, `marin/ray_*` links): Ray's own default, fixed across restarts.
 DEFAULT_DASHBOARD_PORT = 8265
@@ -161,11 +164,18 @@ def topology_env(
     return env
 
 
-def restart_code_server(state_dir: str) -> Service:
+def restart_code_server(state_dir: str, wait_s: float = DEFAULT_RESTART_WAIT_S, force: bool = False) -> Service:
     """Stop the code server and start it again (its port kept), then reload the webserver's view.
 
     For what a reload does not pick up: a changed installed package, a new environment variable.
     Postgres, Ray, the webserver and the daemon keep running.
+
+    A run's worker is a process of the code server (``DefaultRunLauncher``), so stopping the server
+    interrupts its runs. The restart first waits up to ``wait_s`` for the runs in flight to end and
+    refuses (naming them) when some are still running then, unless ``force``: then the runs are
+    interrupted -- each step's lease is released, which stops its Ray task -- they fail as
+    UNEXPECTED_TERMINATION, and the daemon re-executes each from failure (``run_retries`` in the
+    instance), where steps the interrupted run finished are recorded with its seconds and run id.
     """
     state = DeployState.load(os.path.abspath(state_dir))
     if state is None:
@@ -173,6 +183,16 @@ def restart_code_server(state_dir: str) -> Service:
     old = next((s for s in state.services if s.name == "code-server"), None)
     if old is None:
         raise DeployError(f"no code server recorded in {state_dir}/deploy.json")
+    running = wait_for_in_flight_runs(state, wait_s)
+    if running and not force:
+        names = ", ".join(f"{r['runId']} ({r['jobName']})" for r in running)
+        raise DeployError(
+            f"{len(running)} run(s) still in flight after {wait_s:.0f}s: {names}; restarting would interrupt "
+            "them. Wait longer (--wait_s), terminate them in the UI, or pass --force to interrupt them "
+            "(the daemon then re-executes each from failure)"
+        )
+    if running:
+        print(f"interrupting {len(running)} run(s); the daemon re-executes each from failure", flush=True)
     services.stop_group(old.pid)
     index = state.services.index(old)
     state.services.remove(old)
@@ -200,7 +220,9 @@ def up(args: argparse.Namespace) -> DeployState:
     state_dir = os.path.abspath(args.state_dir)
     existing = DeployState.load(state_dir)
     if existing is not None and any(services.group_processes(s.pid) for s in existing.services):
-        raise DeployError(f"a topology is already running from {state_dir}; stop it with --down first")
+        raise DeployError(
+            f"a topology is already running from {state_dir}; stop it with --down{_state_dir_flag(state_dir)} first"
+        )
     os.makedirs(state_dir, exist_ok=True)
     log_dir = os.path.join(state_dir, "logs")
     ports = _allocate_ports(args)
@@ -374,6 +396,12 @@ def shell_env(state_dir: str) -> str:
     return "\n".join(lines)
 
 
+def _state_dir_flag(state_dir: str) -> str:
+    """`` --state_dir X`` when ``X`` is not where a bare command looks (a suggested command must work)."""
+    default = os.path.abspath(os.environ.get("MARIN_DEPLOY_STATE", DEFAULT_STATE_DIR))
+    return "" if os.path.abspath(state_dir) == default else f" --state_dir {shlex.quote(state_dir)}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Command line of the local topology."""
     parser = argparse.ArgumentParser(description="The production topology on one machine (127.0.0.1 only)")
@@ -386,6 +414,17 @@ def build_parser() -> argparse.ArgumentParser:
         "restart-code: stop and start the code server alone",
     )
     parser.add_argument("--down", action="store_true", help="same as the `down` command")
+    parser.add_argument(
+        "--wait_s",
+        type=float,
+        default=DEFAULT_RESTART_WAIT_S,
+        help="restart-code: how long to wait for the runs in flight to end before refusing",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="restart-code: interrupt the runs still in flight (the daemon re-executes them from failure)",
+    )
     parser.add_argument("--state_dir", default=os.environ.get("MARIN_DEPLOY_STATE", DEFAULT_STATE_DIR))
     parser.add_argument(
         "--values", default=None, help="Helm values to derive dagster.yaml from (k8s/dagster-values.yaml)"
@@ -432,7 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"reloaded code location {LOCATION_NAME} in {time.monotonic() - started:.1f}s")
         elif command == "restart-code":
             started = time.monotonic()
-            code = restart_code_server(args.state_dir)
+            code = restart_code_server(args.state_dir, args.wait_s, args.force)
             print(f"code server restarted (pid {code.pid}) and reloaded in {time.monotonic() - started:.1f}s")
         elif command == "env":
             print(shell_env(args.state_dir))
@@ -446,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"browser:  {state.env['MARIN_BROWSER_URL']}  (data under {state.env['MARIN_PREFIX']})")
             print(f"ray jobs: {state.env['RAY_API_SERVER_ADDRESS']}  (ray_run; token auth, after `env` below)")
             print(f'use:      eval "$(scripts/local_deploy.sh env --state_dir {shlex.quote(state.state_dir)})"')
-            print("stop:     scripts/local_deploy.sh --down")
+            print(f"stop:     scripts/local_deploy.sh --down{_state_dir_flag(state.state_dir)}")
     except DeployError as exc:
         print(f"local_deploy: {exc}", file=sys.stderr)
         return 1

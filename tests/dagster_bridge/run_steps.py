@@ -9,6 +9,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from marin_assets.execution import ExecutorStep, output_path_of, this_output_path, versioned
@@ -90,3 +91,43 @@ def talk(config: NapConfig) -> dict[str, Any]:
 
     report_progress(f"train: step 1: loss 2.0 ({config.tag})")
     return nap(config)
+
+
+def research_chain(
+    prep_version: int, train_seconds: float = 0.1, name: str = "team", train_watched: bool | None = None
+) -> dict[str, ExecutorStep]:
+    """The issue-36 reproduction: ``prep`` (``versioned(prep_version)``) -> ``features`` -> ``train``
+    -> ``evaluate``; ``train`` naps ``train_seconds`` (``train_watched``: its ``watched``)."""
+    prep = ExecutorStep(f"{name}/prep", nap, NapConfig(this_output_path(), 0.1, "prep", [versioned(prep_version)]))
+    features = ExecutorStep(
+        f"{name}/features", nap, NapConfig(this_output_path(), 0.1, "features", [output_path_of(prep)])
+    )
+    train = ExecutorStep(
+        f"{name}/train",
+        nap,
+        NapConfig(this_output_path(), train_seconds, "train", [output_path_of(features)]),
+        watched=train_watched,
+    )
+    evaluate = ExecutorStep(
+        f"{name}/evaluate", nap, NapConfig(this_output_path(), 0.1, "evaluate", [output_path_of(train)])
+    )
+    return {"prep": prep, "features": features, "train": train, "evaluate": evaluate}
+
+
+@dataclass(frozen=True)
+class BeatConfig:
+    output_path: str
+    beat_dir: str
+    seconds: float
+
+
+def beat(config: BeatConfig) -> dict:
+    """A training-like step (run it on Ray): write its pid, then touch ``beat`` every 0.2 s for ``seconds``."""
+    folder = Path(config.beat_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pid").write_text(str(os.getpid()))
+    deadline = time.monotonic() + config.seconds
+    while time.monotonic() < deadline:
+        (folder / "beat").write_text(str(time.time()))
+        time.sleep(0.2)
+    return {"beat_s": config.seconds}

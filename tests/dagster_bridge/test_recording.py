@@ -91,6 +91,11 @@ def test_a_command_line_run_is_one_dagster_run_with_real_seconds_and_progress_li
     assert meta["marin/action"].value == "ran (executor_main)" and meta["marin/cached"].value is False
     assert meta["marin/reason"].value == f"computed by command-line run {engine_run_id}"
     assert meta["marin/computed_by_run"].value == engine_run_id
+    # The run's Duration is the command's: it ended before the recording wrote its first event,
+    # and lasted at least as long as the training.
+    record = instance.get_run_record_by_id(run.run_id)
+    assert record.end_time - record.start_time >= 1.5
+    assert record.end_time <= min(r.timestamp for r in drops)
     # The training's progress lines (from its train.log) are the run's log lines.
     messages = _messages(instance, run.run_id)
     assert "rec/train: train: step 3: loss 2" in messages, messages

@@ -64,6 +64,22 @@ def test_written_instance_config_validates_against_dagster_schema(tmp_path):
         validated["run_coordinator"]["config"]["max_concurrent_runs"]
         == config["run_coordinator"]["config"]["max_concurrent_runs"]
     )
+    # A run whose worker a code-server restart killed is re-executed; a step's own failure is not.
+    retries = instance_config.load_values()["dagsterDaemon"]["runRetries"]
+    assert validated["run_retries"] == {
+        "enabled": True,
+        "max_retries": retries["maxRetries"],
+        "retry_on_asset_or_op_failure": False,
+    }
+    assert retries["maxRetries"] >= 1
+
+
+def test_suggested_commands_keep_a_non_default_state_dir(tmp_path, monkeypatch):
+    from marin_resources.deploy import local
+
+    monkeypatch.delenv("MARIN_DEPLOY_STATE", raising=False)
+    assert local._state_dir_flag(local.DEFAULT_STATE_DIR) == ""
+    assert local._state_dir_flag(str(tmp_path / "x y")) == f" --state_dir '{tmp_path / 'x y'}'"
 
 
 def test_local_processes_get_every_variable_the_helm_values_give_the_pods(tmp_path, monkeypatch):

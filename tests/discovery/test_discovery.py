@@ -102,14 +102,15 @@ def test_location_groups_code_versions_shared_steps_and_the_error_group(project)
     assert graph.get(asset_key_for("tokenized/small")).group_name == "train_small"
     assert graph.get(model_keys[1]).group_name == "sweep_small"
     assert len({k for k in graph.get_all_asset_keys() if k.path[0] == "checkpoints"}) == 2
-    # Every group's unpartitioned steps share one subsettable op (an op per script gave a
-    # 100-script location an op input per cross-script dependency): the sweep's models and the
-    # training script's tokenized data sit in the same op.
+    # Every group's cheap unpartitioned steps share one subsettable op (an op per script gave a
+    # 100-script location an op input per cross-script dependency); the watched steps (the
+    # tokenized data, the sweep's and the training script's models) are ops of their own.
     ops = {a.node_def.name: a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.is_executable}
     shared = ops["marin__steps"]
     assert shared.can_subset
-    assert {model_keys[0], model_keys[1], asset_key_for("tokenized/small")} <= set(shared.keys)
-    assert {shared.group_names_by_key[k] for k in shared.keys} >= {"train_small", "sweep_small"}
+    for key in (model_keys[0], model_keys[1], asset_key_for("tokenized/small")):
+        own = [op for op in ops.values() if key in op.keys]
+        assert len(own) == 1 and set(own[0].keys) == {key} and own[0].op.tags.get("marin/watched") == "true", key
     assert not [name for name in ops if name.startswith(("train_small", "sweep_small"))]
 
     # The curation script declares no partitions: its landing zone (landing/web) is watched.
