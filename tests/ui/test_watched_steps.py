@@ -22,7 +22,8 @@ import psutil
 import pytest
 
 import tests.ui.test_browser as browser_tests
-from tests.ui.conftest import LAUNCH_RUN, LOCATION, REPOSITORY, DagsterDev
+from tests.conftest import launch_assets
+from tests.ui.conftest import LOCATION, DagsterDev
 from tests.ui.test_browser import open_page, screenshot
 from tests.ui.test_edit_reload_plots import RELOAD
 
@@ -70,21 +71,6 @@ mutation Terminate($runId: String!) {
 """
 
 
-def _launch(dagster_dev: DagsterDev, paths: list[list[str]]) -> str:
-    params = {
-        "selector": {
-            "repositoryLocationName": LOCATION,
-            "repositoryName": REPOSITORY,
-            "jobName": "__ASSET_JOB",
-            "assetSelection": [{"path": p} for p in paths],
-        },
-        "runConfigData": {},
-    }
-    launched = dagster_dev.graphql(LAUNCH_RUN, {"params": params})["launchRun"]
-    assert launched["__typename"] == "LaunchRunSuccess", launched
-    return launched["run"]["runId"]
-
-
 def _stale(dagster_dev: DagsterDev) -> dict[str, str]:
     out = {}
     for name in CHAIN:
@@ -97,7 +83,7 @@ def _stale(dagster_dev: DagsterDev) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def mixed_run(dagster_dev: DagsterDev) -> str:
     """A run of the whole chain: packed prep/features, train's own op, packed evaluate."""
-    run_id = _launch(dagster_dev, [["team", n] for n in CHAIN])
+    run_id = launch_assets(dagster_dev, [["team", n] for n in CHAIN])
     assert dagster_dev.wait_for_run(run_id, timeout=240)["status"] == "SUCCESS", dagster_dev.log_tail()
     return run_id
 
@@ -113,7 +99,7 @@ def test_a_watched_step_is_a_step_of_its_own_in_the_run(dagster_dev: DagsterDev,
 
 
 def test_inputs_brought_along_turn_stale_after_an_edit_and_reload(dagster_dev: DagsterDev, mixed_run):
-    run_id = _launch(dagster_dev, [["team", "evaluate"]])
+    run_id = launch_assets(dagster_dev, [["team", "evaluate"]])
     assert dagster_dev.wait_for_run(run_id, timeout=240)["status"] == "SUCCESS", dagster_dev.log_tail()
     assert _stale(dagster_dev) == dict.fromkeys(CHAIN, "FRESH")
     VERSION_FILE.write_text("2")  # prep's versioned(1) -> versioned(2)
@@ -123,7 +109,7 @@ def test_inputs_brought_along_turn_stale_after_an_edit_and_reload(dagster_dev: D
 
 
 def test_terminating_a_watched_step_cancels_its_ray_task(dagster_dev: DagsterDev):
-    run_id = _launch(dagster_dev, [["long", "train"]])
+    run_id = launch_assets(dagster_dev, [["long", "train"]])
     deadline = time.monotonic() + 180
     while not (BEAT_DIR / "pid").exists():
         assert time.monotonic() < deadline, f"the Ray task never started\n{dagster_dev.log_tail()}"
