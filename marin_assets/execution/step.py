@@ -251,8 +251,8 @@ class ExecutorStep(Generic[T]):
             experiment or ``executor_main`` win. Does not enter the version.
         watched: whether people watch this step run (a Dagster UI run gives it an op of its own: its
             bar on the run's timeline, its logs, retry, re-execution and termination). None: decided
-            from the step (tokenization, training, evaluation, an accelerator; see
-            ``dagster_bridge.step_specs.is_watched``). Does not enter the version.
+            from the step by the UI's glue (tokenization, training, evaluation, an accelerator; see
+            ``docs/dagster.md``). Does not enter the version.
     """
 
     name: str
