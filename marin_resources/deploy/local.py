@@ -173,9 +173,10 @@ def restart_code_server(state_dir: str, wait_s: float = DEFAULT_RESTART_WAIT_S, 
     A run's worker is a process of the code server (``DefaultRunLauncher``), so stopping the server
     interrupts its runs. The restart first waits up to ``wait_s`` for the runs in flight to end and
     refuses (naming them) when some are still running then, unless ``force``: then the runs are
-    interrupted -- each step's lease is released, which stops its Ray task -- they fail as
-    UNEXPECTED_TERMINATION, and the daemon re-executes each from failure (``run_retries`` in the
-    instance), where steps the interrupted run finished are recorded with its seconds and run id.
+    interrupted -- each step's lease is released, which stops its Ray task -- and they fail as
+    interrupted. Re-execute each from failure (the UI's *Re-execute*): steps the interrupted run
+    finished are recorded with its seconds and run id. The instance's ``run_retries`` asks the daemon
+    to do it, but no such retry was seen on the local topology (``docs/deploy.md``).
     """
     state = DeployState.load(os.path.abspath(state_dir))
     if state is None:
@@ -189,10 +190,10 @@ def restart_code_server(state_dir: str, wait_s: float = DEFAULT_RESTART_WAIT_S, 
         raise DeployError(
             f"{len(running)} run(s) still in flight after {wait_s:.0f}s: {names}; restarting would interrupt "
             "them. Wait longer (--wait_s), terminate them in the UI, or pass --force to interrupt them "
-            "(the daemon then re-executes each from failure)"
+            "(then re-execute each from failure)"
         )
     if running:
-        print(f"interrupting {len(running)} run(s); the daemon re-executes each from failure", flush=True)
+        print(f"interrupting {len(running)} run(s); re-execute each from failure afterwards", flush=True)
     services.stop_group(old.pid)
     index = state.services.index(old)
     state.services.remove(old)
@@ -423,7 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="restart-code: interrupt the runs still in flight (the daemon re-executes them from failure)",
+        help="restart-code: interrupt the runs still in flight (re-execute them from failure afterwards)",
     )
     parser.add_argument("--state_dir", default=os.environ.get("MARIN_DEPLOY_STATE", DEFAULT_STATE_DIR))
     parser.add_argument(
