@@ -60,6 +60,12 @@ def _run_executor(init_context: dg.InitExecutorContext) -> dg.Executor:
     job = init_context.job.get_definition()
     watched = sum(1 for node in job.nodes if node.definition.tags.get(WATCHED_OP_TAG))
     chosen = dg.multiprocess_executor if watched > 1 else dg.in_process_executor
+    if watched > 1 and not init_context.executor_config.get("max_concurrent"):
+        # Dagster's default is one process per core (2 here): a sweep's 8 trainings would go two by
+        # two, though each op mostly waits on its Ray task or subprocess. Every op may start at once
+        # (Ray places their tasks by resources); the run config's max_concurrent still limits them.
+        config = {**init_context.executor_config, "max_concurrent": len(job.nodes)}
+        init_context = init_context._replace(executor_config=config)
     create = chosen.executor_creation_fn
     if create is None:  # Dagster's own executors always have one
         raise RuntimeError(f"Dagster's {chosen.name} executor has no creation function")
