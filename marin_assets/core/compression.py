@@ -247,13 +247,16 @@ class Damage:
 # zstd / bz2 / xz get small slices (they emit whole blocks anyway); a failing gzip slice is
 # replayed from a copy of the decompressor in pieces of _REPLAY bytes. zstd's decompressor takes no
 # output limit, so its slices are small enough to bound what one call can give: a zstd block of
-# 4 bytes (RLE) regenerates at most 128 KiB, so 256 bytes give at most 8 MiB.
-_SLICE = {"gzip": 64 << 10, "zstd": 256, "bz2": 4 << 10, "xz": 4 << 10}
+# 4 bytes (RLE) regenerates at most 128 KiB, so 256 bytes give at most 8 MiB. bz2 is decoded without
+# an output limit too (see _feed): a bz2 block is at least ~40 compressed bytes and at most ~46 MB
+# decoded (900 kB after RLE1, runs of 255 in 5 bytes), so 128 bytes complete at most 3 blocks.
+_SLICE = {"gzip": 64 << 10, "zstd": 256, "bz2": 128, "xz": 4 << 10}
 _REPLAY = 64
 MAX_PIECE = 1 << 20
 """The most decompressed bytes one step of :class:`StreamDecoder` hands out (gzip, bz2 and xz;
 zstd: at most 8 MiB), whatever the compression ratio: a reader's memory follows its own limits,
-never a bomb's ratio (1 MiB of gzip can hold 1 GiB, of bz2 far more)."""
+never a bomb's ratio (1 MiB of gzip can hold 1 GiB, of bz2 far more). bz2 decodes up to 3 whole
+blocks (worst case ~140 MB, a bomb's; ~1 MB for text) before handing them out in such pieces."""
 
 
 class _Failed(Exception):
@@ -369,7 +372,19 @@ class StreamDecoder:
             except Exception as exc:  # zstandard.ZstdError
                 raise _Failed(b"", 0, exc) from exc
             return
-        if self.codec != "gzip":  # bz2 / xz: the decompressor holds the input it has not decoded yet
+        if self.codec == "bz2":
+            # No output limit: bz2 checks a block's CRC once the block is decoded, and a call with
+            # max_length hands out a corrupt block's bytes before that (they would read as records).
+            # Unlimited, a block's bytes come out whole from the call that completes it, or not at
+            # all. The slice is small enough to bound that call (see _SLICE); handed out in pieces.
+            try:
+                out = decomp.decompress(bytes(piece))
+            except Exception as exc:  # OSError: a corrupt block
+                raise _Failed(b"", 0, exc) from exc
+            for at in range(0, len(out), MAX_PIECE):
+                yield out[at : at + MAX_PIECE]
+            return
+        if self.codec != "gzip":  # xz: the decompressor holds the input it has not decoded yet
             data: bytes = bytes(piece)
             while True:
                 try:
