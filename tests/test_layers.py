@@ -132,11 +132,6 @@ def test_experiments_are_imported_by_experiments_the_bridge_and_the_command_only
     assert not below, below
 
 
-def test_nothing_in_the_package_imports_the_experiment_facade():
-    users = [m for m, targets in IMPORTS.items() if "marin_assets.execution.experiment" in targets]
-    assert not users, users
-
-
 def test_nothing_imports_the_command():
     """``marin_assets.cli`` is the top floor: it dispatches to the modules below, never the reverse."""
     users = [(m, t) for m, targets in IMPORTS.items() for t in targets if t.startswith("marin_assets.cli")]
