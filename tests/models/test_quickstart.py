@@ -58,7 +58,8 @@ def test_training_decreases_loss_and_writes_checkpoints_and_hf_export(quickstart
     assert meta["eval_loss"] < meta["initial_eval_loss"], meta
     assert meta["parameter_count"] > 10_000
     assert meta["tokens_seen"] == 24 * 16 * 64 and meta["tokens_per_s"] > 0
-    assert [os.path.basename(p) for p in meta["checkpoints"]] == ["step-10", "step-20"]
+    # Every 10 steps, and the last step always (issue 35): a finished run can be continued.
+    assert [os.path.basename(p) for p in meta["checkpoints"]] == ["step-10", "step-20", "step-23"]
     assert os.path.basename(meta["hf_export"]) == "step-23"
     assert meta["loss_curve"]["value"].startswith("![loss curve](data:image/png;base64,")
     # Numbers Dagster can plot: flat floats, and the curve as a table (one row per logged step).
