@@ -26,6 +26,7 @@ from marin_assets.dagster_bridge.recording import UnitRecord, materialization_of
 from marin_assets.execution import ExecutorStep, StepGraph, this_output_path
 from marin_assets.execution.status import STATUS_SUCCESS, read_status, write_status
 from tests.execution.sample_steps import WriteConfig, write_value
+from tests.team_modules import team_experiments
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = Path(__file__).resolve().parent / "recording_project"
@@ -106,15 +107,8 @@ def test_a_command_line_run_is_one_dagster_run_with_real_seconds_and_progress_li
 
     # Discovery imports the project's scripts as `experiments.<name>`: an `experiments` package another
     # test of this process imported (another project) would shadow this project's, so set it aside.
-    others = {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[0] == "experiments"}
-    os.environ["MARIN_PROJECT_ROOT"] = str(project)
-    try:
+    with team_experiments(project):
         defs = build_definitions(scripts=discover())
-    finally:
-        os.environ.pop("MARIN_PROJECT_ROOT")
-        for name in [n for n in sys.modules if n.split(".")[0] == "experiments"]:
-            del sys.modules[name]
-        sys.modules.update(others)
     assert _stale(defs, instance, "rec/evaluate") == [] and _stale(defs, instance, "rec/train") == []
 
     # Again: everything cached, one more run, seconds 0, no progress lines.

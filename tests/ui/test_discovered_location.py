@@ -20,6 +20,7 @@ import pytest
 from marin_assets.dagster_bridge.location_graph import asset_key_for
 from marin_assets.execution import StepGraph
 from tests.conftest import LAUNCH_RUN
+from tests.team_modules import team_experiments
 from tests.ui.conftest import LOCATION, REPO_ROOT, REPOSITORY, DagsterDev, metadata_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
@@ -54,10 +55,10 @@ def _project(tmp_path_factory):
 
 
 def _engine_nodes(prefix: Path) -> dict[str, object]:
-    sys.path.insert(0, str(PROJECT))
-    from experiments import sweep_small, train_small
+    with team_experiments(PROJECT):
+        from experiments import sweep_small, train_small
 
-    graph = StepGraph([train_small.evaluation, *sweep_small.RUNS], str(prefix))
+        graph = StepGraph([train_small.evaluation, *sweep_small.RUNS], str(prefix))
     # The model's two configs are keyed by the script and variable holding each (not by hash).
     variants = {
         graph.resolved(train_small.model).hash: "train_small_model",
