@@ -18,7 +18,7 @@ from typing import Any
 
 import dagster as dg
 
-from marin_assets.browse.links import browser_url
+from marin_assets.browse.links import browser_base_url, browser_url
 from marin_assets.dagster_bridge.location_graph import AssetKeys, GraphView
 from marin_assets.dagster_bridge.metadata import uri_metadata
 from marin_assets.dagster_bridge.partition_sets import partition_set_key
@@ -124,21 +124,23 @@ def compact_versions(nodes: Sequence[ResolvedStep]) -> list[Any]:
     return redact_secrets([_compact_version(node) for node in nodes])
 
 
-def browser_link(output_path: str, prefix: str) -> dict[str, Any]:
-    """``marin/browser``: the data browser's page of an output (``$MARIN_BROWSER_URL``), if below the prefix."""
-    url = browser_url(output_path, prefix)
+def browser_link(output_path: str, prefix: str, base_url: str | None = None) -> dict[str, Any]:
+    """``marin/browser``: the data browser's page of an output (``$MARIN_BROWSER_URL``, or
+    ``base_url`` when given), if below the prefix."""
+    url = browser_url(output_path, prefix, base_url)
     return {"marin/browser": dg.MetadataValue.url(url)} if url else {}
 
 
-def _static_metadata(node: ResolvedStep, prefix: str, version: Any) -> dict[str, Any]:
-    """The definition's metadata; ``version`` is the node's :func:`compact_versions` entry."""
+def _static_metadata(node: ResolvedStep, prefix: str, version: Any, base_url: str | None = None) -> dict[str, Any]:
+    """The definition's metadata; ``version`` is the node's :func:`compact_versions` entry, ``base_url``
+    the data browser's (read from the environment once per experiment, not once per step)."""
     step = node.step
     # Few entries on purpose: each is two serialized objects per asset in every snapshot the
     # webserver loads (a 10,000-step location pays ~0.3 s per entry). The step's name and function
     # are in the description (a plain string); its hash is the code version. The browser link is an
     # entry (a link in the UI) rather than markdown in the description, which the catalog shows raw.
     folder = node.output_path.rpartition("/")[0] if depends_on_partition_set(node) else node.output_path
-    meta: dict[str, Any] = browser_link(folder, prefix)
+    meta: dict[str, Any] = browser_link(folder, prefix, base_url)
     if depends_on_partition_set(node):
         # Its hash and path follow the drops it consumes, which change without a code reload:
         # materializations carry them (marin/hash, dagster/uri); the definition shows the pattern.
@@ -220,6 +222,7 @@ def step_asset_members(
         checks_by_node.setdefault(id(graph.resolved(check.step)), []).append(check)
     eager_nodes = {id(graph.resolved(s)) for s in experiment.eager_steps}
     seen_keys: dict[dg.AssetKey, str] = {}
+    key_of: dict[int, dg.AssetKey] = {}  # id(node) -> its key, for the deps below (one lookup each)
     own: list[tuple[ResolvedStep, dg.AssetKey]] = []  # the steps that become assets here, in order
     for node in graph.topological():
         key = keys.key_for(node)
@@ -228,17 +231,21 @@ def step_asset_members(
                 f"steps {seen_keys[key]!r} and {node.name!r} map to the same asset key {key.to_user_string()}"
             )
         seen_keys[key] = node.name
+        key_of[id(node)] = key
         if emitted is not None:
             if key in emitted:
                 continue  # another experiment's asset: same key means same name and code version
             emitted[key] = code_version_of(node)
         own.append((node, key))
     versions = compact_versions([node for node, _ in own])
+    base_url = browser_base_url()
     members: list[StepAssetMember] = []
     for (node, key), version in zip(own, versions, strict=True):
         deps = []
         for dep in (*node.dependencies, *node.pseudo_dependencies):
-            deps.append(dg.AssetDep(keys.key_for(dep), partition_mapping=_partition_mapping(node, dep)))
+            # The graph's topological order holds every dependency, so its key is known already.
+            dep_key = key_of.get(id(dep)) or keys.key_for(dep)
+            deps.append(dg.AssetDep(dep_key, partition_mapping=_partition_mapping(node, dep)))
         # Reading every partition: the partition set is an input too (its data version = its keys).
         deps.extend(dg.AssetDep(partition_set_key(name)) for name in consumed_sets(node))
         node_checks = checks_by_node.get(id(node), [])
@@ -250,7 +257,7 @@ def step_asset_members(
             code_version=code_version_of(node),
             group_name=keys.group_of(node) or experiment.name,
             description=_description(node),
-            metadata=_static_metadata(node, prefix, version),
+            metadata=_static_metadata(node, prefix, version, base_url),
             kinds={"ray"} if (node.step.resources is not None or is_ray_remote_function(node.step.fn)) else None,
             automation_condition=dg.AutomationCondition.eager() if id(node) in eager_nodes else None,
         )
