@@ -147,7 +147,9 @@ class StepAttempt:
     ``token`` is the status file's token as found when the lease was taken (None: no status file);
     ``status`` its parsed content. ``listeners`` hear :class:`~marin_assets.execution.events.Started`
     when the function starts and a :class:`~marin_assets.execution.events.Progress` for each line it
-    reports or prints.
+    reports or prints. The attempt logs no line of the unit's start or end: the console writes
+    those from the run's events (:mod:`marin_assets.execution.console`); what it logs itself is
+    about its staging folder and its status records (resuming, copying, FAILED not recordable).
     """
 
     node: ResolvedStep
