@@ -230,7 +230,8 @@ def _options(
 ) -> ExecutorOptions:
     experiments = [t.experiment for t in targets]
     return ExecutorOptions(
-        run_id=context.run.tags.get(RUN_ID_TAG) or context.run_id[:12],
+        # The Dagster run's own id: what a status or `marin/computed_by_run` names is a run the UI finds.
+        run_id=context.run.tags.get(RUN_ID_TAG) or context.run_id,
         heartbeat_s=min(e.heartbeat_s for e in experiments),
         stale_s=max(e.stale_s for e in experiments),
         force_run_failed=is_explicit_request(context.run.tags),
@@ -439,7 +440,7 @@ def _record(
     )
     if outcome.action == "waited" and status is not None and status.run_id:  # which run did the work
         metadata["marin/computed_by_run"] = dg.MetadataValue.text(status.run_id)
-    engine_run_id = run_tag or context.run_id[:12]
+    engine_run_id = run_tag or context.run_id
     if not computed_here and status is not None and status.run_id and status.run_id != engine_run_id:
         # Done by another run -- e.g. the interrupted run this one re-executes: its seconds and run
         # id, from the status and info files, not this run's 0 s.

@@ -1,7 +1,7 @@
 """The engine's one event stream: what happens to each unit of a run, told to listeners passed in.
 
 The scheduler and the runner emit these events; every front end reads them and nothing else: the
-console (``executor_main``'s one line per unit), the Dagster op (its per-step log lines,
+console (``executor_main``'s lines per unit and progress lines), the Dagster op (its per-step log lines,
 observations and materializations), the command-line recorder, the Ray progress channel (a
 step's progress lines from a Ray worker arrive here as :class:`Progress`). A listener is any
 callable taking one event; listeners are passed in (``ExecutorOptions.listeners``), never
@@ -31,12 +31,21 @@ class StepEvent:
     output_path: str
     at: float = field(default_factory=time.time, kw_only=True)
 
+    @property
+    def label(self) -> str:
+        """``step`` or ``step[partition]``: how the unit's lines name it."""
+        return self.step if self.partition is None else f"{self.step}[{self.partition}]"
+
 
 @dataclass(frozen=True)
 class Started(StepEvent):
-    """The unit's function starts (its lease is held). ``where``: the host or Ray node, when known."""
+    """The unit's function starts (its lease is held). ``where``: the host or Ray node, when known;
+    ``fn``: the step function (``module.qualname``); ``attempt``: the id of the attempt (its staging
+    folder), which the console's ``running`` line names."""
 
     where: str | None = None
+    fn: str | None = None
+    attempt: str | None = None
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,9 @@ class Done(StepEvent):
 
 @dataclass(frozen=True)
 class Failed(StepEvent):
-    """The unit's function raised (or its lease was lost): ``cause`` is one line, ``error`` the full text."""
+    """The unit failed: its function raised, its lease was lost, or it could not start (FAILED
+    before, an input missing, its lease unwritable, the run stopped). ``cause`` is the error's last
+    line, ``error`` its full text; ``seconds`` counts from when the scheduler started the unit."""
 
     seconds: float
     cause: str

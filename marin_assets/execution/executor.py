@@ -116,7 +116,7 @@ class Executor:
             force_run_failed=force_run_failed,
             max_concurrent=max_concurrent or max(1, len(select_units(graph))),
             description=f"Executor {os.path.splitext(os.path.basename(caller))[0]}",
-            listeners=(progress_cadence_from_env(),),  # progress lines on the console, as executor_main
+            listeners=(progress_cadence_from_env(),),  # unit and progress lines on the console, as executor_main
         )
         self.executor_info_path = write_experiment_record(
             graph, self.description, caller, options.run_id, self.executor_info_base_path

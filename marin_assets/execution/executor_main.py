@@ -359,7 +359,7 @@ def executor_main(
         heartbeat_s=args.heartbeat_s,
         stale_s=args.stale_s,
         description=f"executor_main {script}",
-        listeners=(console_progress,),  # progress lines on the console, one per reported step
+        listeners=(console_progress,),  # the units' lines and progress lines on the console
     )
     info_base = args.executor_info_base_path or join_path(prefix, "experiments")
     # Steps that keep shared files under the run's prefix (the hub mirror of tokenizers and eval

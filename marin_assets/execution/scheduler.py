@@ -150,7 +150,7 @@ class Scheduler:
         out = node.partition_output_path(partition)
         try:
             outcome = future.result()
-        except Exception as exc:  # noqa: BLE001 - recorded and reported at the end of the run
+        except BaseException as exc:  # noqa: BLE001 - recorded and reported at the end of the run
             error = str(exc)
             self.failures.append((unit_label(node, partition), out, error))
             (self.fenced if isinstance(exc, LeaseLostError) else self.failed).add(k)
@@ -166,6 +166,8 @@ class Scheduler:
                     error=error,
                 )
             )
+            if not isinstance(exc, Exception):  # a step that called sys.exit(): told, then the run stops
+                raise
             return
         self.started.pop(k, None)
         self.tell(

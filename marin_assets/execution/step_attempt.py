@@ -147,7 +147,9 @@ class StepAttempt:
     ``token`` is the status file's token as found when the lease was taken (None: no status file);
     ``status`` its parsed content. ``listeners`` hear :class:`~marin_assets.execution.events.Started`
     when the function starts and a :class:`~marin_assets.execution.events.Progress` for each line it
-    reports or prints.
+    reports or prints. The attempt logs no line of the unit's start or end: the console writes
+    those from the run's events (:mod:`marin_assets.execution.console`); what it logs itself is
+    about its staging folder and its status records (resuming, copying, FAILED not recordable).
     """
 
     node: ResolvedStep
@@ -264,14 +266,15 @@ class StepAttempt:
             )
             # The attempt id, not the staging folder: a run's log outlives the folder (discarded at
             # publish), and nothing a run leaves behind may name a path that no longer exists.
-            logger.info(
-                "%s: running %s -> %s (attempt %s)",
-                self.label,
-                function_name(self.node.step.fn),
+            started = Started(
+                self.node.name,
+                self.partition,
                 self.output_path,
-                attempt,
+                where=host_id(),
+                fn=function_name(self.node.step.fn),
+                attempt=attempt,
             )
-            emit(self.listeners, Started(self.node.name, self.partition, self.output_path, where=host_id()))
+            emit(self.listeners, started)
             with self.lease.fencing(), reporting_to(self._report), secret_names_by(self.secret_name_rule):
                 result = self.launch(self.node, resolve_secrets(config))
             self.lease.check()
@@ -293,7 +296,6 @@ class StepAttempt:
         with contextlib.suppress(OSError):  # leftovers of stopped attempts: nobody will adopt them now
             discard_attempts(self.output_path)
         seconds = time.monotonic() - self.start
-        logger.info("%s: SUCCESS in %.1fs", self.label, seconds)
         return StepOutcome(self.node.name, self.output_path, self.partition, "ran", seconds, metadata=metadata)
 
     def _report(self, line: str, metrics: Any, stream: str) -> None:
@@ -317,7 +319,6 @@ class StepAttempt:
         chain ``exc`` to it. A lost lease records nothing and raises LeaseLostError here."""
         if self.lease.lost.is_set() or isinstance(exc, (StepCancelled, LeaseLostError)):
             why = self.lease.lost_reason or str(exc) or type(exc).__name__
-            logger.error("%s: lease lost while running (%s); stopped, nothing recorded", self.label, why)
             raise LeaseLostError(
                 f"{self.label}: lease on {self.output_path} was lost ({why}); stopped the step, recorded nothing"
             ) from None
@@ -331,12 +332,7 @@ class StepAttempt:
         # again): the status stays RUNNING, its lease released or going stale, for the next runner.
         diagnosis = explain(self.output_path) if is_transient(exc) else None
         if diagnosis is not None:
-            message = f"{message} -- {diagnosis}"
-            logger.error(
-                "%s: FAILED after %.1fs: %s (not recorded)", self.label, time.monotonic() - self.start, message
-            )
-            return StepFailedError(f"{self.label} failed: {message}"), error == raw_error
+            return StepFailedError(f"{self.label} failed: {message} -- {diagnosis} (not recorded)"), error == raw_error
         # A failed attempt's staging folder (checkpoints...) is what the next attempt resumes from.
         self.record_failed(error, attempt)
-        logger.error("%s: FAILED after %.1fs: %s", self.label, time.monotonic() - self.start, message)
         return StepFailedError(f"{self.label} failed: {message}"), error == raw_error

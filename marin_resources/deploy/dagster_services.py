@@ -169,3 +169,88 @@ def wait_for_in_flight_runs(state: DeployState, wait_s: float, poll_s: float = 2
         time.sleep(poll_s)
         runs = in_flight_runs(state)
     return runs
+
+
+RUN_TAGS = """
+query RunTags($runId: ID!) {
+  runOrError(runId: $runId) {
+    __typename
+    ... on Run { runId status tags { key value } }
+    ... on RunNotFoundError { message }
+    ... on PythonError { message }
+  }
+}
+"""
+
+REEXECUTE_FROM_FAILURE = """
+mutation Reexecute($params: ReexecutionParams!) {
+  launchRunReexecution(reexecutionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on Error { message }
+  }
+}
+"""
+
+# Dagster's own tags of its automatic run retry (``dagster._core.storage.tags``): set on a failed run
+# when the instance's ``run_retries`` will retry it, and the id of the retry once the daemon launched it.
+WILL_RETRY_TAG = "dagster/will_retry"
+AUTO_RETRY_RUN_ID_TAG = "dagster/auto_retry_run_id"
+RETRIED_BY_TAG = "marin/retry_of_interrupted_run"
+TERMINAL_STATUSES = {"SUCCESS", "FAILURE", "CANCELED"}
+
+
+def _run_tags(url: str, run_id: str) -> tuple[str, dict[str, str]]:
+    result = _graphql(url, RUN_TAGS, {"runId": run_id}, 60)["runOrError"]
+    if result["__typename"] != "Run":
+        raise DeployError(f"reading run {run_id} failed: {result.get('message', result['__typename'])}")
+    return result["status"], {t["key"]: t["value"] for t in result["tags"]}
+
+
+def retry_interrupted_runs(
+    state: DeployState, run_ids: list[str], timeout_s: float = 180, daemon_grace_s: float = 60, poll_s: float = 1.0
+) -> dict[str, str]:
+    """Make sure every run a code-server restart interrupted is re-executed from failure once.
+
+    Dagster's daemon retries a run whose worker was interrupted (the instance's ``run_retries``),
+    but it tries at once, while the code server restarts: then it cannot reach the location, marks
+    the run ``will_retry=false`` and never tries again. So, with the new server up: a run the daemon
+    retried is left to that retry; one it gave up on (or never meant to retry: ``run_retries``
+    off, or no decision within ``daemon_grace_s``) is re-executed from failure here, as the UI's
+    *Re-execute from failure* does, tagged ``marin/retry_of_interrupted_run``. Returns each
+    interrupted run's retry id (a run that ended otherwise -- it succeeded -- has none).
+    """
+    url = f"http://127.0.0.1:{state.ports['webserver']}"
+    retries: dict[str, str] = {}
+    for run_id in run_ids:
+        deadline = time.monotonic() + timeout_s
+        status, tags = _run_tags(url, run_id)
+        while status not in TERMINAL_STATUSES:  # the worker is gone; Dagster writes its failure
+            if time.monotonic() > deadline:
+                raise DeployError(f"run {run_id} is still {status} {timeout_s:.0f}s after its worker was stopped")
+            time.sleep(poll_s)
+            status, tags = _run_tags(url, run_id)
+        if status != "FAILURE":
+            continue
+        decided = time.monotonic() + daemon_grace_s
+        while AUTO_RETRY_RUN_ID_TAG not in tags and tags.get(WILL_RETRY_TAG) != "false":
+            if time.monotonic() > decided:
+                break
+            time.sleep(poll_s)
+            _, tags = _run_tags(url, run_id)
+        if AUTO_RETRY_RUN_ID_TAG in tags:
+            retries[run_id] = tags[AUTO_RETRY_RUN_ID_TAG]
+            print(f"run {run_id}: interrupted; Dagster's run retry re-executes it as {retries[run_id]}", flush=True)
+            continue
+        params = {
+            "parentRunId": run_id,
+            "strategy": "FROM_FAILURE",
+            "extraTags": [{"key": RETRIED_BY_TAG, "value": run_id}],
+        }
+        launched = _graphql(url, REEXECUTE_FROM_FAILURE, {"params": params}, 120)["launchRunReexecution"]
+        if launched["__typename"] != "LaunchRunSuccess":
+            raise DeployError(f"re-executing the interrupted run {run_id} failed: {launched}")
+        retries[run_id] = launched["run"]["runId"]
+        why = "Dagster's run retry gave up on it" if tags.get(WILL_RETRY_TAG) == "false" else "no run retry took it"
+        print(f"run {run_id}: interrupted; {why}, re-executed from failure as {retries[run_id]}", flush=True)
+    return retries

@@ -59,6 +59,7 @@ from marin_resources.deploy.dagster_services import (
     LOCATION_NAME,
     REPO,
     reload_location,
+    retry_interrupted_runs,
     start_code_server,
     wait_for_in_flight_runs,
     wait_http,
@@ -174,9 +175,9 @@ def restart_code_server(state_dir: str, wait_s: float = DEFAULT_RESTART_WAIT_S, 
     interrupts its runs. The restart first waits up to ``wait_s`` for the runs in flight to end and
     refuses (naming them) when some are still running then, unless ``force``: then the runs are
     interrupted -- each step's lease is released, which stops its Ray task -- and they fail as
-    interrupted. Re-execute each from failure (the UI's *Re-execute*): steps the interrupted run
-    finished are recorded with its seconds and run id. The instance's ``run_retries`` asks the daemon
-    to do it, but no such retry was seen on the local topology (``docs/deploy.md``).
+    interrupted; once the new server is up each is re-executed from failure, by Dagster's run retry
+    or, where the daemon gave up on it during the restart, here (:func:`retry_interrupted_runs`).
+    Steps the interrupted run finished are recorded with its seconds and run id.
     """
     state = DeployState.load(os.path.abspath(state_dir))
     if state is None:
@@ -190,10 +191,12 @@ def restart_code_server(state_dir: str, wait_s: float = DEFAULT_RESTART_WAIT_S, 
         raise DeployError(
             f"{len(running)} run(s) still in flight after {wait_s:.0f}s: {names}; restarting would interrupt "
             "them. Wait longer (--wait_s), terminate them in the UI, or pass --force to interrupt them "
-            "(then re-execute each from failure)"
+            "(each is then re-executed from failure)"
         )
     if running:
-        print(f"interrupting {len(running)} run(s); re-execute each from failure afterwards", flush=True)
+        print(
+            f"interrupting {len(running)} run(s); each is re-executed from failure once the server is back", flush=True
+        )
     services.stop_group(old.pid)
     index = state.services.index(old)
     state.services.remove(old)
@@ -212,6 +215,8 @@ def restart_code_server(state_dir: str, wait_s: float = DEFAULT_RESTART_WAIT_S, 
     state.services.insert(index, code)
     state.save()
     reload_location(state)
+    if running:
+        retry_interrupted_runs(state, [r["runId"] for r in running])
     return code
 
 
@@ -424,7 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="restart-code: interrupt the runs still in flight (re-execute them from failure afterwards)",
+        help="restart-code: interrupt the runs still in flight (each is then re-executed from failure)",
     )
     parser.add_argument("--state_dir", default=os.environ.get("MARIN_DEPLOY_STATE", DEFAULT_STATE_DIR))
     parser.add_argument(

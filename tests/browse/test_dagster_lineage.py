@@ -52,7 +52,7 @@ def test_sensor_launched_curation_run_explains_a_spam_documents_removal(prefix, 
     assert run.success
     (record_path,) = glob.glob(os.path.join(prefix, "experiments", "curation-*.json"))
     with open(record_path) as handle:
-        assert json.load(handle)["run_id"] == run.run_id[:12]
+        assert json.load(handle)["run_id"] == run.run_id
 
     graph = StepGraph(list(steps.values()), prefix, {curation.PARTITION_SET: [DROP]})
     text = graph.resolved(steps["text"]).partition_output_path(DROP)

@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 
 import dagster as dg
 import pytest
@@ -81,18 +83,29 @@ def test_a_concurrency_limit_of_one_runs_steps_in_turn(prefix, dagster_home, lim
     assert all(intervals[i][1] <= intervals[i + 1][0] for i in range(len(intervals) - 1)), intervals
 
 
-def test_a_failure_stops_only_its_descendants_and_names_its_cause_first(prefix, dagster_home, tmp_path):
+def test_a_failure_stops_only_its_descendants_and_names_its_cause_first(prefix, dagster_home, tmp_path, caplog):
     flag = tmp_path / "fail"
     flag.write_text("fail")
     family = failing_family(str(flag))
     instance = dg.DagsterInstance.get()
-    result = dg.materialize(
-        build_step_assets(Experiment("family", list(family.values())), prefix=prefix),
-        instance=instance,
-        resources=_resources(prefix),
-        raise_on_error=False,
-    )
+    with caplog.at_level(logging.INFO, logger="marin.executor"):
+        result = dg.materialize(
+            build_step_assets(Experiment("family", list(family.values())), prefix=prefix),
+            instance=instance,
+            resources=_resources(prefix),
+            raise_on_error=False,
+        )
     assert not result.success
+    # The op writes each step's lines itself, once, from the run's events; the engine's logger
+    # (the command line's console lines) writes none of them in a Dagster run.
+    engine = [r.getMessage() for r in caplog.records if r.name == "marin.executor"]
+    assert not [m for m in engine if re.match(r"^\S+: (running|SUCCESS in|FAILED after)\b", m)], engine
+    op_lines = _log_lines(instance, result.run_id)
+    assert len([line for line in op_lines if line.startswith("family/bad: FAILED after")]) == 1, op_lines
+    for name in ("root", "sibling", "bad"):
+        assert len([line for line in op_lines if line.startswith(f"family/{name}: started")]) == 1, op_lines
+    for name in ("root", "sibling"):
+        assert len([line for line in op_lines if line.startswith(f"family/{name}: done in")]) == 1, op_lines
     # The sibling (slower than the failing step, no input of it) and the root are materialized.
     assert _materialized(result) == {"family/root", "family/sibling"}
     graph = StepGraph(list(family.values()), prefix)

@@ -6,6 +6,9 @@ import io
 import json
 import logging
 import os
+import re
+
+import pytest
 
 from marin_assets.execution.outcomes import ExecutionReport, StepOutcome
 from marin_assets.execution.status import METADATA_FILE
@@ -27,6 +30,34 @@ def test_progress_handler_prints_one_line_per_finished_unit():
     assert len(lines) == 2
     assert lines[0].endswith("done   curation/raw[drop-001] (9.6s)")
     assert "FAILED checkpoints/quickstart-test (2.0s)" in lines[1]
+
+
+def test_progress_handler_reads_the_consoles_lines_of_a_real_run(prefix, tmp_path):
+    """The per-unit lines it turns into ``done`` / ``FAILED`` come from the run's event stream (the
+    console listener of ``executor_main``), once per unit that ran or failed."""
+    from marin_assets.execution import executor_main
+    from tests.dagster_bridge.run_steps import failing_family
+
+    flag = tmp_path / "fail"
+    flag.write_text("fail")
+    family = failing_family(str(flag), seconds=0.2, name="qs")
+    stream = io.StringIO()
+    handler = ProgressHandler(stream)
+    engine = logging.getLogger("marin.executor")
+    level = engine.level
+    engine.setLevel(logging.INFO)  # as configure_output sets it
+    engine.addHandler(handler)
+    try:
+        with pytest.raises(SystemExit):
+            executor_main(list(family.values()), argv=["--prefix", prefix, "--no_record"])
+    finally:
+        engine.removeHandler(handler)
+        engine.setLevel(level)
+    lines = stream.getvalue().splitlines()
+    units = [re.match(r"^\[\s*\d+s\] (done  |FAILED) (\S+) \([\d.]+s\)$", line) for line in lines]
+    done = sorted(m.group(2) for m in units if m and m.group(1) == "done  ")
+    failed = [m.group(2) for m in units if m and m.group(1) == "FAILED"]
+    assert (done, failed) == (["qs/root", "qs/sibling"], ["qs/bad"]), lines
 
 
 def _metadata(path, values) -> None:

@@ -2,7 +2,8 @@
 
 A team's experiments repository (``--project_root``) with a four-step training script and a script
 that fails on import is served by the topology's code server (``dagster code-server start``). The
-script's assets are materialized through the daemon and the Ray worker; then a ``versioned(...)``
+script's last asset is materialized through the daemon and the Ray worker, bringing its three inputs
+along; then a ``versioned(...)``
 value of the model step is edited, a new script is added and the broken one fixed, and
 ``local_deploy.sh reload`` (GraphQL ``reloadRepositoryLocation``, what *Reload definitions* sends)
 serves, within seconds, the new code version on the same asset key with the stale marker, the new
@@ -212,11 +213,19 @@ def test_edit_reload_new_code_version_same_key_stale_then_only_the_edit_recomput
     code = next(s for s in topology.state.services if s.name == "code-server")
     assert code.command[1:3] == ["code-server", "start"]  # not `api grpc`: that one cannot reload
 
-    first_run = _materialize(topology, STEPS)
+    # The first run selects the evaluation alone: its three inputs are brought along (as a schedule's
+    # nightly run does), and each must still be recorded with its code and data version, or the edit
+    # below would leave the brought-along model FRESH (issue 36's staleness reproduction).
+    first_run = _materialize(topology, ("evaluation/team_eval",))
     before = _nodes(topology)
     assert all(before[_key(n)]["staleStatus"] == "FRESH" for n in STEPS), before
     first = {n: _latest(topology, n) for n in STEPS}
-    assert all(m["runId"] == first_run and m["marin/action"] == "ran" for m in first.values()), first
+    assert all(m["marin/code_version"] == before[_key(n)]["opVersion"] for n, m in first.items()), first
+    assert all(m["runId"] == first_run for m in first.values()), first
+    assert {n: m["marin/action"] for n, m in first.items()} == {
+        **{n: "ran (input of evaluation/team_eval)" for n in STEPS[:-1]},
+        "evaluation/team_eval": "ran",
+    }
     # The step ran on the Ray worker, importing the team's script there (PYTHONPATH).
     assert all(json.loads(m["marin/ran_on"])["ray_node_id"] for m in first.values())
 

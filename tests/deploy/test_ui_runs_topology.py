@@ -13,8 +13,8 @@ daemon with the QueuedRunCoordinator, the webserver, a Ray head and two worker n
 * the shards of one curation stage (the real HTML -> text stage, one Ray task per shard) land on
   both workers, and the stage's ``marin/ran_on`` says where (``shard_nodes``);
 * ``restart-code`` while a run is in flight waits for it and refuses (naming it) when it does not
-  end in time; ``--force`` interrupts it (its step stopped, the run failed as interrupted, its log
-  says so).
+  end in time; ``--force`` interrupts it (its step stopped and its lease given up, the run failed as
+  interrupted, its log says so), and Dagster's run retry re-executes it, the step with its real seconds.
 
 One topology for the module, serving a team's experiments repository written by the fixture.
 """
@@ -22,6 +22,7 @@ One topology for the module, serving a team's experiments repository written by 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +36,8 @@ from typing import Any
 import pytest
 
 from marin_assets.execution import StepGraph
-from marin_assets.execution.status import read_status
+from marin_assets.execution.status import LEASE_FILE, read_status
+from marin_assets.execution.storage import exists, join_path
 from marin_resources.deploy.services import DeployState
 from tests.conftest import (
     REEXECUTE,
@@ -350,3 +352,28 @@ def test_restart_code_waits_for_a_run_then_force_interrupts_it_and_says_so(topol
     assert interrupted["status"] == "FAILURE", interrupted
     messages = [e["message"] for e in topology.graphql(RUN_MESSAGES, {"runId": run_id})["logsForRun"]["events"]]
     assert any("interrupted" in m.lower() for m in messages), messages[-10:]
+
+    # The step's Ray task is not left running unobserved: the interrupted op gave up the step's lease,
+    # which stops its Ray task, and said so in the run's log; nothing was recorded for the step.
+    assert any("stopped 1 running step(s), their Ray tasks cancelled" in m for m in messages), messages[-10:]
+    lease = join_path(step.output_path, LEASE_FILE)
+    while exists(lease):
+        assert time.monotonic() < deadline, f"the interrupted step's lease is still there: {lease}"
+        time.sleep(0.5)
+    # Re-executed from failure once the new server is up: by Dagster's run retry (the instance's
+    # ``run_retries``; an interruption is no step failure) or, where the daemon tried while the
+    # server was down and gave up, by restart-code itself -- once either way. The step runs again
+    # there, with its real seconds.
+    (retry_id,) = re.findall(rf"^run {run_id}: interrupted; .* as (\S+)$", forced.stdout, re.M)
+    retry = topology.wait_for_run(retry_id, timeout=RUN_TIMEOUT_S)
+    assert retry["status"] == "SUCCESS", first_failure_description(topology, retry_id)
+    latest = latest_materialization(topology, path)
+    assert latest is not None and latest["runId"] == retry_id, latest
+    metadata = latest["metadata"]
+    if metadata["marin/action"] == "ran":
+        assert metadata["marin/seconds"] >= RESTART_NAP_SECONDS, metadata
+    else:  # finished by the interrupted run after all: its seconds and its run, never 0 s
+        assert metadata.get("marin/computed_by_run") == run_id and metadata["marin/seconds"] > 0, metadata
+    assert read_status(step.output_path).status == "SUCCESS"
+    tags = {t["key"]: t["value"] for t in topology.run(run_id)["tags"]}
+    assert tags.get("dagster/auto_retry_run_id", retry_id) == retry_id, tags  # one retry, not two

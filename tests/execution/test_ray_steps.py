@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -10,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from marin_assets.execution import ExecutorError, ExecutorStep, StepGraph, run_steps, this_output_path, versioned
+from marin_assets.execution.console import ConsoleProgress
+from marin_assets.execution.outcomes import ExecutorOptions
+from marin_assets.execution.runner import StepRunner
 from marin_assets.execution.status import read_metadata, read_status
 from marin_resources.accelerators import CpuConfig, GpuConfig, TpuConfig
 from marin_resources.ray_config import RayClusterConfig
@@ -94,6 +98,38 @@ def test_step_requesting_absent_resource_fails_fast_with_clear_error(fake_tpu_ra
     assert any(word in message for word in ("TPU-v5p-8-head", "GPU", "CPU")), message
     out = StepGraph([step], prefix).resolved(step).output_path
     assert read_status(out).status == "FAILED"
+
+
+def placed_then_failed(config: WhereConfig) -> None:
+    """Print a line in the Ray worker, then fail."""
+    print(f"worker line of {config.tag}")
+    raise ValueError(f"planned failure on a worker ({config.tag})")
+
+
+def test_a_ray_steps_unit_lines_reach_the_console_once(fake_tpu_ray, prefix, caplog, capsys):
+    """A step run on a Ray worker is started and ended by the driver: its console lines (from the
+    run's events, ``ConsoleProgress``) appear once each -- not zero, not twice (worker output does
+    not carry them)."""
+    import ray
+
+    good = ExecutorStep(
+        "ray/lines_ok", ray.remote(num_cpus=1)(report_placement), WhereConfig(this_output_path(), versioned("ok"))
+    )
+    bad = ExecutorStep(
+        "ray/lines_bad", placed_then_failed, WhereConfig(this_output_path(), "bad"), resources=CpuConfig()
+    )
+    options = ExecutorOptions(listeners=(ConsoleProgress(),))
+    with caplog.at_level(logging.INFO), pytest.raises(ExecutorError):
+        StepRunner(options).run(StepGraph([good, bad], prefix))
+    lines = [r.getMessage() for r in caplog.records if r.name == "marin.executor"]
+    for unit, end in (("ray/lines_ok", "SUCCESS in"), ("ray/lines_bad", "FAILED after")):
+        assert len([line for line in lines if line.startswith(f"{unit}: running ")]) == 1, lines
+        assert len([line for line in lines if line.startswith(f"{unit}: {end} ")]) == 1, lines
+    (failed,) = [line for line in lines if line.startswith("ray/lines_bad: FAILED after")]
+    assert "planned failure on a worker (bad)" in failed
+    printed = capsys.readouterr()
+    assert printed.out.count("worker line of bad") == 1  # it ran on a worker, whose output reached the driver
+    assert "SUCCESS in" not in printed.out + printed.err and "FAILED after" not in printed.out + printed.err
 
 
 def test_concurrent_ray_steps_in_threads_connect_once(prefix, monkeypatch):
