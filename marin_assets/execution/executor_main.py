@@ -8,8 +8,10 @@ imports nor names Dagster.
 from __future__ import annotations
 
 import argparse
+import atexit
 import dataclasses
 import datetime
+import gc
 import getpass
 import inspect
 import json
@@ -263,6 +265,30 @@ def _call_arguments(
     return config, steps, description
 
 
+_exit_collection_registered = False
+
+
+def _collect_once_at_exit() -> None:
+    """At interpreter exit, collect garbage once (finalizers run) and freeze what is left.
+
+    A script that imports Levanter holds ~600,000 tracked objects (torch, jax, transformers...);
+    Python's shutdown clears module after module and rescans that heap each time, ~1.5 s of a
+    cached re-run that takes ~6 s in all (bench/cached_rerun.py). One collection here (~0.3 s) runs
+    the finalizers of what is garbage; the frozen rest is still released as modules are cleared,
+    but no longer rescanned. Registered late, it runs before the handlers of the libraries
+    imported earlier (atexit runs last-registered first); what those create is collected as usual.
+    """
+    global _exit_collection_registered
+    if not _exit_collection_registered:
+        _exit_collection_registered = True
+        atexit.register(_collect_and_freeze)
+
+
+def _collect_and_freeze() -> None:
+    gc.collect()
+    gc.freeze()
+
+
 def executor_main(
     *positional: Any,
     steps: Sequence[ExecutorStep | InputName] | None = None,
@@ -284,6 +310,7 @@ def executor_main(
     """
     config, steps, description = _call_arguments(positional, steps, description)
     args = parse_config(argv, description, config)
+    _collect_once_at_exit()
     console = run_log.configure_console()
     prefix = local_prefix(args.prefix or default_prefix())
     try:
