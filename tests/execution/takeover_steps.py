@@ -69,13 +69,19 @@ def tiny_train(config: TinyTrainConfig) -> dict[str, object]:
     stop = threading.Event()
 
     def scratch_writer() -> None:  # a background uploader that outlives nothing it should
+        # Write first, then look at ``stop``: woken from SIGSTOP, it writes (tagged) before it can see
+        # that its step ended -- the zombie write the test must find fenced out, on every run rather
+        # than only when it wins the race against the step's own exit.
         n = 0
-        while not stop.wait(0.02):
+        while True:
             n += 1
             tag = _tag()
             _put(fs, f"{out}/scratch/{host}-{n % 5}.txt", f"{host} {n} {tag}".encode())
             if tag:
                 _event("tagged", host, n)
+            if stop.is_set():
+                return
+            time.sleep(0.02)
 
     # The log first, as the product's training does: it may drop copied checkpoints it does not cover.
     with AttemptLog(config.output_path, "train.log") as log:
